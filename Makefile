@@ -1,0 +1,33 @@
+# Two entry points for a new machine: `make demo` and `make test`.
+# Both create .venv on first use; torch is pinned to the CPU wheel first so that
+# pip never pulls a multi-GB CUDA build (pyproject keeps a range for users).
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+TORCH_PIN ?= torch==2.13.0
+
+.PHONY: demo test test-slow bench env clean
+
+$(BIN)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q $(TORCH_PIN)
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+env: $(BIN)/.installed
+
+demo: env
+	$(BIN)/swflow demo --out runs/demo --overwrite
+
+test: env
+	$(BIN)/python -m pytest
+
+test-slow: env
+	$(BIN)/python -m pytest -m slow
+
+bench: env
+	$(BIN)/python experiments/bench_step.py
+
+clean:
+	rm -rf $(VENV) runs

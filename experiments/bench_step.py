@@ -1,0 +1,133 @@
+"""Per-step cost of the DPSWflow-r step (the product's heartbeat).
+
+Times one full Euler–Maruyama step (directions, private batch release, particle smoothing,
+exact-quantile drift, update) at the paper's MNIST size (n = 10 000 particles, d = 8, Nθ = 70,
+batch 250) and CelebA size (d = 48, Nθ = 300), next to a naive step written the way the reference
+code works (torch.quantile on a 30 000-level percentile grid for both sets, then linear
+interpolation), and how the cost grows with n.
+
+    python experiments/bench_step.py [--device cpu|cuda] [--json] [--max-n 1000000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+
+import torch
+
+from swflow import FlowConfig
+from swflow.flow import ParticleFlow, Resampled
+from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ReleasePlan, calibrate
+from swflow.sliced import random_directions
+
+GRID = 30_000
+
+
+def _interp(x, xp, fp):
+    """Row-wise linear interpolation, xp (k, g) increasing."""
+    i = torch.searchsorted(xp, x).clamp(1, xp.shape[1] - 1)
+    x0, x1 = xp.gather(1, i - 1), xp.gather(1, i)
+    y0, y1 = fp.gather(1, i - 1), fp.gather(1, i)
+    t = ((x - x0) / (x1 - x0).clamp(min=1e-12)).clamp(0, 1)
+    return y0 + t * (y1 - y0)
+
+
+def naive_step(x, y, k, sigma, batch, gen):
+    """Reference-style step: percentile grid + torch.quantile + interpolation."""
+    theta = random_directions(k, x.shape[1], generator=gen, device=x.device)
+    idx = torch.randperm(y.shape[0], generator=gen, device=gen.device)[:batch].to(y.device)
+    py = theta.T @ y[idx].T + sigma * torch.randn(k, batch, generator=gen, device=x.device)
+    px = theta.T @ x.T + sigma * torch.randn(k, x.shape[0], generator=gen, device=x.device)
+    levels = torch.linspace(0, 1, GRID, device=x.device)
+    qx = torch.quantile(px, levels, dim=1).T.contiguous()
+    qy = torch.quantile(py, levels, dim=1).T.contiguous()
+    cdf = _interp(px.contiguous(), qx, levels.expand(k, -1).contiguous())
+    moved = _interp(cdf, levels.expand(k, -1).contiguous(), qy)
+    return x + ((moved - px).T @ theta.T) / k
+
+
+def make_flow(n, d, k, batch, device, steps):
+    gen = torch.Generator().manual_seed(0)
+    y = torch.randn(30_000, d, generator=gen)
+    y = y / y.norm(dim=1, keepdim=True)
+    plan = ReleasePlan(releases=steps, dataset_size=30_000, sample_size=batch, n_projections=k, dim=d)
+    target = PrivateTarget(y.to(device), calibrate(PrivacySpec(noise_multiplier=0.77, delta=1e-6), plan),
+                           noise=NoiseSource(0), ledger=PrivacyLedger(), batch_size=batch)
+    flow = ParticleFlow(target, Resampled(k), FlowConfig(steps=steps, n_particles=n, device=device), progress=False)
+    flow.strategy.setup(target, flow.generator, dtype=flow.dtype, device=flow.device)
+    return flow, y.to(device)
+
+
+def _sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_ours(n, d, k, batch, device, reps):
+    flow, _ = make_flow(n, d, k, batch, device, reps + 2)
+    flow.step_once()
+    _sync(device)
+    t = time.perf_counter()
+    for _ in range(reps):
+        flow.step_once()
+    _sync(device)
+    return (time.perf_counter() - t) / reps * 1e3
+
+
+def time_naive(n, d, k, batch, device, reps):
+    gen = torch.Generator(device=device).manual_seed(0)
+    y = torch.nn.functional.normalize(torch.randn(30_000, d, device=device), dim=1)
+    x = torch.randn(n, d, device=device)
+    x = naive_step(x, y, k, 0.5, batch, gen)
+    _sync(device)
+    t = time.perf_counter()
+    for _ in range(reps):
+        x = naive_step(x, y, k, 0.5, batch, gen)
+    _sync(device)
+    return (time.perf_counter() - t) / reps * 1e3
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--max-n", type=int, default=1_000_000)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    dev, reps = args.device, args.reps
+    machine = (torch.cuda.get_device_name() if dev == "cuda"
+               else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
+    out = {"device": dev, "machine": machine, "torch": torch.__version__}
+    sizes = {"mnist": (10_000, 8, 70, 250), "celeba": (10_000, 48, 300, 250)}
+    for name, (n, d, k, b) in sizes.items():
+        ours = time_ours(n, d, k, b, dev, reps)
+        naive = time_naive(n, d, k, b, dev, max(3, reps // 4))
+        out[f"{name}_ms_per_step"] = ours
+        out[f"{name}_naive_ms_per_step"] = naive
+        out[f"{name}_speedup"] = naive / ours
+    scaling = []
+    n = 1_000
+    while n <= args.max_n:
+        scaling.append({"n": n, "ms_per_step": time_ours(n, 8, 70, 250, dev, max(2, reps if n <= 10**5 else 3))})
+        n *= 10
+    out["scaling_mnist_shape"] = scaling
+    if args.json:
+        print(json.dumps(out))
+        return
+    print(f"device: {dev} ({machine}), torch {torch.__version__}")
+    print(f"{'size':8} {'ours ms/step':>13} {'naive ms/step':>14} {'speed-up':>9}")
+    for name in sizes:
+        print(f"{name:8} {out[name + '_ms_per_step']:13.1f} {out[name + '_naive_ms_per_step']:14.1f} "
+              f"{out[name + '_speedup']:8.1f}x")
+    print("scaling with n (d = 8, Ntheta = 70, batch 250):")
+    prev = None
+    for row in scaling:
+        ratio = "" if prev is None else f"  x{row['ms_per_step'] / prev:.1f} for x10 particles"
+        print(f"  n = {row['n']:>9,}: {row['ms_per_step']:9.1f} ms/step{ratio}")
+        prev = row["ms_per_step"]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,314 @@
+"""The Euler–Maruyama particle simulator and its projection strategies.
+
+    X ← X + h · v̂(X) + sqrt(2λh) · Z
+
+One loop serves every flow; methods differ only by the projection strategy they plug in:
+
+* :class:`Resampled` (DPSWflow-r, 004 Alg. 1): fresh directions and a fresh private release
+  every step — one accounted mechanism per step.
+* :class:`Presampled` (DPSWflow, 004 Alg. 2): one pool of directions and ONE release of the
+  noisy target projections before the loop; each step subsamples directions from the pool and
+  spends no privacy.
+
+σ = 0 (a non-private target) gives the sliced Wasserstein flow of Liutkus et al. (2019).
+The simulator owns its own generator (initial particles, directions, particle-side smoothing,
+diffusion); privacy randomness belongs to the :class:`~swflow.privacy.PrivateTarget`.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from .drift import clip_rows, smoothed_drift
+from .io import TrajectoryWriter
+from .privacy import PrivateTarget, ReleasePlan
+from .sliced import random_directions
+
+__all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "initial_particles"]
+
+INITS = ("normal", "sphere")
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+@dataclass(frozen=True)
+class FlowConfig:
+    """Simulator settings (one-to-one with the TOML ``[flow]`` table).
+
+    steps : number of Euler–Maruyama steps K
+    n_particles : particles, independent of the target size
+    step_size : h > 0
+    diffusion : λ ≥ 0
+    smoothing : particle-side smoothing std; None matches the target release's σ
+    drift_clip : clip each particle's drift to this norm (needed for diffusion amplification)
+    init : μ0, 'normal' (standard Gaussian) or 'sphere' (uniform on the unit sphere)
+    record_every : write a trajectory frame every k steps (0: no trajectory)
+    checkpoint_every : write a checkpoint every k steps (0: none)
+    """
+
+    steps: int
+    n_particles: int = 10_000
+    step_size: float = 1.0
+    diffusion: float = 0.0
+    smoothing: float | None = None
+    drift_clip: float | None = None
+    init: str = "normal"
+    record_every: int = 0
+    checkpoint_every: int = 0
+    seed: int = 0
+    dtype: str = "float32"
+    device: str = "cpu"
+
+    def __post_init__(self):
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if self.n_particles < 1:
+            raise ValueError(f"n_particles must be >= 1, got {self.n_particles}")
+        if not (self.step_size > 0 and math.isfinite(self.step_size)):
+            raise ValueError(f"step size h must be > 0, got {self.step_size}")
+        if not (self.diffusion >= 0 and math.isfinite(self.diffusion)):
+            raise ValueError(f"diffusion lambda must be >= 0, got {self.diffusion}")
+        if self.smoothing is not None and self.smoothing < 0:
+            raise ValueError(f"smoothing must be >= 0, got {self.smoothing}")
+        if self.drift_clip is not None and not self.drift_clip > 0:
+            raise ValueError(f"drift_clip must be > 0, got {self.drift_clip}")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
+        if self.record_every < 0 or self.checkpoint_every < 0:
+            raise ValueError("record_every and checkpoint_every must be >= 0")
+
+
+class Resampled:
+    """DPSWflow-r: ``n_projections`` fresh directions and one private release per step."""
+
+    name = "resampled"
+
+    def __init__(self, n_projections: int):
+        if n_projections < 1:
+            raise ValueError(f"n_projections must be >= 1, got {n_projections}")
+        self.n_projections = n_projections
+
+    def plan(self, *, steps: int, dataset_size: int, batch_size: int | None, dim: int) -> ReleasePlan:
+        return ReleasePlan(releases=steps, dataset_size=dataset_size, sample_size=batch_size,
+                           n_projections=self.n_projections, dim=dim)
+
+    def setup(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device) -> None:
+        pass
+
+    def next(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device):
+        theta = random_directions(self.n_projections, target.dim, generator=generator,
+                                  device=device, dtype=dtype)
+        released, sigma = target.release(theta)
+        return theta, released.to(device=device, dtype=dtype), sigma
+
+    def state_dict(self) -> dict:
+        return {"n_projections": self.n_projections}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["n_projections"] != self.n_projections:
+            raise ValueError("checkpoint was written with a different number of projections")
+
+    def describe(self) -> dict:
+        return {"strategy": self.name, "n_projections": self.n_projections}
+
+
+class Presampled:
+    """DPSWflow: a pool of ``pool_size`` directions released ONCE; ``per_step`` of them used per step."""
+
+    name = "presampled"
+
+    def __init__(self, pool_size: int, per_step: int):
+        if pool_size < 1 or per_step < 1:
+            raise ValueError(f"pool_size and per_step must be >= 1, got {pool_size}, {per_step}")
+        if per_step > pool_size:
+            raise ValueError(f"per_step={per_step} directions cannot be drawn from a pool of {pool_size}")
+        self.pool_size, self.per_step = pool_size, per_step
+        self._theta: Tensor | None = None
+        self._released: Tensor | None = None
+        self._sigma = 0.0
+
+    def plan(self, *, steps: int, dataset_size: int, batch_size: int | None, dim: int) -> ReleasePlan:
+        if batch_size is not None and batch_size != dataset_size:
+            raise ValueError("the presampled flow releases the whole target once; batch_size must be None")
+        return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
+                           n_projections=self.pool_size, dim=dim)
+
+    def setup(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device) -> None:
+        if self._released is not None:  # restored from a checkpoint: never release again
+            return
+        self._theta = random_directions(self.pool_size, target.dim, generator=generator,
+                                        device=device, dtype=dtype)
+        released, self._sigma = target.release(self._theta)
+        self._released = released.to(device=device, dtype=dtype)
+
+    def next(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device):
+        pick = torch.randperm(self.pool_size, generator=generator, device=generator.device)[: self.per_step]
+        pick = pick.to(self._theta.device)
+        return self._theta[:, pick], self._released[pick], self._sigma
+
+    def state_dict(self) -> dict:
+        # The pool is public after its release; it is what a resumed run must reuse.
+        return {"pool_size": self.pool_size, "per_step": self.per_step, "theta": self._theta,
+                "released": self._released, "sigma": self._sigma}
+
+    def load_state_dict(self, state: dict) -> None:
+        if (state["pool_size"], state["per_step"]) != (self.pool_size, self.per_step):
+            raise ValueError("checkpoint was written with a different pool")
+        self._theta, self._released, self._sigma = state["theta"], state["released"], state["sigma"]
+
+    def describe(self) -> dict:
+        return {"strategy": self.name, "pool_size": self.pool_size, "n_projections": self.per_step}
+
+
+def initial_particles(n: int, d: int, *, init: str, generator: torch.Generator, dtype, device) -> Tensor:
+    """n draws from μ0: standard normal, or uniform on the unit sphere. Shape (n, d)."""
+    x = torch.randn(n, d, generator=generator, device=generator.device, dtype=torch.float64)
+    if init == "sphere":
+        x = x / x.norm(dim=1, keepdim=True)
+    return x.to(device=device, dtype=dtype)
+
+
+@dataclass
+class FlowResult:
+    """particles (n, d); steps done; per-step diagnostic samples; where the trajectory went."""
+
+    particles: Tensor
+    steps: int
+    diagnostics: list[tuple[int, float]] = field(default_factory=list)
+    trajectory_path: Path | None = None
+
+
+class ParticleFlow:
+    """Euler–Maruyama simulation of the smoothed sliced-Wasserstein flow towards a target.
+
+    Parameters
+    ----------
+    target : PrivateTarget
+        The private (or public, for SWF) rows, behind their release mechanism.
+    strategy : Resampled | Presampled
+    config : FlowConfig
+    trajectory_path, checkpoint_path : optional files (HDF5, torch checkpoint)
+    """
+
+    def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
+                 trajectory_path: str | Path | None = None, checkpoint_path: str | Path | None = None,
+                 progress: bool = True):
+        self.target, self.strategy, self.config = target, strategy, config
+        self.device = torch.device(config.device)
+        self.dtype = DTYPES[config.dtype]
+        self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
+        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else None
+        self.trajectory_path = Path(trajectory_path) if trajectory_path else None
+        self.progress = progress
+        self.step = 0
+        self.particles = initial_particles(config.n_particles, target.dim, init=config.init,
+                                           generator=self.generator, dtype=self.dtype, device=self.device)
+        self._writer: TrajectoryWriter | None = None
+        self._set_up = False
+
+    # -- state ---------------------------------------------------------------------------------
+    def describe(self) -> dict:
+        return {**asdict(self.config), **self.strategy.describe(), "batch_size": self.target.batch_size,
+                "dim": self.target.dim, "dataset_size": self.target.size}
+
+    def state_dict(self) -> dict:
+        """Everything needed to continue bit-identically; holds no private row."""
+        return {"step": self.step, "particles": self.particles.cpu(),
+                "generator": self.generator.get_state(), "strategy": self.strategy.state_dict(),
+                "ledger": self.target.ledger.state_dict(), "privacy_noise": self.target.noise_state(),
+                "config": asdict(self.config)}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["config"] != asdict(self.config):
+            raise ValueError("checkpoint was written with a different flow configuration")
+        self.step = state["step"]
+        self.particles = state["particles"].to(device=self.device, dtype=self.dtype)
+        self.generator.set_state(state["generator"])
+        self.strategy.load_state_dict(state["strategy"])
+        self.target.load_state(ledger=state["ledger"], noise=state["privacy_noise"])
+        self._set_up = True
+
+    def save_checkpoint(self) -> None:
+        tmp = self.checkpoint_path.with_suffix(".tmp")
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, self.checkpoint_path)  # atomic: an interruption never leaves half a file
+
+    def resume(self) -> bool:
+        """Load ``checkpoint_path`` if it exists; True when a run was resumed."""
+        if self.checkpoint_path is None or not self.checkpoint_path.exists():
+            return False
+        self.load_state_dict(torch.load(self.checkpoint_path, weights_only=False))
+        return True
+
+    # -- the loop ------------------------------------------------------------------------------
+    def _randn(self, *shape: int) -> Tensor:
+        return torch.randn(*shape, generator=self.generator, device=self.device, dtype=self.dtype)
+
+    def step_once(self) -> Tensor:
+        """One Euler–Maruyama step; returns the step's projected smoothed W2 (a 0-d tensor)."""
+        cfg = self.config
+        theta, released, sigma = self.strategy.next(self.target, self.generator,
+                                                    dtype=self.dtype, device=self.device)
+        smoothing = sigma if cfg.smoothing is None else cfg.smoothing
+        x = self.particles
+        proj = theta.T @ x.T  # (k, n)
+        if smoothing > 0:
+            proj = proj + smoothing * self._randn(*proj.shape)
+        if released.shape[1] == 0:  # an empty Poisson batch released pure noise: no drift
+            drift, w2 = torch.zeros_like(x), proj.new_zeros(())
+        else:
+            drift, w2 = smoothed_drift(proj, released, theta)
+        if cfg.drift_clip is not None:
+            drift = clip_rows(drift, cfg.drift_clip)
+        x = x + cfg.step_size * drift
+        if cfg.diffusion > 0:
+            x = x + math.sqrt(2.0 * cfg.diffusion * cfg.step_size) * self._randn(*x.shape)
+        self.particles = x
+        self.step += 1
+        return w2
+
+    def run(self) -> FlowResult:
+        """Run (or continue) to ``config.steps``; checkpoints and frames as configured."""
+        cfg = self.config
+        resumed = self.resume()
+        if not self._set_up:
+            self.strategy.setup(self.target, self.generator, dtype=self.dtype, device=self.device)
+            self._set_up = True
+        if self.trajectory_path is not None and cfg.record_every:
+            self._writer = TrajectoryWriter(self.trajectory_path, n=cfg.n_particles, d=self.target.dim,
+                                            config=self.describe(),
+                                            resume_step=self.step if resumed else None)
+            if not resumed:
+                self._writer.append(0, self.particles.cpu().numpy())
+        diagnostics: list[tuple[int, float]] = []
+        every = max(1, cfg.steps // 100)
+        label = self._budget_label()
+        with tqdm(total=cfg.steps, initial=self.step, disable=not self.progress,
+                  desc=f"flow {label}", unit="step", dynamic_ncols=True) as bar:
+            while self.step < cfg.steps:
+                w2 = self.step_once()
+                if self.step % every == 0 or self.step == cfg.steps:
+                    value = float(w2)
+                    diagnostics.append((self.step, value))
+                    bar.set_postfix(sw=f"{value:.4f}", refresh=False)
+                if self._writer is not None and self.step % cfg.record_every == 0:
+                    self._writer.append(self.step, self.particles.cpu().numpy())
+                if self.checkpoint_path is not None and cfg.checkpoint_every and \
+                        self.step % cfg.checkpoint_every == 0:
+                    self.save_checkpoint()
+                bar.update(1)
+        return FlowResult(self.particles, self.step, diagnostics,
+                          self.trajectory_path if self._writer is not None else None)
+
+    def _budget_label(self) -> str:
+        cal = self.target.calibration
+        if cal is None:
+            return "(eps=inf)"
+        return f"(eps<={cal.epsilon:.2f}, delta={cal.spec.delta:.0e}, {cal.spec.adjacency})"

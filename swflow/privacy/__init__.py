@@ -1,0 +1,26 @@
+"""Privacy: sensitivity bounds, mechanisms, the ledger, accountants, calibration and reports.
+
+Every noise draw that touches private data happens in :class:`PrivateTarget`, which records it
+in a :class:`PrivacyLedger` read by real accountants (dp-accounting, Opacus).
+"""
+from .accountants import ACCOUNTANTS, epsilon_from_events
+from .amplification import amplified_guarantee, diffusion_gamma
+from .calibrate import Calibration, PrivacySpec, ReleasePlan, calibrate, noise_multiplier_for
+from .ledger import MechanismEvent, PrivacyLedger
+from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier,
+                         classical_gaussian_multiplier, laplace_scale)
+from .noise import NoiseSource
+from .release import BudgetExhausted, PrivateTarget, check_rows
+from .report import privacy_report, statement, write_report
+from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound,
+                          projection_sensitivity, spectral_bound)
+
+__all__ = [
+    "ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "BudgetExhausted", "Calibration", "MechanismEvent",
+    "NoiseSource", "PrivacyLedger", "PrivacySpec", "PrivateTarget", "ReleasePlan",
+    "SensitivityBound", "amplified_guarantee", "analytic_gaussian_epsilon",
+    "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",
+    "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
+    "laplace_scale", "noise_multiplier_for", "privacy_report", "projection_sensitivity",
+    "spectral_bound", "statement", "write_report",
+]

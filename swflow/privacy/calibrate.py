@@ -1,0 +1,220 @@
+"""Privacy settings, the shape of a run's releases, and calibration between ε and the multiplier.
+
+Calibration is a pure search: it builds fresh events for a candidate multiplier and asks the
+accountant, never mutating a ledger.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+from .accountants import accountant_name, check_combination, epsilon_from_events
+from .ledger import MechanismEvent
+from .mechanisms import analytic_gaussian_multiplier
+from .sensitivity import BOUNDS, SensitivityBound, projection_sensitivity
+
+__all__ = ["PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "noise_multiplier_for"]
+
+
+@dataclass(frozen=True)
+class PrivacySpec:
+    """What the user asks for. Give ``epsilon`` (calibrate the noise) or ``noise_multiplier``
+    (report the ε it buys); ``epsilon=inf`` with no multiplier runs without privacy.
+
+    adjacency : 'replace-one' (default, the papers' setting) or 'zero-out'
+    accountant : 'rdp' or 'prv' (PRV only with zero-out)
+    sensitivity_bound : 'spectral' (default: ‖Θ‖₂ of the drawn directions, deterministic),
+        'bernstein' (003 Lemma 2, costs δθ per release) or 'clt' (004 Eq. 23, a normal
+        approximation that under-covers: offered to reproduce the paper, with a warning)
+    norm_bound : R, rows must have norm ≤ R (R = 1 for latents on the unit sphere)
+    clip : clip rows outside the ball to norm R instead of refusing them
+    delta_sensitivity_share : part of δ spent on the failure probability of a probabilistic bound
+    secure_noise : draw privacy noise from the OS CSPRNG
+    """
+
+    epsilon: float | None = None
+    delta: float = 1e-5
+    noise_multiplier: float | None = None
+    adjacency: str = "replace-one"
+    accountant: str = "rdp"
+    sensitivity_bound: str = "spectral"
+    norm_bound: float = 1.0
+    clip: bool = False
+    delta_sensitivity_share: float = 0.1
+    secure_noise: bool = False
+
+    def __post_init__(self):
+        if (self.epsilon is None) == (self.noise_multiplier is None):
+            raise ValueError("give exactly one of epsilon= (target budget) or noise_multiplier= "
+                             "(report the budget it buys); epsilon=inf runs without privacy")
+        if self.epsilon is not None and not (self.epsilon > 0):
+            raise ValueError(f"epsilon must be > 0 (inf for no privacy), got {self.epsilon}")
+        if self.noise_multiplier is not None and not (self.noise_multiplier > 0 and
+                                                      math.isfinite(self.noise_multiplier)):
+            raise ValueError(f"noise_multiplier must be a finite number > 0, got {self.noise_multiplier}")
+        if not 0 < self.delta < 1:
+            raise ValueError(f"delta must be in (0, 1), got {self.delta}")
+        if self.sensitivity_bound not in BOUNDS:
+            raise ValueError(f"sensitivity_bound must be one of {BOUNDS}, "
+                             f"got {self.sensitivity_bound!r}")
+        if not 0 < self.delta_sensitivity_share < 1:
+            raise ValueError("delta_sensitivity_share must be in (0, 1)")
+        if not self.norm_bound > 0:
+            raise ValueError(f"norm_bound must be > 0, got {self.norm_bound}")
+
+    @property
+    def private(self) -> bool:
+        return self.noise_multiplier is not None or math.isfinite(self.epsilon)
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """How often, and on what subsample, a method releases projected private rows.
+
+    releases : number of releases (flow steps for DPSWflow-r, 1 for DPSWflow's pool)
+    dataset_size : private records
+    sample_size : rows per release (expected size under Poisson); None = the whole data set
+    n_projections : directions per release
+    dim : dimension of the rows
+    """
+
+    releases: int
+    dataset_size: int
+    sample_size: int | None
+    n_projections: int
+    dim: int
+
+    def __post_init__(self):
+        if self.releases < 1:
+            raise ValueError(f"the run must release at least once (steps >= 1), got {self.releases}")
+        if self.dataset_size < 1:
+            raise ValueError("the private data set is empty")
+        if self.sample_size is not None and not 1 <= self.sample_size <= self.dataset_size:
+            raise ValueError(f"batch size {self.sample_size} must be between 1 and the data set size "
+                             f"{self.dataset_size}")
+        if self.n_projections < 1 or self.dim < 1:
+            raise ValueError("n_projections and dim must be >= 1")
+
+    def sampling(self, adjacency: str) -> str:
+        if self.sample_size is None or self.sample_size == self.dataset_size:
+            return "none"
+        return "without-replacement" if adjacency == "replace-one" else "poisson"
+
+    @property
+    def rows_per_release(self) -> int:
+        return self.dataset_size if self.sample_size is None else self.sample_size
+
+
+def _events_for(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: str,
+                delta_theta: float) -> tuple[MechanismEvent, ...]:
+    """The events a run of shape ``plan`` will record (sensitivity values do not enter ε)."""
+    return (MechanismEvent(noise_multiplier=multiplier, noise_std=0.0, sensitivity=0.0,
+                           sensitivity_bound=bound,
+                           delta_sensitivity=delta_theta, sampling=plan.sampling(adjacency),
+                           sample_size=plan.rows_per_release, dataset_size=plan.dataset_size,
+                           n_projections=plan.n_projections, count=plan.releases),)
+
+
+def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adjacency: str,
+                         accountant: str, rtol: float = 1e-3) -> float:
+    """Smallest multiplier (to relative ``rtol``) whose accounted ε ≤ ``epsilon``.
+
+    Bisection in log space over the accountant's ε(z), which decreases in z; the returned value
+    is the upper end of the final bracket, so its ε never exceeds the target.
+    """
+    if plan.releases == 1 and plan.sampling(adjacency) == "none":
+        return analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
+
+    def eps(z: float) -> float:
+        events = _events_for(plan, adjacency=adjacency, multiplier=z, bound="spectral", delta_theta=0.0)
+        return epsilon_from_events(events, delta=delta,
+                                   adjacency=adjacency, accountant=accountant)
+
+    lo, hi = 0.05, 1.0
+    while eps(hi) > epsilon:
+        lo, hi = hi, hi * 2.0
+        if hi > 1e4:
+            raise ValueError(f"no noise multiplier below 1e4 reaches epsilon={epsilon}; "
+                             "raise epsilon or lower the number of steps")
+    while eps(lo) <= epsilon:
+        lo /= 2.0
+        if lo < 1e-4:
+            return lo
+    while hi / lo > 1 + rtol:
+        mid = math.sqrt(lo * hi)
+        if eps(mid) <= epsilon:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A spec resolved against a plan: the multiplier, the δ split and the planned ε."""
+
+    spec: PrivacySpec
+    plan: ReleasePlan
+    noise_multiplier: float
+    mode: str  # 'epsilon' | 'noise_multiplier'
+    delta_theta: float  # failure probability of the sensitivity bound, per release
+    delta_accountant: float
+    epsilon: float  # accounted ε for the planned releases, at delta_accountant
+    accountant_name: str
+
+    @property
+    def sampling(self) -> str:
+        return self.plan.sampling(self.spec.adjacency)
+
+    def sensitivity(self, theta: torch.Tensor | None = None) -> SensitivityBound:
+        return projection_sensitivity(kind=self.spec.sensitivity_bound,
+                                      k=self.plan.n_projections, d=self.plan.dim,
+                                      adjacency=self.spec.adjacency, norm_bound=self.spec.norm_bound,
+                                      delta_theta=self.delta_theta, theta=theta)
+
+    def event(self, sensitivity: SensitivityBound, sample_size: int) -> MechanismEvent:
+        return MechanismEvent(noise_multiplier=self.noise_multiplier,
+                              noise_std=self.noise_multiplier * sensitivity.value,
+                              sensitivity=sensitivity.value, sensitivity_bound=sensitivity.kind,
+                              delta_sensitivity=sensitivity.failure_probability, sampling=self.sampling,
+                              sample_size=sample_size, dataset_size=self.plan.dataset_size,
+                              n_projections=self.plan.n_projections)
+
+
+def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
+    """Resolve ``spec`` for ``plan``; None for a non-private spec (ε = ∞)."""
+    if not spec.private:
+        return None
+    n = plan.dataset_size
+    if spec.delta >= 1.0 / n:
+        raise ValueError(f"delta={spec.delta} >= 1/n = {1.0 / n:.3g} allows releasing a whole record; "
+                         f"choose delta well below 1/n (e.g. {10 ** math.floor(math.log10(0.1 / n)):.0e})")
+    if n > 1 and spec.delta > 1.0 / (n * math.log(n)):
+        warnings.warn(f"delta={spec.delta} is above 1/(n ln n) = {1.0 / (n * math.log(n)):.3g}; "
+                      "the usual advice is delta << 1/n", stacklevel=2)
+    check_combination(adjacency=spec.adjacency, accountant=spec.accountant,
+                      sampling=plan.sampling(spec.adjacency))
+    bound = spec.sensitivity_bound
+    if bound == "clt":
+        if plan.n_projections <= 30:
+            raise ValueError("the CLT bound needs more than 30 projections per release; "
+                             "use 'spectral' or 'bernstein'")
+        warnings.warn("sensitivity_bound='clt' is a normal approximation: its measured failure rate "
+                      "exceeds the nominal delta_theta (tests/test_privacy.py); use 'spectral' or "
+                      "'bernstein' for a proven bound", stacklevel=2)
+    delta_theta = 0.0 if bound == "spectral" else spec.delta_sensitivity_share * spec.delta / plan.releases
+    delta_acc = spec.delta - plan.releases * delta_theta
+    if spec.noise_multiplier is not None:
+        z, mode = spec.noise_multiplier, "noise_multiplier"
+    else:
+        z, mode = noise_multiplier_for(epsilon=spec.epsilon, delta=delta_acc, plan=plan,
+                                       adjacency=spec.adjacency, accountant=spec.accountant), "epsilon"
+    events = _events_for(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
+    eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=spec.accountant)
+    return Calibration(spec=spec, plan=plan, noise_multiplier=z, mode=mode, delta_theta=delta_theta,
+                       delta_accountant=delta_acc, epsilon=eps,
+                       accountant_name=accountant_name(adjacency=spec.adjacency,
+                                                       accountant=spec.accountant, events=events))

@@ -1,0 +1,90 @@
+"""Append-only privacy ledger: one immutable event per kind of release, with a count."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+
+__all__ = ["SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
+
+SAMPLINGS = ("none", "without-replacement", "poisson")
+
+
+@dataclass(frozen=True)
+class MechanismEvent:
+    """A Gaussian release of projected private rows, possibly on a subsample, repeated ``count`` times.
+
+    noise_multiplier : σ / sensitivity (what the accountant sees)
+    noise_std : absolute σ added to each released projection (largest over the repeats)
+    sensitivity : ℓ2 sensitivity bound used (largest over the repeats)
+    sensitivity_bound : 'bernstein' | 'clt' | 'spectral'
+    delta_sensitivity : failure probability of the bound, charged to δ per release
+    sampling : 'none' (whole data set), 'without-replacement' (fixed size) or 'poisson'
+    sample_size : batch size (expected size under Poisson); dataset_size when sampling is 'none'
+    dataset_size : number of private records
+    n_projections : directions per release
+    """
+
+    noise_multiplier: float
+    noise_std: float
+    sensitivity: float
+    sensitivity_bound: str
+    delta_sensitivity: float
+    sampling: str
+    sample_size: int
+    dataset_size: int
+    n_projections: int
+    count: int = 1
+
+    def __post_init__(self):
+        if self.sampling not in SAMPLINGS:
+            raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
+        if self.count < 1:
+            raise ValueError(f"count must be >= 1, got {self.count}")
+
+    @property
+    def sample_rate(self) -> float:
+        return self.sample_size / self.dataset_size
+
+    def same_kind(self, other: "MechanismEvent") -> bool:
+        return (self.noise_multiplier, self.sensitivity_bound, self.delta_sensitivity, self.sampling,
+                self.sample_size, self.dataset_size, self.n_projections) == (
+            other.noise_multiplier, other.sensitivity_bound, other.delta_sensitivity, other.sampling,
+            other.sample_size, other.dataset_size, other.n_projections)
+
+
+class PrivacyLedger:
+    """Every mechanism invocation of a run, in order; repeats of one kind are merged into a count."""
+
+    def __init__(self, events: list[MechanismEvent] | None = None):
+        self._events: list[MechanismEvent] = list(events or [])
+
+    @property
+    def events(self) -> tuple[MechanismEvent, ...]:
+        return tuple(self._events)
+
+    @property
+    def releases(self) -> int:
+        return sum(e.count for e in self._events)
+
+    @property
+    def delta_sensitivity(self) -> float:
+        """Total failure probability of the sensitivity bounds (a union bound over releases)."""
+        return sum(e.count * e.delta_sensitivity for e in self._events)
+
+    def record(self, event: MechanismEvent) -> None:
+        last = self._events[-1] if self._events else None
+        if last is not None and last.same_kind(event):
+            self._events[-1] = replace(last, count=last.count + event.count,
+                                       noise_std=max(last.noise_std, event.noise_std),
+                                       sensitivity=max(last.sensitivity, event.sensitivity))
+        else:
+            self._events.append(event)
+
+    def state_dict(self) -> list[dict]:
+        return [asdict(e) for e in self._events]
+
+    @classmethod
+    def from_state_dict(cls, state: list[dict]) -> "PrivacyLedger":
+        return cls([MechanismEvent(**e) for e in state])
+
+    def __len__(self) -> int:
+        return len(self._events)

@@ -1,0 +1,81 @@
+"""Single-release mechanisms: analytic Gaussian (Balle & Wang 2018), classical Gaussian, Laplace.
+
+All functions work with the *noise multiplier* ``z = σ / Δ`` (noise std over ℓ2 or ℓ1
+sensitivity), so they are independent of the data's scale.
+"""
+from __future__ import annotations
+
+import math
+
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+__all__ = ["analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
+           "classical_gaussian_multiplier", "laplace_scale"]
+
+
+def _check_delta(delta: float) -> None:
+    if not 0 < delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+
+
+def analytic_gaussian_delta(*, epsilon: float, noise_multiplier: float) -> float:
+    """Exact δ(ε) of the Gaussian mechanism with σ/Δ = z (Balle & Wang 2018, Thm 8):
+    δ = Φ(1/(2z) − εz) − e^ε Φ(−1/(2z) − εz)."""
+    z = noise_multiplier
+    a, b = 1.0 / (2.0 * z), epsilon * z
+    # e^ε Φ(x) computed in log space: the product under- and overflows for large ε.
+    second = math.exp(epsilon + norm.logcdf(-a - b)) if epsilon < 700 else 0.0
+    return max(norm.cdf(a - b) - second, 0.0)
+
+
+def analytic_gaussian_epsilon(*, noise_multiplier: float, delta: float) -> float:
+    """Smallest ε for which the Gaussian mechanism with σ/Δ = z is (ε, δ)-DP (exact)."""
+    _check_delta(delta)
+    if noise_multiplier <= 0:
+        return math.inf
+    if analytic_gaussian_delta(epsilon=0.0, noise_multiplier=noise_multiplier) <= delta:
+        return 0.0
+    hi = 1.0
+    while analytic_gaussian_delta(epsilon=hi, noise_multiplier=noise_multiplier) > delta:
+        hi *= 2.0
+        if hi > 1e6:
+            return math.inf
+    return brentq(lambda e: analytic_gaussian_delta(epsilon=e, noise_multiplier=noise_multiplier) - delta,
+                  0.0, hi, xtol=1e-12, rtol=1e-12)
+
+
+def analytic_gaussian_multiplier(*, epsilon: float, delta: float) -> float:
+    """Smallest σ/Δ that makes the Gaussian mechanism (ε, δ)-DP (valid for every ε > 0)."""
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+    _check_delta(delta)
+    f = lambda z: analytic_gaussian_delta(epsilon=epsilon, noise_multiplier=z) - delta  # noqa: E731
+    lo, hi = 1e-3, 1.0
+    while f(hi) > 0:
+        hi *= 2.0
+    while f(lo) < 0:
+        lo /= 2.0
+    z = brentq(f, lo, hi, xtol=1e-14, rtol=1e-14)
+    # brentq may land a hair below the root; step up until the guarantee holds exactly.
+    while f(z) > 0:
+        z = math.nextafter(z, math.inf) * (1 + 1e-12)
+    return z
+
+
+def classical_gaussian_multiplier(*, epsilon: float, delta: float) -> float:
+    """σ/Δ = sqrt(2 ln(1.25/δ))/ε (Dwork & Roth Thm A.1) — only valid for ε ≤ 1."""
+    _check_delta(delta)
+    if not 0 < epsilon <= 1:
+        raise ValueError(f"the classical Gaussian mechanism is only valid for 0 < epsilon <= 1 "
+                         f"(got {epsilon}); use analytic_gaussian_multiplier")
+    return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
+
+
+def laplace_scale(*, epsilon: float, l1_sensitivity: float) -> float:
+    """Scale b = Δ₁/ε of the Laplace mechanism, ε-DP (δ = 0)."""
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+    if not l1_sensitivity > 0:
+        raise ValueError(f"l1_sensitivity must be > 0, got {l1_sensitivity}")
+    return l1_sensitivity / epsilon

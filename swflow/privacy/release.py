@@ -1,0 +1,155 @@
+"""The private target: the only object that holds private rows, and what it may release.
+
+It validates the rows (finite, inside the norm ball — or clipped when asked), draws batches and
+noise from the privacy :class:`NoiseSource`, records every release in the :class:`PrivacyLedger`
+*before* returning it, and refuses to release beyond the planned budget. What comes out is the
+noisy projections, each row sorted — the order that would link a value to a record is gone.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from ..sliced import project
+from .calibrate import Calibration
+from .ledger import PrivacyLedger
+from .noise import NoiseSource
+
+__all__ = ["BudgetExhausted", "check_rows", "PrivateTarget"]
+
+
+class BudgetExhausted(RuntimeError):
+    """A release beyond what the privacy budget was calibrated for."""
+
+
+def check_rows(data: Tensor, *, name: str = "data") -> None:
+    """Refuse empty, non-2-D or non-finite input with a message that says what to do."""
+    if not isinstance(data, Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape (n, d), got {type(data).__name__}")
+    if data.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (rows = records), got shape {tuple(data.shape)}")
+    if data.shape[0] == 0:
+        raise ValueError(f"{name} is empty: need at least one row")
+    bad = ~torch.isfinite(data).all(dim=1)
+    if bad.any():
+        rows = torch.nonzero(bad).flatten()[:5].tolist()
+        raise ValueError(f"{name} has {int(bad.sum())} row(s) with NaN or inf (first: {rows}); "
+                         "drop or impute them before the run")
+
+
+class PrivateTarget:
+    """Private rows behind a release mechanism.
+
+    Parameters
+    ----------
+    data : Tensor, shape (m, d)
+    calibration : Calibration or None
+        None runs without privacy (no noise, nothing to account, ε = ∞).
+    noise : NoiseSource
+    ledger : PrivacyLedger
+        Append-only; a resumed run passes the ledger from its checkpoint.
+    batch_size : int or None
+        Rows per release; None releases the whole set every time.
+    """
+
+    def __init__(self, data: Tensor, calibration: Calibration | None, *, noise: NoiseSource,
+                 ledger: PrivacyLedger, batch_size: int | None = None):
+        check_rows(data, name="private data")
+        m = data.shape[0]
+        if batch_size is not None and not 1 <= batch_size <= m:
+            raise ValueError(f"batch_size={batch_size} must be between 1 and the number of private "
+                             f"rows ({m})")
+        self._calibration = calibration
+        if calibration is not None:
+            data = self._bounded(data, calibration.spec.norm_bound, calibration.spec.clip)
+            if calibration.plan.dataset_size != m or calibration.plan.dim != data.shape[1]:
+                raise ValueError("calibration plan does not match the private data's shape")
+        self._data = data
+        self._noise = noise
+        self.ledger = ledger
+        self.batch_size = batch_size
+
+    @staticmethod
+    def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
+        norms = data.norm(dim=1)
+        outside = norms > radius * (1 + 1e-5)
+        if outside.any():
+            if not clip:
+                raise ValueError(
+                    f"{int(outside.sum())} private row(s) have norm above R={radius} (largest "
+                    f"{float(norms.max()):.4g}); the sensitivity bound needs every row inside the ball. "
+                    "Pass clip=True (CLI: --clip) to clip them, or rescale the data")
+            data = data * (radius / norms.clamp(min=radius)).unsqueeze(1)
+        return data
+
+    @property
+    def dim(self) -> int:
+        return self._data.shape[1]
+
+    @property
+    def size(self) -> int:
+        return self._data.shape[0]
+
+    @property
+    def private(self) -> bool:
+        return self._calibration is not None
+
+    @property
+    def calibration(self) -> Calibration | None:
+        return self._calibration
+
+    def noise_std(self, theta: Tensor) -> float:
+        """σ the release on directions ``theta`` (d, k) carries (0 without privacy)."""
+        if self._calibration is None:
+            return 0.0
+        return self._calibration.noise_multiplier * self._calibration.sensitivity(theta).value
+
+    def _batch(self) -> Tensor:
+        m = self.size
+        if self.batch_size is None or self.batch_size == m:
+            return self._data
+        if self._calibration is not None and self._calibration.sampling == "poisson":
+            idx = self._noise.poisson_subset(m, self.batch_size / m)
+        else:
+            idx = self._noise.subset_without_replacement(m, self.batch_size)
+        return self._data[idx.to(self._data.device)]
+
+    def release(self, theta: Tensor) -> tuple[Tensor, float]:
+        """Noisy projections of a batch on ``theta`` (d, k), each row sorted: shape (k, b), and σ."""
+        cal = self._calibration
+        if cal is not None and self.ledger.releases >= cal.plan.releases:
+            raise BudgetExhausted(
+                f"the budget was calibrated for {cal.plan.releases} release(s) and all are spent; "
+                "a further step would exceed the reported epsilon — plan more steps up front")
+        theta = theta.to(device=self._data.device, dtype=self._data.dtype)
+        batch = self._batch()
+        values = project(batch, theta)
+        sigma = 0.0
+        if cal is not None:
+            sens = cal.sensitivity(theta)
+            sigma = cal.noise_multiplier * sens.value
+            self.ledger.record(cal.event(sens, sample_size=cal.plan.rows_per_release))
+            values = values + self._noise.gaussian(tuple(values.shape), sigma,
+                                                   device=values.device, dtype=values.dtype)
+        return values.sort(dim=1).values, sigma
+
+    def noise_state(self) -> dict:
+        """State of the privacy noise source, for an exact resume (checkpoints only, never outputs)."""
+        return self._noise.state_dict()
+
+    def load_state(self, *, ledger: list[dict], noise: dict) -> None:
+        """Restore a checkpoint's ledger and noise state: the spent budget is never reset."""
+        self.ledger = PrivacyLedger.from_state_dict(ledger)
+        self._noise.load_state_dict(noise)
+
+    def epsilon_spent(self) -> float:
+        """Accounted ε of what the ledger holds so far (∞ without privacy)."""
+        from .accountants import epsilon_from_events
+
+        if self._calibration is None:
+            return math.inf
+        cal = self._calibration
+        return epsilon_from_events(self.ledger.events, delta=cal.delta_accountant,
+                                   adjacency=cal.spec.adjacency, accountant=cal.spec.accountant)

@@ -1,0 +1,168 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import five_gaussians
+from swflow import FlowConfig, make_flow, sliced_wasserstein
+from swflow.flow import ParticleFlow, Presampled, Resampled
+from swflow.io import read_samples, read_trajectory, write_samples
+from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget
+
+PUBLIC = PrivacySpec(epsilon=math.inf)
+
+
+def _sphere(n, d, gen):
+    x = torch.randn(n, d, generator=gen)
+    return x / x.norm(dim=1, keepdim=True)
+
+
+def test_swf_decreases_sw_on_toy(gen):
+    y = five_gaussians(1500, gen)
+    flow = make_flow("swf", y, privacy=PUBLIC, n_projections=100, progress=False,
+                     config=FlowConfig(steps=60, n_particles=1500, diffusion=0.001, seed=1))
+    start = float(sliced_wasserstein(flow.particles, y, n_projections=400, generator=gen))
+    result = flow.run()
+    end = float(sliced_wasserstein(result.particles, y, n_projections=400, generator=gen))
+    assert end < 0.25 * start and end < 0.25
+
+
+def test_holds_still_when_particles_equal_target(gen):
+    y = torch.randn(400, 3, generator=gen)
+    flow = make_flow("swf", y, privacy=PUBLIC, n_projections=30, progress=False,
+                     config=FlowConfig(steps=5, n_particles=400))
+    flow.particles = y.clone()
+    assert torch.allclose(flow.run().particles, y, atol=1e-5)
+
+
+def test_private_flow_holds_still_up_to_noise(gen):
+    # Smoothing on both sides: the drift of a perfect fit is pure noise and averages out.
+    y = _sphere(2000, 4, gen)
+    flow = make_flow("dpswflow", y, privacy=PrivacySpec(noise_multiplier=0.05, delta=1e-5),
+                     n_projections=40, pool_size=60, privacy_seed=0, progress=False,
+                     config=FlowConfig(steps=10, n_particles=2000, step_size=0.5))
+    flow.particles = y.clone()
+    moved = (flow.run().particles - y).norm(dim=1).mean()
+    assert float(moved) < 0.1
+
+
+def test_presampled_releases_exactly_once(gen, monkeypatch):
+    calls = []
+    original = NoiseSource.gaussian
+    monkeypatch.setattr(NoiseSource, "gaussian", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    y = _sphere(500, 5, gen)
+    flow = make_flow("dpswflow", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=10,
+                     pool_size=40, privacy_seed=1, progress=False, config=FlowConfig(steps=30, n_particles=300))
+    flow.run()
+    assert len(calls) == 1 and flow.target.ledger.releases == 1
+
+
+def test_resampled_releases_every_step(gen):
+    y = _sphere(500, 5, gen)
+    flow = make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=10,
+                     batch_size=50, privacy_seed=1, progress=False, config=FlowConfig(steps=12, n_particles=100))
+    flow.run()
+    assert flow.target.ledger.releases == 12
+
+
+@pytest.mark.parametrize("method,extra", [("dpswflow-r", {"batch_size": 64}), ("dpswflow", {"pool_size": 50})])
+def test_resume_is_bit_identical(method, extra, gen, tmp_path, monkeypatch):
+    y = _sphere(640, 6, gen)
+    cfg = FlowConfig(steps=20, n_particles=300, diffusion=0.01, record_every=4, checkpoint_every=5, seed=3)
+    kwargs = dict(privacy=PrivacySpec(epsilon=8.0, delta=1e-5), n_projections=12, privacy_seed=9,
+                  progress=False, **extra)
+    full = make_flow(method, y, config=cfg, trajectory_path=tmp_path / "a.h5", **kwargs).run()
+
+    original = ParticleFlow.step_once
+
+    def interrupted(self):
+        if self.step == 12:
+            raise KeyboardInterrupt
+        return original(self)
+
+    monkeypatch.setattr(ParticleFlow, "step_once", interrupted)
+    ck = tmp_path / "ck.pt"
+    with pytest.raises(KeyboardInterrupt):
+        make_flow(method, y, config=cfg, checkpoint_path=ck, trajectory_path=tmp_path / "b.h5", **kwargs).run()
+    monkeypatch.setattr(ParticleFlow, "step_once", original)
+    resumed_flow = make_flow(method, y, config=cfg, checkpoint_path=ck, trajectory_path=tmp_path / "b.h5",
+                             **kwargs)
+    resumed = resumed_flow.run()
+    assert torch.equal(full.particles, resumed.particles)
+    a, sa, _ = read_trajectory(tmp_path / "a.h5")
+    b, sb, _ = read_trajectory(tmp_path / "b.h5")
+    assert np.array_equal(sa, sb) and np.array_equal(a, b) and list(sa) == [0, 4, 8, 12, 16, 20]
+    expected = 20 if method == "dpswflow-r" else 1
+    assert resumed_flow.target.ledger.releases == expected  # resuming never resets the ledger
+
+
+def test_checkpoint_holds_no_private_row(gen, tmp_path):
+    y = _sphere(200, 4, gen)
+    ck = tmp_path / "ck.pt"
+    make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=8, batch_size=20,
+              checkpoint_path=ck, progress=False, config=FlowConfig(steps=4, n_particles=50, checkpoint_every=2)).run()
+    state = torch.load(ck, weights_only=False)
+    flat = [t for t in _tensors(state)]
+    for t in flat:
+        if t.dtype.is_floating_point and t.ndim == 2 and t.shape[1] == 4:
+            assert not any(torch.isclose(t, row).all(dim=1).any() for row in y)
+
+
+def _tensors(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            yield from _tensors(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _tensors(v)
+
+
+def test_samples_h5_round_trip(tmp_path):
+    lat = np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32)
+    img = np.random.default_rng(1).random((10, 1, 8, 8)).astype(np.float32)
+    write_samples(tmp_path / "s.h5", lat, config={"a": 1}, images=img, labels=np.arange(10))
+    back = read_samples(tmp_path / "s.h5")
+    assert np.array_equal(back["latents"], lat) and np.array_equal(back["images"], img)
+    assert back["config"] == {"a": 1} and list(back["labels"]) == list(range(10))
+
+
+def test_sphere_init_and_reproducible_seed(gen):
+    y = torch.randn(100, 3, generator=gen)
+    cfg = FlowConfig(steps=3, n_particles=50, init="sphere", seed=7)
+    a = make_flow("swf", y, privacy=PUBLIC, n_projections=5, config=cfg, progress=False)
+    assert torch.allclose(a.particles.norm(dim=1), torch.ones(50))
+    b = make_flow("swf", y, privacy=PUBLIC, n_projections=5, config=cfg, progress=False)
+    assert torch.equal(a.run().particles, b.run().particles)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda y: FlowConfig(steps=0), "steps must be >= 1"),
+    (lambda y: FlowConfig(steps=1, step_size=0.0), "step size h must be > 0"),
+    (lambda y: FlowConfig(steps=1, diffusion=-1.0), "lambda must be >= 0"),
+    (lambda y: FlowConfig(steps=1, init="uniform"), "init must be one of"),
+    (lambda y: Resampled(0), "n_projections must be >= 1"),
+    (lambda y: Presampled(5, 6), "cannot be drawn from a pool"),
+])
+def test_bad_settings(make, match, gen):
+    with pytest.raises(ValueError, match=match):
+        make(None)
+
+
+def test_bad_data(gen):
+    cfg = FlowConfig(steps=2, n_particles=10)
+    y = torch.randn(20, 3, generator=gen)
+    bad = y.clone()
+    bad[4, 1] = float("nan")
+    with pytest.raises(ValueError, match="NaN or inf"):
+        make_flow("swf", bad, privacy=PUBLIC, n_projections=3, config=cfg)
+    with pytest.raises(ValueError, match="empty"):
+        make_flow("swf", torch.zeros(0, 3), privacy=PUBLIC, n_projections=3, config=cfg)
+    with pytest.raises(ValueError, match="2-D"):
+        make_flow("swf", torch.zeros(5), privacy=PUBLIC, n_projections=3, config=cfg)
+    with pytest.raises(ValueError, match="batch size 50 must be between"):
+        make_flow("swf", y, privacy=PUBLIC, n_projections=3, batch_size=50, config=cfg)
+    with pytest.raises(ValueError, match="unknown flow method"):
+        make_flow("sfw", y, privacy=PUBLIC, n_projections=3, config=cfg)
