@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +110,7 @@ def _figure(panels, out: Path) -> None:
             ax.set_title(f"sigma={sigma}, step {step}", fontsize=9)
     fig.tight_layout()
     fig.savefig(out / "toy_gaussians.png", dpi=110)
-    print(f"figure: {out / 'toy_gaussians.png'}")
+    print(f"figure: {out / 'toy_gaussians.png'}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,9 @@ def check_combination(*, adjacency: str, accountant: str, sampling: str) -> None
 def accountant_name(*, adjacency: str, accountant: str, events: tuple[MechanismEvent, ...]) -> str:
     if _is_single_release(events):
         return "analytic Gaussian mechanism (Balle & Wang 2018)"
+    if all(e.sampling == "none" for e in events):
+        library = "dp-accounting" if adjacency == "replace-one" else "Opacus"
+        return f"{library} RDP, composed Gaussian releases of the whole data set"
     if adjacency == "replace-one":
         return "dp-accounting RDP, sampling without replacement"
     return "Opacus PRV, Poisson sampling" if accountant == "prv" else "Opacus RDP, Poisson sampling"

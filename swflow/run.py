@@ -1,0 +1,60 @@
+"""A flow run written to a directory that follows the output contract (DESIGN.md).
+
+privacy.json, samples.h5, trajectory.h5, samples.png; a checkpoint.pt while the run is going
+(it holds the privacy-noise RNG state, so it is deleted once the run has finished).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+
+from .animate import save_grid, save_scatter
+from .flow import FlowConfig, FlowResult
+from .io import write_samples
+from .methods import make_flow
+from .privacy import PrivacySpec, diffusion_gamma, privacy_report, write_report
+
+__all__ = ["prepare_out_dir", "run_flow_to_dir"]
+
+
+def prepare_out_dir(out: str | Path, *, overwrite: bool = False, resume: bool = False) -> Path:
+    """Create ``out``; refuse an existing non-empty one unless resuming or overwriting."""
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        if overwrite:
+            shutil.rmtree(out)
+        elif not resume:
+            raise FileExistsError(f"{out} exists and is not empty; pass --resume to continue an "
+                                  "interrupted run there or --overwrite to replace it")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: PrivacySpec, config: FlowConfig,
+                    n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
+                    privacy_seed: int | None = None, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
+                    run_config: dict | None = None, progress: bool = True) -> tuple[FlowResult, dict]:
+    """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``."""
+    flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
+                     pool_size=pool_size, batch_size=batch_size, privacy_seed=privacy_seed,
+                     trajectory_path=out / "trajectory.h5", checkpoint_path=out / "checkpoint.pt",
+                     progress=progress)
+    result = flow.run()
+    gamma = diffusion_gamma(drift_clip=config.drift_clip, step_size=config.step_size,
+                            diffusion=config.diffusion, n_particles=config.n_particles) if flow.target.private else None
+    config_record = {"method": method, **flow.describe(), **(run_config or {})}
+    report = privacy_report(method, flow.target, diffusion_gamma=gamma, extra={"run_config": config_record})
+    write_report(report, out)
+    latents = result.particles.cpu().numpy()
+    images = decoder(latents) if decoder is not None else None
+    write_samples(out / "samples.h5", latents, config=config_record, images=images)
+    if images is not None:
+        save_grid(images[:100], out / "samples.png")
+    else:
+        save_scatter(latents, out / "samples.png", title=f"{method}: {report['statement']}")
+    (out / "checkpoint.pt").unlink(missing_ok=True)
+    return result, report

@@ -1,0 +1,58 @@
+import json
+
+import h5py
+import numpy as np
+import pytest
+
+from swflow.cli import main
+
+
+def test_demo_writes_every_file(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--steps", "3", "--n-particles", "200"]) == 0
+    for name in ("privacy.json", "samples.h5", "trajectory.h5", "samples.png", "flow.gif", "split_manifest.json"):
+        assert (out / name).exists(), name
+    report = json.loads((out / "privacy.json").read_text())
+    assert report["epsilon"] <= 10.0 and report["steps"] == 3 and report["adjacency"] == "replace-one"
+    with h5py.File(out / "samples.h5") as f:
+        assert f["latents"].shape == (200, 8) and f["images"].shape == (200, 1, 8, 8)
+        assert 0.0 <= f["images"][:].min() and f["images"][:].max() <= 1.0
+    with h5py.File(out / "trajectory.h5") as f:
+        assert f["latents"].shape == (4, 200, 8) and list(f["steps"][:]) == [0, 1, 2, 3]
+    assert not (out / "checkpoint.pt").exists()  # holds the noise RNG state: removed after the run
+    # the split manifest proves public and private are disjoint
+    manifest = json.loads((out / "split_manifest.json").read_text())
+    assert manifest["public_size"] + manifest["private_size"] == 1797
+    assert "DP under" in capsys.readouterr().out
+    assert main(["demo", "--out", str(out)]) == 2  # refuses to overwrite without --overwrite
+
+
+def test_generate_on_vectors_and_refusals(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    rows = rng.standard_normal((600, 2)).astype(np.float32) * 0.3
+    np.save(tmp_path / "rows.npy", rows)
+    args = ["generate", "--data", str(tmp_path / "rows.npy"), "--method", "dpswflow-r", "--epsilon", "5",
+            "--delta", "1e-5", "--steps", "20", "--batch-size", "100", "--n-projections", "20",
+            "--n-particles", "300", "--out", str(tmp_path / "run")]
+    assert main(args) == 2 and "--clip" in capsys.readouterr().err  # some rows are outside the unit ball
+    assert main(args + ["--clip"]) == 0
+    report = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    assert report["clipped"] and report["epsilon"] <= 5.0 and report["steps"] == 20
+    assert main(["generate", "--data", str(tmp_path / "missing.npy"), "--method", "swf", "--steps", "2",
+                 "--out", str(tmp_path / "x")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_privacy_calculator_both_directions(capsys):
+    base = ["privacy", "--method", "dpswflow-r", "--dataset-size", "30000", "--dim", "8", "--epochs", "35", "--json"]
+    assert main(base + ["--noise-multiplier", "0.67"]) == 0
+    forward = json.loads(capsys.readouterr().out)
+    assert forward["epsilon"] == pytest.approx(14.84, abs=0.05) and forward["steps"] == 4200
+    assert main(base + ["--epsilon", "10"]) == 0
+    back = json.loads(capsys.readouterr().out)
+    assert back["noise_multiplier"] == pytest.approx(0.77, abs=0.01) and back["epsilon"] <= 10.0
+    assert main(["privacy", "--method", "dpswflow", "--dataset-size", "30000", "--dim", "8", "--steps", "1500",
+                 "--n-projections", "25", "--pool-size", "31", "--epsilon", "10", "--json"]) == 0
+    pool = json.loads(capsys.readouterr().out)
+    assert pool["releases"] == 1 and pool["accountant"].startswith("analytic Gaussian")
+    assert main(base + ["--epsilon", "-1"]) == 2
