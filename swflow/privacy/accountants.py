@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import lru_cache
 
 from .ledger import MechanismEvent
 from .mechanisms import analytic_gaussian_epsilon
@@ -52,9 +53,13 @@ def _is_single_release(events) -> bool:
     return len(events) == 1 and events[0].count == 1 and events[0].sampling == "none"
 
 
+@lru_cache(maxsize=512)
 def epsilon_from_events(events: tuple[MechanismEvent, ...], *, delta: float, adjacency: str,
                         accountant: str = "rdp") -> float:
-    """ε at the accountant's share ``delta`` of δ (the sensitivity-bound failures are added by the caller)."""
+    """ε at the accountant's share ``delta`` of δ (the sensitivity-bound failures are added by the caller).
+
+    Memoized: events are immutable, and calibration asks the same question many times.
+    """
     if not events:
         return 0.0
     for e in events:

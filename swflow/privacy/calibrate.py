@@ -10,6 +10,7 @@ import warnings
 from dataclasses import dataclass
 
 import torch
+from scipy.optimize import brentq
 
 from .accountants import accountant_name, check_combination, epsilon_from_events
 from .ledger import MechanismEvent
@@ -122,34 +123,32 @@ def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adj
                          accountant: str, rtol: float = 1e-3) -> float:
     """Smallest multiplier (to relative ``rtol``) whose accounted ε ≤ ``epsilon``.
 
-    Bisection in log space over the accountant's ε(z), which decreases in z; the returned value
-    is the upper end of the final bracket, so its ε never exceeds the target.
+    ε(z) decreases in z. A bracket is grown geometrically, Brent's method solves
+    log ε(z) = log ε* in log z, and the answer is nudged up until the accountant confirms
+    ε ≤ ε*: the returned multiplier never overshoots the budget.
     """
     if plan.releases == 1 and plan.sampling(adjacency) == "none":
         return analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
 
     def eps(z: float) -> float:
         events = _events_for(plan, adjacency=adjacency, multiplier=z, bound="spectral", delta_theta=0.0)
-        return epsilon_from_events(events, delta=delta,
-                                   adjacency=adjacency, accountant=accountant)
+        return epsilon_from_events(events, delta=delta, adjacency=adjacency, accountant=accountant)
 
-    lo, hi = 0.05, 1.0
+    lo, hi = 0.25, 1.0
     while eps(hi) > epsilon:
-        lo, hi = hi, hi * 2.0
+        lo, hi = hi, hi * 4.0
         if hi > 1e4:
             raise ValueError(f"no noise multiplier below 1e4 reaches epsilon={epsilon}; "
                              "raise epsilon or lower the number of steps")
     while eps(lo) <= epsilon:
-        lo /= 2.0
+        hi, lo = lo, lo / 4.0
         if lo < 1e-4:
-            return lo
-    while hi / lo > 1 + rtol:
-        mid = math.sqrt(lo * hi)
-        if eps(mid) <= epsilon:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+            return hi
+    gap = lambda log_z: math.log(eps(math.exp(log_z))) - math.log(epsilon)  # noqa: E731
+    z = math.exp(brentq(gap, math.log(lo), math.log(hi), xtol=rtol / 4)) * (1 + rtol / 4)
+    while eps(z) > epsilon:
+        z *= 1 + rtol / 4
+    return z
 
 
 @dataclass(frozen=True)

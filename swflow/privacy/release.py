@@ -151,5 +151,5 @@ class PrivateTarget:
         if self._calibration is None:
             return math.inf
         cal = self._calibration
-        return epsilon_from_events(self.ledger.events, delta=cal.delta_accountant,
+        return epsilon_from_events(tuple(self.ledger.events), delta=cal.delta_accountant,
                                    adjacency=cal.spec.adjacency, accountant=cal.spec.accountant)
