@@ -5,7 +5,7 @@ in a :class:`PrivacyLedger` read by real accountants (dp-accounting, Opacus).
 """
 from .accountants import ACCOUNTANTS, epsilon_from_events
 from .amplification import amplified_guarantee, diffusion_gamma
-from .calibrate import Calibration, PrivacySpec, ReleasePlan, calibrate, noise_multiplier_for
+from .calibrate import Calibration, PrivacySpec, ReleasePlan, calibrate, noise_multiplier_for, plan_events
 from .ledger import MechanismEvent, PrivacyLedger
 from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier,
                          classical_gaussian_multiplier, laplace_scale)
@@ -21,6 +21,6 @@ __all__ = [
     "SensitivityBound", "amplified_guarantee", "analytic_gaussian_epsilon",
     "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",
     "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
-    "laplace_scale", "noise_multiplier_for", "privacy_report", "projection_sensitivity",
+    "laplace_scale", "noise_multiplier_for", "plan_events", "privacy_report", "projection_sensitivity",
     "spectral_bound", "statement", "write_report",
 ]

@@ -109,7 +109,7 @@ class ReleasePlan:
         return self.dataset_size if self.sample_size is None else self.sample_size
 
 
-def _events_for(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: str,
+def plan_events(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: str,
                 delta_theta: float) -> tuple[MechanismEvent, ...]:
     """The events a run of shape ``plan`` will record (sensitivity values do not enter ε)."""
     return (MechanismEvent(noise_multiplier=multiplier, noise_std=0.0, sensitivity=0.0,
@@ -131,7 +131,7 @@ def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adj
         return analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
 
     def eps(z: float) -> float:
-        events = _events_for(plan, adjacency=adjacency, multiplier=z, bound="spectral", delta_theta=0.0)
+        events = plan_events(plan, adjacency=adjacency, multiplier=z, bound="spectral", delta_theta=0.0)
         return epsilon_from_events(events, delta=delta, adjacency=adjacency, accountant=accountant)
 
     lo, hi = 0.25, 1.0
@@ -211,7 +211,7 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
     else:
         z, mode = noise_multiplier_for(epsilon=spec.epsilon, delta=delta_acc, plan=plan,
                                        adjacency=spec.adjacency, accountant=spec.accountant), "epsilon"
-    events = _events_for(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
+    events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
     eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=spec.accountant)
     return Calibration(spec=spec, plan=plan, noise_multiplier=z, mode=mode, delta_theta=delta_theta,
                        delta_accountant=delta_acc, epsilon=eps,
