@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean
+.PHONY: demo test test-slow bench env clean fashion-mnist
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,6 +28,10 @@ test-slow: env
 
 bench: env
 	$(BIN)/python experiments/bench_step.py
+
+# Fashion-MNIST idx files from Debian (needs root); swflow finds them in /usr/share/datasets.
+fashion-mnist:
+	apt-get install -y dataset-fashion-mnist || sudo apt-get install -y dataset-fashion-mnist
 
 clean:
 	rm -rf $(VENV) runs

@@ -1,4 +1,6 @@
-"""Latent spaces fitted on the public split only."""
-from .linear import LinearAutoencoder
+"""Autoencoders fitted on the public split only (004 App. C.2 architectures)."""
+from .models import ARCHITECTURES, SphereAutoencoder, build
+from .train import CHECKPOINT_DIR, TrainConfig, load_autoencoder, train_autoencoder
 
-__all__ = ["LinearAutoencoder"]
+__all__ = ["ARCHITECTURES", "CHECKPOINT_DIR", "SphereAutoencoder", "TrainConfig", "build", "load_autoencoder",
+           "train_autoencoder"]

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Split", "split_indices", "load_digits", "load_array", "write_manifest"]
+__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "load_array", "read_idx",
+           "pad_to_32", "write_manifest"]
+
+FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
+DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,96 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
 
     d = _load()
     return (d.images / 16.0).astype(np.float32)[:, None], d.target.astype(np.int64)
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """Parse an idx file (optionally gzipped): magic 0x0000 0x08 (ubyte) + ndim, big-endian sizes."""
+    import gzip
+
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        raw = f.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0 or raw[2] != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte idx file (bad magic number)")
+    ndim = raw[3]
+    dims = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if body.size != int(np.prod(dims)):
+        raise ValueError(f"{path} is truncated: header says {dims}, file holds {body.size} values")
+    return body.reshape(dims)
+
+
+def pad_to_32(images: np.ndarray) -> np.ndarray:
+    """28×28 -> 32×32 with black borders (004 App. C.1)."""
+    return np.pad(images, ((0, 0), (0, 0), (2, 2), (2, 2)))
+
+
+def _find_idx(directory: Path, stem: str) -> Path:
+    for name in (stem, stem + ".gz"):
+        if (directory / name).exists():
+            return directory / name
+    raise FileNotFoundError(f"{stem}[.gz] not found in {directory}")
+
+
+def _load_idx_pair(directory: Path, part: str) -> tuple[np.ndarray, np.ndarray]:
+    prefix = "train" if part == "train" else "t10k"
+    images = read_idx(_find_idx(directory, f"{prefix}-images-idx3-ubyte"))
+    labels = read_idx(_find_idx(directory, f"{prefix}-labels-idx1-ubyte"))
+    if len(images) != len(labels):
+        raise ValueError(f"{directory}: {len(images)} {part} images but {len(labels)} labels")
+    return pad_to_32(images[:, None].astype(np.float32) / 255.0), labels.astype(np.int64)
+
+
+def load_dataset(name: str, *, part: str = "train", root: str | Path | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Images (n, C, H, W) in [0, 1] and labels of a named dataset; ``part`` is 'train' or 'test'.
+
+    digits: scikit-learn's 8×8 digits (train = all 1 797; no test part).
+    fashion-mnist: idx files in ``root`` or where Debian's dataset-fashion-mnist puts them.
+    mnist: idx files in ``root``.
+    celeba: a folder of images in ``root``, centre-cropped and resized to 64×64 (no labels: zeros).
+    """
+    if part not in ("train", "test"):
+        raise ValueError(f"part must be 'train' or 'test', got {part!r}")
+    if name == "digits":
+        if part == "test":
+            raise ValueError("digits has no test part; the public/private split is made from all 1 797")
+        return load_digits()
+    if name == "fashion-mnist":
+        candidates = [Path(root)] if root else [Path(d) for d in FASHION_MNIST_DIRS]
+        for directory in candidates:
+            if directory.is_dir():
+                return _load_idx_pair(directory, part)
+        raise FileNotFoundError(
+            f"Fashion-MNIST idx files not found (looked in {', '.join(map(str, candidates))}). Install them with "
+            "`sudo apt-get install dataset-fashion-mnist` (or `make fashion-mnist`), or pass --data-root DIR "
+            "holding train-images-idx3-ubyte[.gz] and friends")
+    if name == "mnist":
+        if root is None:
+            raise FileNotFoundError("MNIST needs --data-root DIR with the idx files "
+                                    "(train-images-idx3-ubyte[.gz], ...); nothing is downloaded")
+        return _load_idx_pair(Path(root), part)
+    if name == "celeba":
+        if root is None:
+            raise FileNotFoundError("CelebA needs --data-root DIR with the aligned .jpg/.png images")
+        return _load_image_folder(Path(root))
+    raise ValueError(f"unknown dataset {name!r}; choose one of {DATASETS} or pass --data FILE")
+
+
+def _load_image_folder(directory: Path, size: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    from PIL import Image
+
+    files = sorted(p for p in directory.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
+    if not files:
+        raise FileNotFoundError(f"no .jpg/.png images in {directory}")
+    out = np.empty((len(files), 3, size, size), dtype=np.float32)
+    for i, f in enumerate(files):
+        img = Image.open(f).convert("RGB")
+        side = min(img.size)
+        left, top = (img.width - side) // 2, (img.height - side) // 2
+        img = img.crop((left, top, left + side, top + side)).resize((size, size), Image.BILINEAR)
+        out[i] = np.asarray(img, dtype=np.float32).transpose(2, 0, 1) / 255.0
+    return out, np.zeros(len(files), dtype=np.int64)
 
 
 def load_array(path: str | Path) -> np.ndarray:

@@ -37,11 +37,13 @@ def _pool() -> ThreadPoolExecutor:
 
 def _sort_packed(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = block.shape[1]
-    keys = block.astype(np.float64).view(np.uint64) | np.arange(n, dtype=np.uint64)
-    keys = np.sort(keys.view(np.float64), axis=1).view(np.uint64)
-    order = (keys & _INDEX_MASK).astype(np.int64)
-    values = (keys & ~_INDEX_MASK).view(np.float64).astype(np.float32)
-    return values, order
+    keys = block.astype(np.float64)
+    keys.view(np.uint64)[...] |= np.arange(n, dtype=np.uint64)
+    keys.sort(axis=1)
+    bits = keys.view(np.uint64)
+    order = (bits & _INDEX_MASK).view(np.int64)  # indices < 2**29: the bit pattern is the int64
+    bits &= ~_INDEX_MASK
+    return keys.astype(np.float32), order
 
 
 def sort_rows(x: Tensor) -> tuple[Tensor, Tensor]:

@@ -106,8 +106,8 @@ def quantile(sorted_values: Tensor, levels: Tensor) -> Tensor:
     hi = (lo + 1).clamp(max=m - 1)
     frac = (pos - lo.to(pos.dtype)).to(sorted_values.dtype)
     if levels.ndim == 1:
-        v_lo = sorted_values[:, lo]
-        v_hi = sorted_values[:, hi]
+        v_lo = sorted_values.index_select(1, lo)
+        v_hi = sorted_values.index_select(1, hi)
     else:
         v_lo = sorted_values.gather(1, lo)
         v_hi = sorted_values.gather(1, hi)

@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -56,3 +57,38 @@ def test_privacy_calculator_both_directions(capsys):
     pool = json.loads(capsys.readouterr().out)
     assert pool["releases"] == 1 and pool["accountant"].startswith("analytic Gaussian")
     assert main(base + ["--epsilon", "-1"]) == 2
+
+
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "experiments" / "configs").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
+def test_shipped_configs_map_onto_options(path):
+    from swflow.cli import _config_defaults, build_parser
+
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices["generate"]
+    defaults = _config_defaults(sub, str(path))
+    assert defaults["method"] in ("dpswflow-r", "dpswflow") and defaults["dataset"] in ("fashion-mnist", "mnist", "celeba")
+    assert ("epsilon" in defaults) != ("noise_multiplier" in defaults)
+
+
+def test_paper_noise_config_reports_honest_epsilon(capsys):
+    path = [p for p in CONFIGS if p.name == "fashion-mnist-dpswflow-r-paper-noise.toml"][0]
+    # the budget calculator takes the same shape: 0.67 over 35 epochs of 30 000 rows
+    assert main(["privacy", "--method", "dpswflow-r", "--noise-multiplier", "0.67", "--dataset-size", "30000",
+                 "--dim", "8", "--epochs", "35", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"] > 14.5
+    assert "noise_multiplier = 0.67" in path.read_text()
+
+
+def test_generate_on_digits_dataset(tmp_path, capsys):
+    out = tmp_path / "g"
+    assert main(["generate", "--dataset", "digits", "--method", "dpswflow", "--epsilon", "8", "--delta", "1e-5",
+                 "--steps", "15", "--n-projections", "20", "--pool-size", "40", "--n-particles", "150",
+                 "--out", str(out)]) == 0
+    report = json.loads((out / "privacy.json").read_text())
+    assert report["steps"] == 1 and report["epsilon"] <= 8.0 and report["run_config"]["dataset"] == "digits"
+    with h5py.File(out / "samples.h5") as f:
+        assert f["images"].shape == (150, 1, 8, 8)
+    assert (out / "flow.gif").exists()

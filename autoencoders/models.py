@@ -1,0 +1,88 @@
+"""Autoencoder architectures of 004 App. C.2 (and a small one for 8×8 digits).
+
+Every encoder ends with a linear bottleneck whose output is normalised onto the unit sphere, so
+private latents have norm exactly R = 1, which the privacy package relies on.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+__all__ = ["ARCHITECTURES", "SphereAutoencoder", "build"]
+
+
+class _Normalize(nn.Module):
+    def forward(self, z: Tensor) -> Tensor:
+        return nn.functional.normalize(z, dim=1)
+
+
+class SphereAutoencoder(nn.Module):
+    """encoder: images (n, C, H, W) -> latents (n, latent) on the unit sphere; decoder: back to [0, 1]."""
+
+    def __init__(self, encoder: nn.Module, decoder: nn.Module, *, image_shape: tuple[int, int, int], latent: int):
+        super().__init__()
+        self.encoder = nn.Sequential(encoder, _Normalize())
+        self.decoder = decoder
+        self.image_shape = image_shape
+        self.latent = latent
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.decoder(self.encoder(x))
+
+
+def liutkus32(channels: int = 1, latent: int = 8) -> SphereAutoencoder:
+    """The Liutkus et al. (2019) conv AE for 32×32 images (004 App. C.2; latent 8 for MNIST/F-MNIST)."""
+    encoder = nn.Sequential(
+        nn.Conv2d(channels, 3, 3, 1, 1), nn.ReLU(),
+        nn.Conv2d(3, 32, 4, 2, 0), nn.ReLU(),          # 32 -> 15
+        nn.Conv2d(32, 32, 3, 1, 1), nn.ReLU(),
+        nn.Conv2d(32, 32, 3, 1, 1), nn.ReLU(),
+        nn.Flatten(), nn.Linear(32 * 15 * 15, latent))
+    decoder = nn.Sequential(
+        nn.Linear(latent, 8192), nn.ReLU(), nn.Unflatten(1, (32, 16, 16)),
+        nn.Conv2d(32, 32, 3, 1, 1), nn.ReLU(),
+        nn.Conv2d(32, 32, 3, 1, 1), nn.ReLU(),
+        nn.ConvTranspose2d(32, 32, 2, 2, 0), nn.ReLU(),  # 16 -> 32
+        nn.Conv2d(32, channels, 3, 1, 1), nn.Sigmoid())
+    return SphereAutoencoder(encoder, decoder, image_shape=(channels, 32, 32), latent=latent)
+
+
+def dcgan64(channels: int = 3, latent: int = 48, width: int = 64) -> SphereAutoencoder:
+    """DCGAN-style AE for 64×64 images (004 App. C.2; latent 48 for CelebA)."""
+    w = width
+    encoder = nn.Sequential(
+        nn.Conv2d(channels, w, 3, 1, 1), nn.LeakyReLU(0.2),
+        nn.Conv2d(w, 2 * w, 4, 2, 1), nn.LeakyReLU(0.2),        # 64 -> 32
+        nn.Conv2d(2 * w, 4 * w, 4, 2, 1), nn.LeakyReLU(0.2),    # 32 -> 16
+        nn.Conv2d(4 * w, 8 * w, 4, 2, 1), nn.LeakyReLU(0.2),    # 16 -> 8
+        nn.Flatten(), nn.Linear(8 * w * 8 * 8, latent))
+    decoder = nn.Sequential(
+        nn.Unflatten(1, (latent, 1, 1)),
+        nn.ConvTranspose2d(latent, 8 * w, 4, 1, 0), nn.LeakyReLU(0.2), nn.BatchNorm2d(8 * w),  # 1 -> 4
+        nn.ConvTranspose2d(8 * w, 4 * w, 4, 2, 1), nn.LeakyReLU(0.2), nn.BatchNorm2d(4 * w),  # 4 -> 8
+        nn.ConvTranspose2d(4 * w, 2 * w, 4, 2, 1), nn.LeakyReLU(0.2), nn.BatchNorm2d(2 * w),  # 8 -> 16
+        nn.ConvTranspose2d(2 * w, w, 4, 2, 1), nn.LeakyReLU(0.2), nn.BatchNorm2d(w),          # 16 -> 32
+        nn.ConvTranspose2d(w, channels, 4, 2, 1), nn.Sigmoid())                               # 32 -> 64
+    return SphereAutoencoder(encoder, decoder, image_shape=(channels, 64, 64), latent=latent)
+
+
+def digits8(channels: int = 1, latent: int = 8) -> SphereAutoencoder:
+    """A small conv AE for scikit-learn's 8×8 digits."""
+    encoder = nn.Sequential(
+        nn.Conv2d(channels, 16, 3, 1, 1), nn.ReLU(),
+        nn.Conv2d(16, 32, 4, 2, 1), nn.ReLU(),   # 8 -> 4
+        nn.Flatten(), nn.Linear(32 * 4 * 4, latent))
+    decoder = nn.Sequential(
+        nn.Linear(latent, 32 * 4 * 4), nn.ReLU(), nn.Unflatten(1, (32, 4, 4)),
+        nn.ConvTranspose2d(32, 16, 2, 2, 0), nn.ReLU(),  # 4 -> 8
+        nn.Conv2d(16, channels, 3, 1, 1), nn.Sigmoid())
+    return SphereAutoencoder(encoder, decoder, image_shape=(channels, 8, 8), latent=latent)
+
+
+ARCHITECTURES = {"liutkus32": liutkus32, "dcgan64": dcgan64, "digits8": digits8}
+
+
+def build(architecture: str, *, channels: int, latent: int) -> SphereAutoencoder:
+    if architecture not in ARCHITECTURES:
+        raise ValueError(f"unknown architecture {architecture!r}; choose one of {sorted(ARCHITECTURES)}")
+    return ARCHITECTURES[architecture](channels=channels, latent=latent)

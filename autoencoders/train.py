@@ -1,0 +1,143 @@
+"""Train an autoencoder on the public split only; checkpoints with JSON metadata.
+
+``train_autoencoder`` receives the whole training set and the :class:`~swflow.data.Split`, and
+only ever indexes ``images[split.public]``: private rows cannot reach the model. The metadata
+records the split's manifest hashes, so a checkpoint can be matched to the split it was made with.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .models import SphereAutoencoder, build
+
+__all__ = ["TrainConfig", "train_autoencoder", "load_autoencoder", "CHECKPOINT_DIR"]
+
+CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    architecture: str
+    latent: int
+    epochs: int = 20
+    batch_size: int = 128
+    lr: float = 1e-3
+    val_fraction: float = 0.1
+    patience: int = 3
+    seed: int = 0
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _mse(model: SphereAutoencoder, images: np.ndarray, batch: int = 512) -> float:
+    model.eval()
+    total = 0.0
+    with torch.no_grad():
+        for i in range(0, len(images), batch):
+            x = torch.from_numpy(images[i:i + batch])
+            total += float(((model(x) - x) ** 2).mean(dim=(1, 2, 3)).sum())
+    return total / len(images)
+
+
+def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, config: TrainConfig,
+                      test_images: np.ndarray | None = None, out_dir: Path = CHECKPOINT_DIR,
+                      progress: bool = True) -> dict:
+    """Fit on ``images[split.public]``; write ``out_dir/name.pt`` and ``name.json``; return the metadata.
+
+    Interrupted training resumes from ``name.partial.pt`` (model, optimiser, epoch, best state).
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    public = images[split.public]  # the only rows this function touches
+    torch.manual_seed(config.seed)
+    rng = np.random.default_rng(config.seed)
+    order = rng.permutation(len(public))
+    n_val = max(1, int(config.val_fraction * len(public)))
+    val, train = public[order[:n_val]], public[order[n_val:]]
+    model = build(config.architecture, channels=images.shape[1], latent=config.latent)
+    if tuple(model.image_shape) != tuple(images.shape[1:]):
+        raise ValueError(f"{config.architecture} expects images of shape {model.image_shape}, "
+                         f"got {tuple(images.shape[1:])}")
+    opt = torch.optim.Adam(model.parameters(), lr=config.lr)
+    loss_fn = nn.BCELoss()
+    partial = out_dir / f"{name}.partial.pt"
+    state = {"epoch": 0, "best": float("inf"), "best_state": None, "stale": 0, "history": []}
+    if partial.exists():
+        saved = torch.load(partial, weights_only=False)
+        if saved["config"] != asdict(config) or saved["split"] != split.manifest():
+            raise ValueError(f"{partial} was written with other settings or another split; delete it to restart")
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["optimizer"])
+        state = saved["state"]
+        torch.set_rng_state(saved["torch_rng"])
+    gen = torch.Generator().manual_seed(config.seed + state["epoch"])
+    train_t = torch.from_numpy(train)
+    while state["epoch"] < config.epochs and state["stale"] < config.patience:
+        model.train()
+        perm = torch.randperm(len(train_t), generator=gen)
+        bar = tqdm(range(0, len(perm), config.batch_size), disable=not progress, leave=False,
+                   desc=f"{name} epoch {state['epoch'] + 1}/{config.epochs}")
+        for i in bar:
+            x = train_t[perm[i:i + config.batch_size]]
+            loss = loss_fn(model(x), x)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+        val_mse = _mse(model, val)
+        state["epoch"] += 1
+        state["history"].append(val_mse)
+        if val_mse < state["best"]:
+            state.update(best=val_mse, stale=0,
+                         best_state={k: v.clone() for k, v in model.state_dict().items()})
+        else:
+            state["stale"] += 1
+        if progress:
+            print(f"{name}: epoch {state['epoch']} validation MSE {val_mse:.5f}")
+        tmp = partial.with_suffix(".tmp")
+        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state,
+                    "config": asdict(config), "split": split.manifest(), "torch_rng": torch.get_rng_state()}, tmp)
+        os.replace(tmp, partial)
+    model.load_state_dict(state["best_state"])
+    weights = out_dir / f"{name}.pt"
+    torch.save(model.state_dict(), weights)
+    meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
+            "image_shape": list(images.shape[1:]), "latent": config.latent, "latent_norm": 1.0,
+            "trained_on": "public split only", "split": split.manifest(), "train_config": asdict(config),
+            "epochs_run": state["epoch"], "validation_mse": state["best"],
+            "test_mse": _mse(model, test_images) if test_images is not None else None,
+            "test_set": "official test split" if test_images is not None else
+            "none (validation MSE is on held-out public rows)",
+            "weights_sha256": _sha256(weights)}
+    (out_dir / f"{name}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    partial.unlink(missing_ok=True)
+    return meta
+
+
+def load_autoencoder(name_or_path: str | Path) -> tuple[SphereAutoencoder, dict]:
+    """Load ``checkpoints/NAME.pt`` (or a path to a .pt) with its JSON metadata, checking the sha256."""
+    path = Path(name_or_path)
+    if path.suffix != ".pt":
+        path = CHECKPOINT_DIR / f"{name_or_path}.pt"
+    meta_path = path.with_suffix(".json")
+    if not path.exists() or not meta_path.exists():
+        raise FileNotFoundError(f"checkpoint {path} (and its .json) not found; train it with "
+                                f"`swflow train-ae --dataset ...`")
+    meta = json.loads(meta_path.read_text())
+    if _sha256(path) != meta["weights_sha256"]:
+        raise ValueError(f"{path} does not match the sha256 in {meta_path.name}: corrupt or replaced weights")
+    model = build(meta["architecture"], channels=meta["channels"], latent=meta["latent"])
+    model.load_state_dict(torch.load(path, weights_only=True))
+    model.eval()
+    return model, meta

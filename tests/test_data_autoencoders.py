@@ -1,0 +1,111 @@
+import gzip
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from autoencoders import TrainConfig, build, load_autoencoder, train_autoencoder
+from swflow.data import load_array, load_dataset, pad_to_32, read_idx, split_indices
+
+
+def _write_idx(path, array, *, compress=False):
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
+    raw = header + array.astype(np.uint8).tobytes()
+    (gzip.open if compress else open)(path, "wb").write(raw)
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_idx_round_trip_and_dataset_loader(tmp_path, compress):
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, size=(7, 28, 28), dtype=np.uint8)
+    labels = rng.integers(0, 10, size=7, dtype=np.uint8)
+    suffix = ".gz" if compress else ""
+    _write_idx(tmp_path / f"train-images-idx3-ubyte{suffix}", images, compress=compress)
+    _write_idx(tmp_path / f"train-labels-idx1-ubyte{suffix}", labels, compress=compress)
+    assert np.array_equal(read_idx(tmp_path / f"train-images-idx3-ubyte{suffix}"), images)
+    x, y = load_dataset("mnist", root=tmp_path)
+    assert x.shape == (7, 1, 32, 32) and np.array_equal(y, labels)
+    assert np.allclose(x[:, 0, 2:30, 2:30], images / 255.0) and x[:, :, :2].max() == 0  # black padding
+
+
+def test_idx_errors(tmp_path):
+    (tmp_path / "bad").write_bytes(b"\x00\x00\x0d\x01\x00\x00\x00\x02ab")
+    with pytest.raises(ValueError, match="bad magic"):
+        read_idx(tmp_path / "bad")
+    _write_idx(tmp_path / "short", np.zeros((4, 3), np.uint8))
+    (tmp_path / "short").write_bytes((tmp_path / "short").read_bytes()[:-2])
+    with pytest.raises(ValueError, match="truncated"):
+        read_idx(tmp_path / "short")
+    with pytest.raises(FileNotFoundError, match="--data-root"):
+        load_dataset("mnist")
+    with pytest.raises(FileNotFoundError, match="dataset-fashion-mnist"):
+        load_dataset("fashion-mnist", root=tmp_path / "nowhere")
+
+
+def test_load_array_formats_and_errors(tmp_path):
+    a = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.save(tmp_path / "a.npy", a)
+    np.savez(tmp_path / "a.npz", data=a, other=a)
+    assert np.array_equal(load_array(tmp_path / "a.npy"), a) and np.array_equal(load_array(tmp_path / "a.npz"), a)
+    np.save(tmp_path / "v.npy", np.arange(3))
+    with pytest.raises(ValueError, match="need 2-D"):
+        load_array(tmp_path / "v.npy")
+    (tmp_path / "c.npy").write_bytes(b"garbage")
+    with pytest.raises(ValueError):
+        load_array(tmp_path / "c.npy")
+
+
+def test_split_is_deterministic_and_disjoint():
+    a, b, c = split_indices(1000, seed=3), split_indices(1000, seed=3), split_indices(1000, seed=4)
+    assert np.array_equal(a.public, b.public) and a.manifest() == b.manifest()
+    assert not np.array_equal(a.public, c.public)
+    assert np.intersect1d(a.public, a.private).size == 0
+    assert np.array_equal(np.union1d(a.public, a.private), np.arange(1000))
+
+
+@pytest.mark.parametrize("arch,shape,latent", [("liutkus32", (1, 32, 32), 8), ("dcgan64", (3, 64, 64), 48),
+                                               ("digits8", (1, 8, 8), 8)])
+def test_architectures_shapes_and_unit_latents(arch, shape, latent):
+    model = build(arch, channels=shape[0], latent=latent).eval()
+    x = torch.rand(3, *shape)
+    z = model.encoder(x)
+    assert z.shape == (3, latent) and torch.allclose(z.norm(dim=1), torch.ones(3), atol=1e-5)
+    y = model.decoder(z)
+    assert y.shape == (3, *shape) and y.min() >= 0 and y.max() <= 1
+
+
+def test_training_never_sees_private_rows_and_checkpoint_round_trip(tmp_path):
+    images, _ = load_dataset("digits")
+    split = split_indices(len(images), seed=0)
+    poisoned = images.copy()
+    poisoned[split.private] = np.nan  # any private row reaching the model would make the loss NaN
+    meta = train_autoencoder("tiny", poisoned, split, dataset="digits", out_dir=tmp_path, progress=False,
+                             config=TrainConfig(architecture="digits8", latent=4, epochs=2, batch_size=256))
+    assert np.isfinite(meta["validation_mse"]) and meta["split"] == split.manifest()
+    model, loaded = load_autoencoder(tmp_path / "tiny.pt")
+    assert loaded == meta and loaded["trained_on"] == "public split only"
+    with torch.no_grad():
+        z = model.encoder(torch.from_numpy(images[:5]))
+    assert torch.allclose(z.norm(dim=1), torch.ones(5), atol=1e-5)
+    # tampered weights are refused
+    (tmp_path / "tiny.pt").write_bytes((tmp_path / "tiny.pt").read_bytes() + b"x")
+    with pytest.raises(ValueError, match="sha256"):
+        load_autoencoder(tmp_path / "tiny.pt")
+    with pytest.raises(FileNotFoundError, match="train-ae"):
+        load_autoencoder(tmp_path / "missing.pt")
+
+
+def test_training_refuses_wrong_image_shape(tmp_path):
+    split = split_indices(20, seed=0)
+    with pytest.raises(ValueError, match="expects images of shape"):
+        train_autoencoder("x", np.zeros((20, 1, 28, 28), np.float32), split, dataset="d", out_dir=tmp_path,
+                          progress=False, config=TrainConfig(architecture="liutkus32", latent=8, epochs=1))
+
+
+def test_shipped_checkpoints_metadata():
+    for name in ("digits",):
+        model, meta = load_autoencoder(name)
+        assert meta["trained_on"] == "public split only" and meta["latent"] == 8
+        images, _ = load_dataset(meta["dataset"])
+        assert split_indices(len(images), seed=meta["split"]["seed"]).manifest() == meta["split"]
