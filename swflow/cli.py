@@ -43,9 +43,12 @@ def _privacy_args(p: argparse.ArgumentParser) -> None:
 
 def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
-    g.add_argument("--method", default="dpswflow-r", choices=("swf", "dpswflow-r", "dpswflow"),
+    methods = ("swf", "dpswflow-r", "dpswflow") + (("dpswgen",) + LOCAL_METHODS if with_data_shape else ())
+    g.add_argument("--method", default="dpswflow-r", choices=methods,
                    help="dpswflow-r: fresh directions and a private batch every step (004 Alg. 1); "
-                   "dpswflow: one release of a direction pool (Alg. 2); swf: no privacy")
+                   "dpswflow: one release of a direction pool (Alg. 2); swf: no privacy"
+                   + ("; dpswgen: accounted like dpswflow-r; ldp-*: one local release per record"
+                      if with_data_shape else ""))
     g.add_argument("--steps", type=int, help="Euler-Maruyama steps (default: --epochs x n / batch)")
     g.add_argument("--epochs", type=float, default=None, help="for dpswflow-r: steps = epochs x n / batch")
     g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
@@ -88,10 +91,13 @@ def cmd_privacy(args) -> int:
     spec = _spec(args)
     if not spec.private:
         raise SystemExit("nothing to compute: the run is not private")
+    if args.method in LOCAL_METHODS:
+        return _local_privacy(args, spec)
     steps = _steps(args, args.dataset_size)
-    strategy = (Resampled(args.n_projections) if args.method == "dpswflow-r" else
+    resampled = args.method in ("dpswflow-r", "dpswgen")  # DPSWgen releases like DPSWflow-r
+    strategy = (Resampled(args.n_projections) if resampled else
                 Presampled(args.pool_size or args.n_projections, args.n_projections))
-    batch = args.batch_size if args.method == "dpswflow-r" else None
+    batch = args.batch_size if resampled else None
     plan = strategy.plan(steps=steps, dataset_size=args.dataset_size, batch_size=batch, dim=args.dim)
     cal = calibrate(spec, plan)
     if spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
@@ -126,6 +132,31 @@ def cmd_privacy(args) -> int:
     return 0
 
 
+LOCAL_METHODS = ("ldp-flow", "ldp-sinkhorn-gen")
+
+
+def _local_privacy(args, spec) -> int:
+    """One local Gaussian release per record: y + N(0, σ² I); everything after it is post-processing."""
+    from .privacy import analytic_gaussian_epsilon, local_gaussian_std
+
+    if spec.noise_multiplier is not None:
+        z = spec.noise_multiplier
+        eps, mode = analytic_gaussian_epsilon(noise_multiplier=z, delta=spec.delta), "noise_multiplier"
+    else:
+        z, _ = local_gaussian_std(epsilon=spec.epsilon, delta=spec.delta, norm_bound=spec.norm_bound)
+        eps, mode = spec.epsilon, "epsilon"
+    out = {"method": args.method, "mode": mode, "epsilon": eps, "delta": spec.delta, "adjacency": "local (any two records)",
+           "accountant": "analytic Gaussian mechanism (Balle & Wang 2018), one release per record",
+           "noise_multiplier": z, "sensitivity": 2 * spec.norm_bound, "noise_std": z * 2 * spec.norm_bound,
+           "releases": 1, "dim": args.dim, "norm_bound": spec.norm_bound, "dataset_size": args.dataset_size}
+    if args.json:
+        print(json.dumps(out))
+    else:
+        print(f"({eps:.3f}, {spec.delta:.3g})-local DP per record: y + N(0, sigma^2 I), sigma = {out['noise_std']:.4f} "
+              f"(multiplier {z:.4f} x 2R); no further accounting")
+    return 0
+
+
 # -- swflow generate ----------------------------------------------------------------------------
 def _flow_config_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("simulator")
@@ -133,7 +164,8 @@ def _flow_config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--step-size", type=float, default=1.0, help="h (default %(default)s)")
     g.add_argument("--diffusion", type=float, default=0.0, help="lambda (default %(default)s)")
     g.add_argument("--init", choices=("normal", "sphere"), default="normal", help="mu_0")
-    g.add_argument("--record-every", type=int, default=10, help="trajectory frame every k steps")
+    g.add_argument("--record-every", type=int, default=0,
+                   help="trajectory frame every k steps (0: about 50 frames over the run)")
     g.add_argument("--checkpoint-every", type=int, default=50, help="checkpoint every k steps")
     g.add_argument("--seed", type=int, default=0, help="simulator seed")
     g.add_argument("--privacy-seed", type=int, default=None, help="privacy-noise seed (default: from the OS)")
@@ -143,8 +175,9 @@ def _flow_config_args(p: argparse.ArgumentParser) -> None:
 def _flow_config(args, steps: int):
     from .flow import FlowConfig
 
+    record_every = args.record_every or max(1, steps // 50)
     return FlowConfig(steps=steps, n_particles=args.n_particles, step_size=args.step_size,
-                      diffusion=args.diffusion, init=args.init, record_every=args.record_every,
+                      diffusion=args.diffusion, init=args.init, record_every=record_every,
                       checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device)
 
 
@@ -211,12 +244,20 @@ def _private_latents(dataset: str, root, checkpoint: str | None):
     return latents, decode, split, meta
 
 
+MAX_GIF_FRAMES = 50
+
+
 def _write_gif(out: Path, decode) -> None:
+    import numpy as np
+
     from .animate import image_grid, save_gif
     from .io import read_trajectory
 
     frames, _, _ = read_trajectory(out / "trajectory.h5")
-    save_gif([image_grid(decode(f[:64]), ncol=8) for f in frames], out / "flow.gif")
+    keep = np.unique(np.linspace(0, len(frames) - 1, min(len(frames), MAX_GIF_FRAMES)).round().astype(int))
+    pictures = [decode(frames[i][:64]) for i in keep]
+    scale = 4 if pictures[0].shape[-1] <= 16 else 2  # small images get bigger pixels
+    save_gif([image_grid(p, ncol=8, scale=scale) for p in pictures], out / "flow.gif")
 
 
 def cmd_demo(args) -> int:
@@ -246,6 +287,31 @@ def cmd_demo(args) -> int:
           f"{report['dataset_size']} private rows on 64 directions")
     print(f"wrote {out}/: samples.png, flow.gif, samples.h5, trajectory.h5, privacy.json, "
           f"split_manifest.json  ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def cmd_encode(args) -> int:
+    import h5py
+    import torch
+
+    from autoencoders import load_autoencoder
+
+    from .data import load_dataset, split_indices
+
+    images, _ = load_dataset(args.dataset, part="test" if args.split == "test" else "train", root=args.data_root)
+    model, meta = load_autoencoder(args.checkpoint or args.dataset)
+    if args.split != "test":
+        split = split_indices(len(images), seed=meta["split"]["seed"])
+        images = images[split.public if args.split == "public" else split.private]
+    with torch.no_grad():
+        latents = torch.cat([model.encoder(torch.from_numpy(images[i:i + 1024])) for i in range(0, len(images), 1024)])
+    with h5py.File(args.out, "w") as f:
+        f.create_dataset("data", data=latents.numpy(), compression="gzip")
+        f.attrs["dataset"], f.attrs["split"], f.attrs["autoencoder"] = args.dataset, args.split, meta["name"]
+        if args.split == "private":
+            f.attrs["warning"] = "PRIVATE: these rows are the private records; never publish this file"
+    print(f"wrote {len(latents)} {args.split} latents (d={latents.shape[1]}) to {args.out}"
+          + ("  -- PRIVATE DATA: keep this file confidential" if args.split == "private" else ""))
     return 0
 
 
@@ -307,6 +373,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", help="default: the repository's checkpoints/")
     p.set_defaults(func=cmd_train_ae)
+
+    p = sub.add_parser("encode", help="encode a split of a dataset to latents (HDF5)",
+                       description="Encode the public, private or test split with the dataset's autoencoder into "
+                       "an HDF5 file (dataset 'data', rows = records) that `swflow generate --data` accepts. "
+                       "The private split's file holds private records: keep it confidential.")
+    p.add_argument("--dataset", required=True, choices=("digits", "fashion-mnist", "mnist", "celeba"))
+    p.add_argument("--split", choices=("public", "private", "test"), default="private")
+    p.add_argument("--data-root")
+    p.add_argument("--checkpoint")
+    p.add_argument("--out", required=True, help="output .h5 file")
+    p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("generate", help="run a flow on a dataset's private split or on private vectors",
                        description="Run a flow on the rows of --data (the private set, in the flow's space). "

@@ -92,3 +92,30 @@ def test_generate_on_digits_dataset(tmp_path, capsys):
     with h5py.File(out / "samples.h5") as f:
         assert f["images"].shape == (150, 1, 8, 8)
     assert (out / "flow.gif").exists()
+
+
+def test_encode_then_generate_from_file(tmp_path, capsys):
+    assert main(["encode", "--dataset", "digits", "--split", "private", "--out", str(tmp_path / "z.h5")]) == 0
+    assert "PRIVATE DATA" in capsys.readouterr().out
+    with h5py.File(tmp_path / "z.h5") as f:
+        z = f["data"][:]
+        assert f.attrs["split"] == "private"
+    assert z.shape == (899, 8) and np.allclose(np.linalg.norm(z, axis=1), 1.0, atol=1e-5)
+    assert main(["generate", "--data", str(tmp_path / "z.h5"), "--method", "dpswflow-r", "--epsilon", "5",
+                 "--delta", "1e-5", "--steps", "4", "--batch-size", "100", "--n-projections", "16",
+                 "--n-particles", "100", "--out", str(tmp_path / "run")]) == 0
+
+
+def test_privacy_calculator_local_and_dpswgen(capsys):
+    from swflow.privacy import analytic_gaussian_epsilon
+
+    assert main(["privacy", "--method", "ldp-flow", "--epsilon", "4", "--delta", "1e-6", "--dataset-size", "1000",
+                 "--dim", "8", "--json"]) == 0
+    local = json.loads(capsys.readouterr().out)
+    assert local["noise_std"] == pytest.approx(2 * local["noise_multiplier"])
+    assert analytic_gaussian_epsilon(noise_multiplier=local["noise_multiplier"], delta=1e-6) <= 4.0 + 1e-9
+    base = ["privacy", "--dataset-size", "30000", "--dim", "8", "--epochs", "35", "--noise-multiplier", "0.67", "--json"]
+    assert main(base + ["--method", "dpswgen"]) == 0
+    gen = json.loads(capsys.readouterr().out)
+    assert main(base + ["--method", "dpswflow-r"]) == 0
+    assert json.loads(capsys.readouterr().out)["epsilon"] == gen["epsilon"]

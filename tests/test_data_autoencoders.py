@@ -109,3 +109,15 @@ def test_shipped_checkpoints_metadata():
         assert meta["trained_on"] == "public split only" and meta["latent"] == 8
         images, _ = load_dataset(meta["dataset"])
         assert split_indices(len(images), seed=meta["split"]["seed"]).manifest() == meta["split"]
+
+
+def test_generate_refuses_checkpoint_of_another_dataset(tmp_path, capsys):
+    from swflow.cli import main
+
+    images = np.random.default_rng(0).random((40, 1, 8, 8)).astype(np.float32)
+    split = split_indices(40, seed=0)
+    train_autoencoder("other", images, split, dataset="other-digits", out_dir=tmp_path, progress=False,
+                      config=TrainConfig(architecture="digits8", latent=8, epochs=1))
+    code = main(["generate", "--dataset", "digits", "--checkpoint", str(tmp_path / "other.pt"), "--method",
+                 "dpswflow-r", "--epsilon", "5", "--steps", "2", "--out", str(tmp_path / "run")])
+    assert code == 2 and "was trained on other-digits" in capsys.readouterr().err

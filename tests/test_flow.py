@@ -166,3 +166,16 @@ def test_bad_data(gen):
         make_flow("swf", y, privacy=PUBLIC, n_projections=3, batch_size=50, config=cfg)
     with pytest.raises(ValueError, match="unknown flow method"):
         make_flow("sfw", y, privacy=PUBLIC, n_projections=3, config=cfg)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device"))])
+def test_same_code_on_each_device(device, gen):
+    y = torch.nn.functional.normalize(torch.randn(2000, 4, generator=gen) * 0.3 + torch.tensor([1.0, 0, 0, 0]), dim=1)
+    flow = make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=20.0, delta=1e-5), n_projections=16,
+                     batch_size=500, privacy_seed=0, progress=False,
+                     config=FlowConfig(steps=20, n_particles=400, device=device))
+    start = float(sliced_wasserstein(flow.particles.cpu(), y, n_projections=200, generator=gen))
+    particles = flow.run().particles
+    assert particles.device.type == device and particles.dtype == torch.float32
+    assert float(sliced_wasserstein(particles.cpu(), y, n_projections=200, generator=gen)) < start

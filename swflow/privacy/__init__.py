@@ -8,7 +8,8 @@ from .amplification import amplified_guarantee, diffusion_gamma
 from .calibrate import Calibration, PrivacySpec, ReleasePlan, calibrate, noise_multiplier_for, plan_events
 from .ledger import MechanismEvent, PrivacyLedger
 from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier,
-                         classical_gaussian_multiplier, laplace_scale)
+                         classical_gaussian_multiplier, laplace_scale, local_gaussian_std,
+                         local_laplace_scale)
 from .noise import NoiseSource
 from .release import BudgetExhausted, PrivateTarget, check_rows
 from .report import privacy_report, statement, write_report
@@ -21,6 +22,6 @@ __all__ = [
     "SensitivityBound", "amplified_guarantee", "analytic_gaussian_epsilon",
     "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",
     "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
-    "laplace_scale", "noise_multiplier_for", "plan_events", "privacy_report", "projection_sensitivity",
+    "laplace_scale", "local_gaussian_std", "local_laplace_scale", "noise_multiplier_for", "plan_events", "privacy_report", "projection_sensitivity",
     "spectral_bound", "statement", "write_report",
 ]

@@ -11,7 +11,7 @@ from scipy.optimize import brentq
 from scipy.stats import norm
 
 __all__ = ["analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
-           "classical_gaussian_multiplier", "laplace_scale"]
+           "classical_gaussian_multiplier", "laplace_scale", "local_gaussian_std", "local_laplace_scale"]
 
 
 def _check_delta(delta: float) -> None:
@@ -79,3 +79,20 @@ def laplace_scale(*, epsilon: float, l1_sensitivity: float) -> float:
     if not l1_sensitivity > 0:
         raise ValueError(f"l1_sensitivity must be > 0, got {l1_sensitivity}")
     return l1_sensitivity / epsilon
+
+
+def local_gaussian_std(*, epsilon: float, delta: float, norm_bound: float) -> tuple[float, float]:
+    """(multiplier, σ) for releasing one record y, ‖y‖ ≤ R, as y + N(0, σ² I) with (ε, δ) local DP.
+
+    Any two records differ by at most 2R in ℓ2, so σ = z · 2R with z the analytic-Gaussian multiplier.
+    """
+    z = analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
+    return z, z * 2.0 * norm_bound
+
+
+def local_laplace_scale(*, epsilon: float, norm_bound: float, dim: int) -> float:
+    """Per-coordinate Laplace scale for ε local DP of a record with ‖y‖₂ ≤ R in d dimensions.
+
+    Two records differ by at most 2R·sqrt(d) in ℓ1 (Cauchy–Schwarz), so b = 2R·sqrt(d)/ε.
+    """
+    return laplace_scale(epsilon=epsilon, l1_sensitivity=2.0 * norm_bound * math.sqrt(dim))
