@@ -5,7 +5,6 @@ private latents have norm exactly R = 1, which the privacy package relies on.
 """
 from __future__ import annotations
 
-import torch
 from torch import Tensor, nn
 
 __all__ = ["ARCHITECTURES", "SphereAutoencoder", "build"]

@@ -20,7 +20,7 @@ import torch
 
 from swflow import FlowConfig, sliced_wasserstein
 from swflow.flow import ParticleFlow, Resampled
-from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget
+from swflow.privacy import NoiseSource, PrivacyLedger, PrivateTarget
 
 PAPER = {0.0: 0.08, 0.5: 0.81, 1.0: None}
 CENTERS = torch.tensor([[0.0, 0.0], [2.0, 2.0], [-2.0, 2.0], [2.0, -2.0], [-2.0, -2.0]])

@@ -1,12 +1,11 @@
 import gzip
-import json
 
 import numpy as np
 import pytest
 import torch
 
 from autoencoders import TrainConfig, build, load_autoencoder, train_autoencoder
-from swflow.data import load_array, load_dataset, pad_to_32, read_idx, split_indices
+from swflow.data import load_array, load_dataset, read_idx, split_indices
 
 
 def _write_idx(path, array, *, compress=False):

@@ -8,7 +8,7 @@ from conftest import five_gaussians
 from swflow import FlowConfig, make_flow, sliced_wasserstein
 from swflow.flow import ParticleFlow, Presampled, Resampled
 from swflow.io import read_samples, read_trajectory, write_samples
-from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget
+from swflow.privacy import NoiseSource, PrivacySpec
 
 PUBLIC = PrivacySpec(epsilon=math.inf)
 
