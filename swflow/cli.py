@@ -385,10 +385,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output .h5 file")
     p.set_defaults(func=cmd_encode)
 
-    p = sub.add_parser("generate", help="run a flow on a dataset's private split or on private vectors",
-                       description="Run a flow on the rows of --data (the private set, in the flow's space). "
-                       "Rows must lie in the unit ball (the sensitivity bound needs it) unless --clip.",
-                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = sub.add_parser(
+        "generate", help="run a flow on a dataset's private split or on private vectors",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a flow on private data and write privacy.json, samples.h5, trajectory.h5 and "
+        "samples.png\n(plus flow.gif when an autoencoder decodes the particles).\n\n"
+        "  --dataset NAME  the private half of NAME's training set, encoded by checkpoints/NAME.pt\n"
+        "  --data FILE     rows of a .npy/.npz/.h5 file, already in the flow's space; rows must lie\n"
+        "                  in the unit ball (the sensitivity bound needs it) unless --clip\n\n"
+        "examples:\n"
+        "  swflow generate --config experiments/configs/fashion-mnist-dpswflow.toml --out runs/fm\n"
+        "  swflow generate --dataset digits --method dpswflow-r --epsilon 5 --epochs 10 --batch-size 100 --out runs/d\n"
+        "  swflow generate --data rows.npy --clip --method dpswflow --epsilon 8 --steps 500 \\\n"
+        "      --n-projections 25 --pool-size 31 --out runs/x\n\n"
+        "Give --epsilon to calibrate the noise, or --noise-multiplier to see the epsilon it buys.")
     p.add_argument("--dataset", choices=("digits", "fashion-mnist", "mnist", "celeba"),
                    help="run on the private split of a dataset, in the latent space of its autoencoder")
     p.add_argument("--data-root", help="directory holding the dataset's files (see `swflow train-ae --help`)")

@@ -273,3 +273,21 @@ def test_local_laplace_l1_sensitivity_is_attained():
     pts = pts / np.linalg.norm(pts, axis=1, keepdims=True)
     assert np.abs(pts[:10_000] - pts[10_000:]).sum(axis=1).max() <= 2 * radius * math.sqrt(d)
     assert local_laplace_scale(epsilon=2.0, norm_bound=radius, dim=d) == pytest.approx(math.sqrt(d))
+
+
+def test_zero_out_flow_uses_poisson_batches_and_opacus(gen):
+    y = torch.nn.functional.normalize(torch.randn(1000, 4, generator=gen), dim=1)
+    spec = PrivacySpec(epsilon=3.0, delta=1e-5, adjacency="zero-out", accountant="prv")
+    flow = make_flow("dpswflow-r", y, privacy=spec, n_projections=8, batch_size=100, privacy_seed=0,
+                     progress=False, config=FlowConfig(steps=25, n_particles=100))
+    sizes = []
+    original = flow.target._batch
+    flow.target._batch = lambda: (lambda b: sizes.append(len(b)) or b)(original())
+    flow.run()
+    assert len(set(sizes)) > 1 and abs(np.mean(sizes) - 100) < 15  # Poisson: random sizes, mean q·n
+    event = flow.target.ledger.events[0]
+    assert event.sampling == "poisson" and flow.target.ledger.releases == 25
+    acc = PRVAccountant()
+    acc.history = [(flow.target.calibration.noise_multiplier, 0.1, 25)]
+    assert flow.target.epsilon_spent() == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    assert flow.target.epsilon_spent() <= 3.0
