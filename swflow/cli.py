@@ -43,11 +43,12 @@ def _privacy_args(p: argparse.ArgumentParser) -> None:
 
 def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
-    methods = ("swf", "dpswflow-r", "dpswflow") + (("dpswgen",) + LOCAL_METHODS if with_data_shape else ())
+    methods = ("swf", "dpswflow-r", "dpswflow", "ldp-flow") + (("dpswgen", "ldp-sinkhorn-gen") if with_data_shape else ())
     g.add_argument("--method", default="dpswflow-r", choices=methods,
                    help="dpswflow-r: fresh directions and a private batch every step (004 Alg. 1); "
-                   "dpswflow: one release of a direction pool (Alg. 2); swf: no privacy"
-                   + ("; dpswgen: accounted like dpswflow-r; ldp-*: one local release per record"
+                   "dpswflow: one release of a direction pool (Alg. 2); ldp-flow: each record released once "
+                   "as y + N(0, s^2 I), the flow deconvolves it; swf: no privacy"
+                   + ("; dpswgen: accounted like dpswflow-r; ldp-sinkhorn-gen: one local release per record"
                       if with_data_shape else ""))
     g.add_argument("--steps", type=int, help="Euler-Maruyama steps (default: --epochs x n / batch)")
     g.add_argument("--epochs", type=float, default=None, help="for dpswflow-r: steps = epochs x n / batch")
@@ -199,7 +200,7 @@ def cmd_generate(args) -> int:
     steps = _steps(args, data.shape[0])
     spec = _spec(args)
     out = prepare_out_dir(args.out, overwrite=args.overwrite, resume=args.resume)
-    batch = args.batch_size if args.method in ("dpswflow-r", "swf") and args.batch_size < data.shape[0] else None
+    batch = args.batch_size if args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0] else None
     t0 = time.perf_counter()
     _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=_flow_config(args, steps),
                                 n_projections=args.n_projections, pool_size=args.pool_size, batch_size=batch,

@@ -1,13 +1,14 @@
 """The flow methods by name: one registry for the Python API and ``swflow generate --method``."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
 from .flow import FlowConfig, ParticleFlow, Presampled, Resampled
-from .privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate, check_rows
+from .privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ReleasePlan,
+                      calibrate, check_rows)
 
 __all__ = ["FLOW_METHODS", "FlowMethod", "make_flow"]
 
@@ -27,6 +28,9 @@ FLOW_METHODS = {
                              "DP flow, fresh directions + one private batch release per step (004 Alg. 1)"),
     "dpswflow": FlowMethod("dpswflow", "presampled", True,
                            "DP flow, one release of a direction pool, free later steps (004 Alg. 2)"),
+    "ldp-flow": FlowMethod("ldp-flow", "local", True,
+                           "local DP: each record released once as y + N(0, s^2 I); the flow smooths the "
+                           "particle side only, so it deconvolves the noise"),
 }
 
 
@@ -48,6 +52,10 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
                          "(use method 'swf' for the non-private flow)")
     if not spec.private and privacy.private:
         raise ValueError("swf is not private; use dpswflow-r or dpswflow for a finite epsilon")
+    if spec.strategy == "local":
+        return _local_flow(data, privacy=privacy, config=config, n_projections=n_projections, batch_size=batch_size,
+                           privacy_seed=privacy_seed, trajectory_path=trajectory_path,
+                           checkpoint_path=checkpoint_path, progress=progress)
     if spec.strategy == "resampled":
         strategy = Resampled(n_projections)
     else:
@@ -59,4 +67,22 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
                            noise=NoiseSource(privacy_seed, secure=privacy.secure_noise),
                            ledger=PrivacyLedger(), batch_size=plan.sample_size)
     return ParticleFlow(target, strategy, config, trajectory_path=trajectory_path,
+                        checkpoint_path=checkpoint_path, progress=progress)
+
+
+def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
+                batch_size: int | None, privacy_seed: int | None, trajectory_path, checkpoint_path,
+                progress: bool) -> ParticleFlow:
+    """LDP flow: one local Gaussian release of every row, then a flow whose target side is already
+    noisy and whose particle side is smoothed with the same σ (what makes it deconvolve)."""
+    if privacy.sensitivity_bound != "spectral":
+        raise ValueError("the local release uses identity directions, whose spectral bound (2R) is exact; "
+                         "leave sensitivity_bound='spectral'")
+    plan = ReleasePlan(releases=1, dataset_size=data.shape[0], sample_size=None, n_projections=data.shape[1],
+                       dim=data.shape[1])
+    target = LocallyReleasedTarget(data.to(device=config.device), calibrate(privacy, plan),
+                                   noise=NoiseSource(privacy_seed, secure=privacy.secure_noise),
+                                   ledger=PrivacyLedger(), batch_size=batch_size)
+    config = replace(config, smoothing=target.local_noise_std if config.smoothing is None else config.smoothing)
+    return ParticleFlow(target, Resampled(n_projections), config, trajectory_path=trajectory_path,
                         checkpoint_path=checkpoint_path, progress=progress)

@@ -119,3 +119,13 @@ def test_privacy_calculator_local_and_dpswgen(capsys):
     gen = json.loads(capsys.readouterr().out)
     assert main(base + ["--method", "dpswflow-r"]) == 0
     assert json.loads(capsys.readouterr().out)["epsilon"] == gen["epsilon"]
+
+
+def test_generate_ldp_flow_on_digits(tmp_path):
+    out = tmp_path / "ldp"
+    assert main(["generate", "--dataset", "digits", "--method", "ldp-flow", "--epsilon", "6", "--delta", "1e-5",
+                 "--steps", "20", "--n-projections", "16", "--batch-size", "300", "--n-particles", "200",
+                 "--out", str(out)]) == 0
+    report = json.loads((out / "privacy.json").read_text())
+    assert report["steps"] == 1 and report["epsilon"] <= 6.0 and report["sensitivity"] == pytest.approx(2.0)
+    assert report["accountant"].startswith("analytic Gaussian") and (out / "flow.gif").exists()

@@ -66,7 +66,8 @@ def test_resampled_releases_every_step(gen):
     assert flow.target.ledger.releases == 12
 
 
-@pytest.mark.parametrize("method,extra", [("dpswflow-r", {"batch_size": 64}), ("dpswflow", {"pool_size": 50})])
+@pytest.mark.parametrize("method,extra", [("dpswflow-r", {"batch_size": 64}), ("dpswflow", {"pool_size": 50}),
+                                          ("ldp-flow", {"batch_size": 100})])
 def test_resume_is_bit_identical(method, extra, gen, tmp_path, monkeypatch):
     y = _sphere(640, 6, gen)
     cfg = FlowConfig(steps=20, n_particles=300, diffusion=0.01, record_every=4, checkpoint_every=5, seed=3)
@@ -93,7 +94,7 @@ def test_resume_is_bit_identical(method, extra, gen, tmp_path, monkeypatch):
     a, sa, _ = read_trajectory(tmp_path / "a.h5")
     b, sb, _ = read_trajectory(tmp_path / "b.h5")
     assert np.array_equal(sa, sb) and np.array_equal(a, b) and list(sa) == [0, 4, 8, 12, 16, 20]
-    expected = 20 if method == "dpswflow-r" else 1
+    expected = 20 if method == "dpswflow-r" else 1  # dpswflow and ldp-flow release once
     assert resumed_flow.target.ledger.releases == expected  # resuming never resets the ledger
 
 
@@ -179,3 +180,27 @@ def test_same_code_on_each_device(device, gen):
     particles = flow.run().particles
     assert particles.device.type == device and particles.dtype == torch.float32
     assert float(sliced_wasserstein(particles.cpu(), y, n_projections=200, generator=gen)) < start
+
+
+def _small_mixture(n, gen):
+    centers = torch.tensor([[0.0, 0.0], [0.5, 0.5], [-0.5, 0.5], [0.5, -0.5], [-0.5, -0.5]])
+    return centers[torch.randint(0, 5, (n,), generator=gen)] + 0.05 * torch.randn(n, 2, generator=gen)
+
+
+def test_ldp_flow_releases_once_and_deconvolves(gen, monkeypatch):
+    calls = []
+    original = NoiseSource.gaussian
+    monkeypatch.setattr(NoiseSource, "gaussian", lambda self, *a, **k: calls.append(a[0]) or original(self, *a, **k))
+    y, held_out = _small_mixture(3000, gen), _small_mixture(3000, gen)
+    theta = torch.nn.functional.normalize(torch.randn(2, 500, generator=gen), dim=0)
+    spec = PrivacySpec(noise_multiplier=0.1, delta=1e-5, clip=True)
+    results = {}
+    for smoothing in (None, 0.0):  # None: smooth the particle side with the release's sigma
+        flow = make_flow("ldp-flow", y, privacy=spec, n_projections=40, privacy_seed=0, progress=False,
+                         config=FlowConfig(steps=200, n_particles=3000, smoothing=smoothing))
+        results[smoothing] = float(sliced_wasserstein(flow.run().particles, held_out, projections=theta))
+        assert flow.target.ledger.releases == 1
+    assert calls == [(3000, 2), (3000, 2)]  # one release of every row per run, nothing per step
+    noisy = float(sliced_wasserstein(flow.target.released_rows(), held_out, projections=theta))
+    assert results[0.0] > 0.8 * noisy  # without particle smoothing the flow just copies the noisy rows
+    assert results[None] < 0.5 * results[0.0]  # with it, the flow deconvolves

@@ -291,3 +291,18 @@ def test_zero_out_flow_uses_poisson_batches_and_opacus(gen):
     acc.history = [(flow.target.calibration.noise_multiplier, 0.1, 25)]
     assert flow.target.epsilon_spent() == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
     assert flow.target.epsilon_spent() <= 3.0
+
+
+def test_ldp_flow_epsilon_is_the_local_gaussian(gen):
+    from swflow.privacy import local_gaussian_std
+
+    y = torch.nn.functional.normalize(torch.randn(500, 3, generator=gen), dim=1)
+    flow = make_flow("ldp-flow", y, privacy=PrivacySpec(epsilon=4.0, delta=1e-5), n_projections=8, privacy_seed=0,
+                     progress=False, config=FlowConfig(steps=5, n_particles=50))
+    flow.run()
+    z, sigma = local_gaussian_std(epsilon=4.0, delta=1e-5 * 0.99999, norm_bound=1.0)
+    report = privacy_report("ldp-flow", flow.target)
+    assert report["noise_std"] == pytest.approx(flow.target.local_noise_std)
+    assert report["sensitivity"] == pytest.approx(2.0) and report["steps"] == 1
+    assert report["epsilon"] <= 4.0 and report["epsilon"] == pytest.approx(4.0, rel=1e-6)
+    assert report["noise_std"] == pytest.approx(sigma, rel=1e-3) and "local" in report["release"]

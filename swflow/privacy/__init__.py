@@ -11,13 +11,14 @@ from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier
                          classical_gaussian_multiplier, laplace_scale, local_gaussian_std,
                          local_laplace_scale)
 from .noise import NoiseSource
-from .release import BudgetExhausted, PrivateTarget, check_rows
+from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
 from .report import privacy_report, statement, write_report
 from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound,
                           projection_sensitivity, spectral_bound)
 
 __all__ = [
-    "ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "BudgetExhausted", "Calibration", "MechanismEvent",
+    "ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "BudgetExhausted", "Calibration", "LocallyReleasedTarget",
+    "MechanismEvent",
     "NoiseSource", "PrivacyLedger", "PrivacySpec", "PrivateTarget", "ReleasePlan",
     "SensitivityBound", "amplified_guarantee", "analytic_gaussian_epsilon",
     "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",

@@ -153,3 +153,53 @@ class PrivateTarget:
         cal = self._calibration
         return epsilon_from_events(tuple(self.ledger.events), delta=cal.delta_accountant,
                                    adjacency=cal.spec.adjacency, accountant=cal.spec.accountant)
+
+
+class LocallyReleasedTarget(PrivateTarget):
+    """Local DP: every record is released ONCE as y + N(0, σ² I); the flow then uses only those rows.
+
+    The release is a single Gaussian mechanism on identity directions (‖I‖₂ = 1, so the
+    sensitivity is 2R under replace-one, the local guarantee for any two records), calibrated
+    by a plan with one release of all rows on ``dim`` projections. It happens on the first call
+    to :meth:`release` and is restored, never redrawn, on resume. Later projections of the
+    released rows are post-processing: no noise, no ledger entry.
+    """
+
+    def __init__(self, data: Tensor, calibration: Calibration, *, noise: NoiseSource, ledger: PrivacyLedger,
+                 batch_size: int | None = None):
+        plan = calibration.plan
+        if (plan.releases, plan.sample_size, plan.n_projections) != (1, None, data.shape[1]):
+            raise ValueError("a local release is one release of every row on the identity directions")
+        super().__init__(data, calibration, noise=noise, ledger=ledger, batch_size=None)
+        self.flow_batch_size = batch_size
+        self._released: Tensor | None = None
+
+    @property
+    def local_noise_std(self) -> float:
+        return self.noise_std(torch.eye(self.dim, dtype=torch.float64))
+
+    def released_rows(self) -> Tensor:
+        """The noisy rows (m, d), released on first use."""
+        if self._released is None:
+            eye = torch.eye(self.dim, device=self._data.device, dtype=self._data.dtype)
+            cal = self._calibration
+            sens = cal.sensitivity(eye)
+            self.ledger.record(cal.event(sens, sample_size=self.size))
+            sigma = cal.noise_multiplier * sens.value
+            self._released = self._data + self._noise.gaussian(tuple(self._data.shape), sigma,
+                                                               device=self._data.device, dtype=self._data.dtype)
+        return self._released
+
+    def release(self, theta: Tensor) -> tuple[Tensor, float]:
+        rows = self.released_rows()
+        if self.flow_batch_size is not None and self.flow_batch_size < rows.shape[0]:
+            rows = rows[self._noise.subset_without_replacement(rows.shape[0], self.flow_batch_size).to(rows.device)]
+        theta = theta.to(device=rows.device, dtype=rows.dtype)
+        return project(rows, theta).sort(dim=1).values, 0.0  # post-processing: no new noise
+
+    def noise_state(self) -> dict:
+        return {**super().noise_state(), "released": self._released}
+
+    def load_state(self, *, ledger: list[dict], noise: dict) -> None:
+        super().load_state(ledger=ledger, noise={k: v for k, v in noise.items() if k != "released"})
+        self._released = noise["released"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .amplification import amplified_guarantee
 from .noise import SECURE_CAVEAT
-from .release import PrivateTarget
+from .release import LocallyReleasedTarget, PrivateTarget
 
 __all__ = ["privacy_report", "statement", "write_report"]
 
@@ -57,6 +57,10 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
         }
         if spec.secure_noise:
             report["secure_noise_caveat"] = SECURE_CAVEAT
+        if isinstance(target, LocallyReleasedTarget):
+            report["release"] = ("local: each record released once as y + N(0, noise_std^2 I) on the identity "
+                                 "directions (sensitivity 2R); the same (epsilon, delta) holds per record as local "
+                                 "DP, and the flow is post-processing")
         if diffusion_gamma is not None and diffusion_gamma < 1 and math.isfinite(eps):
             a_eps, a_delta = amplified_guarantee(eps, delta, diffusion_gamma)
             report["amplified"] = {"epsilon": a_eps, "delta": a_delta,
