@@ -43,13 +43,13 @@ def _privacy_args(p: argparse.ArgumentParser) -> None:
 
 def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
-    methods = ("swf", "dpswflow-r", "dpswflow", "ldp-flow") + (("dpswgen", "ldp-sinkhorn-gen") if with_data_shape else ())
+    methods = ("swf", "dpswflow-r", "dpswflow", "ldp-flow", "dpswgen") + (("ldp-sinkhorn-gen",) if with_data_shape else ())
     g.add_argument("--method", default="dpswflow-r", choices=methods,
                    help="dpswflow-r: fresh directions and a private batch every step (004 Alg. 1); "
                    "dpswflow: one release of a direction pool (Alg. 2); ldp-flow: each record released once "
-                   "as y + N(0, s^2 I), the flow deconvolves it; swf: no privacy"
-                   + ("; dpswgen: accounted like dpswflow-r; ldp-sinkhorn-gen: one local release per record"
-                      if with_data_shape else ""))
+                   "as y + N(0, s^2 I), the flow deconvolves it; dpswgen: MLP generator trained with the "
+                   "DP-smoothed SW loss, accounted like dpswflow-r; swf: no privacy"
+                   + ("; ldp-sinkhorn-gen: one local release per record" if with_data_shape else ""))
     g.add_argument("--steps", type=int, help="Euler-Maruyama steps (default: --epochs x n / batch)")
     g.add_argument("--epochs", type=float, default=None, help="for dpswflow-r: steps = epochs x n / batch")
     g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
@@ -186,7 +186,7 @@ def cmd_generate(args) -> int:
     import torch
 
     from .data import load_array
-    from .run import prepare_out_dir, run_flow_to_dir
+    from .run import prepare_out_dir, run_dpswgen_to_dir, run_flow_to_dir
 
     if (args.data is None) == (args.dataset is None):
         raise SystemExit("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
@@ -200,8 +200,18 @@ def cmd_generate(args) -> int:
     steps = _steps(args, data.shape[0])
     spec = _spec(args)
     out = prepare_out_dir(args.out, overwrite=args.overwrite, resume=args.resume)
-    batch = args.batch_size if args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0] else None
     t0 = time.perf_counter()
+    if args.method == "dpswgen":
+        from .baselines import GeneratorConfig
+
+        report = run_dpswgen_to_dir(data, out, privacy=spec, n_projections=args.n_projections,
+                                    batch_size=min(args.batch_size, data.shape[0]), n_samples=args.n_particles,
+                                    privacy_seed=args.privacy_seed, decoder=decode, run_config=source,
+                                    config=GeneratorConfig(steps=steps, seed=args.seed, device=args.device))
+        print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
+              f"in {time.perf_counter() - t0:.1f} s")
+        return 0
+    batch = args.batch_size if args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0] else None
     _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=_flow_config(args, steps),
                                 n_projections=args.n_projections, pool_size=args.pool_size, batch_size=batch,
                                 privacy_seed=args.privacy_seed, decoder=decode, run_config=source)

@@ -39,7 +39,8 @@ def test_audit_finds_leakage_without_noise():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method,eps", [("dpswflow-r", 1.0), ("dpswflow-r", 4.0), ("dpswflow", 1.0), ("dpswflow", 4.0)])
+@pytest.mark.parametrize("method,eps", [("dpswflow-r", 1.0), ("dpswflow-r", 4.0), ("dpswflow", 1.0), ("dpswflow", 4.0),
+                                        ("dpswgen", 4.0)])
 def test_audit_stays_below_claimed_epsilon(method, eps):
     import audit
 
