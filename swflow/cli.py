@@ -43,13 +43,12 @@ def _privacy_args(p: argparse.ArgumentParser) -> None:
 
 def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
-    methods = ("swf", "dpswflow-r", "dpswflow", "ldp-flow", "dpswgen") + (("ldp-sinkhorn-gen",) if with_data_shape else ())
-    g.add_argument("--method", default="dpswflow-r", choices=methods,
+    g.add_argument("--method", default="dpswflow-r", choices=METHODS,
                    help="dpswflow-r: fresh directions and a private batch every step (004 Alg. 1); "
                    "dpswflow: one release of a direction pool (Alg. 2); ldp-flow: each record released once "
                    "as y + N(0, s^2 I), the flow deconvolves it; dpswgen: MLP generator trained with the "
-                   "DP-smoothed SW loss, accounted like dpswflow-r; swf: no privacy"
-                   + ("; ldp-sinkhorn-gen: one local release per record" if with_data_shape else ""))
+                   "DP-smoothed SW loss, accounted like dpswflow-r; ldp-sinkhorn-gen: generator trained on "
+                   "the locally released rows with entropic OT, lambda = 2 s^2 (002); swf: no privacy")
     g.add_argument("--steps", type=int, help="Euler-Maruyama steps (default: --epochs x n / batch)")
     g.add_argument("--epochs", type=float, default=None, help="for dpswflow-r: steps = epochs x n / batch")
     g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
@@ -134,6 +133,7 @@ def cmd_privacy(args) -> int:
 
 
 LOCAL_METHODS = ("ldp-flow", "ldp-sinkhorn-gen")
+METHODS = ("swf", "dpswflow-r", "dpswflow", "ldp-flow", "dpswgen", "ldp-sinkhorn-gen")
 
 
 def _local_privacy(args, spec) -> int:
@@ -186,7 +186,7 @@ def cmd_generate(args) -> int:
     import torch
 
     from .data import load_array
-    from .run import prepare_out_dir, run_dpswgen_to_dir, run_flow_to_dir
+    from .run import prepare_out_dir, run_flow_to_dir, run_generator_to_dir
 
     if (args.data is None) == (args.dataset is None):
         raise SystemExit("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
@@ -201,13 +201,20 @@ def cmd_generate(args) -> int:
     spec = _spec(args)
     out = prepare_out_dir(args.out, overwrite=args.overwrite, resume=args.resume)
     t0 = time.perf_counter()
-    if args.method == "dpswgen":
-        from .baselines import GeneratorConfig
+    if args.method in ("dpswgen", "ldp-sinkhorn-gen"):
+        from .baselines import GeneratorConfig, SinkhornConfig, make_dpswgen, make_ldp_sinkhorn_gen
 
-        report = run_dpswgen_to_dir(data, out, privacy=spec, n_projections=args.n_projections,
-                                    batch_size=min(args.batch_size, data.shape[0]), n_samples=args.n_particles,
-                                    privacy_seed=args.privacy_seed, decoder=decode, run_config=source,
-                                    config=GeneratorConfig(steps=steps, seed=args.seed, device=args.device))
+        batch = min(args.batch_size, data.shape[0])
+        if args.method == "dpswgen":
+            model = make_dpswgen(data, privacy=spec, n_projections=args.n_projections, batch_size=batch,
+                                 privacy_seed=args.privacy_seed,
+                                 config=GeneratorConfig(steps=steps, seed=args.seed, device=args.device))
+        else:
+            model = make_ldp_sinkhorn_gen(data, privacy=spec, privacy_seed=args.privacy_seed,
+                                          config=SinkhornConfig(steps=steps, batch_size=batch, seed=args.seed,
+                                                                device=args.device))
+        report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
+                                      decoder=decode, run_config={**source, "steps": steps, "batch_size": batch})
         print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0

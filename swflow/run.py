@@ -18,7 +18,7 @@ from .io import write_samples
 from .methods import make_flow
 from .privacy import PrivacySpec, diffusion_gamma, privacy_report, write_report
 
-__all__ = ["prepare_out_dir", "run_flow_to_dir", "run_dpswgen_to_dir"]
+__all__ = ["prepare_out_dir", "run_flow_to_dir", "run_generator_to_dir"]
 
 
 def prepare_out_dir(out: str | Path, *, overwrite: bool = False, resume: bool = False) -> Path:
@@ -53,22 +53,14 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
     return result, report
 
 
-def run_dpswgen_to_dir(data: torch.Tensor, out: Path, *, privacy: PrivacySpec, config, n_projections: int,
-                       batch_size: int, n_samples: int, privacy_seed: int | None = None,
-                       decoder: Callable[[np.ndarray], np.ndarray] | None = None, run_config: dict | None = None,
-                       progress: bool = True) -> dict:
-    """Train DPSWgen on ``data`` and write privacy.json, samples.h5 and samples.png (no trajectory)."""
-    from dataclasses import asdict
-
-    from .baselines import make_dpswgen
-
-    model = make_dpswgen(data, privacy=privacy, config=config, n_projections=n_projections, batch_size=batch_size,
-                         privacy_seed=privacy_seed).fit(progress=progress)
-    config_record = {"method": "dpswgen", **asdict(config), "n_projections": n_projections,
-                     "batch_size": batch_size, "n_samples": n_samples, **(run_config or {})}
-    report = privacy_report("dpswgen", model.target, extra={"run_config": config_record})
-    _write_outputs(out, "dpswgen", model.sample(n_samples, seed=config.seed).cpu().numpy(), report, decoder,
-                   config_record)
+def run_generator_to_dir(method: str, model, out: Path, *, n_samples: int, seed: int = 0,
+                         decoder: Callable[[np.ndarray], np.ndarray] | None = None, run_config: dict | None = None,
+                         progress: bool = True) -> dict:
+    """Fit a generator baseline (it holds its private target) and write privacy.json, samples.h5, samples.png."""
+    model.fit(progress=progress)
+    config_record = {"method": method, "n_samples": n_samples, **(run_config or {})}
+    report = privacy_report(method, model.target, extra={"run_config": config_record})
+    _write_outputs(out, method, model.sample(n_samples, seed=seed).cpu().numpy(), report, decoder, config_record)
     return report
 
 
