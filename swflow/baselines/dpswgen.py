@@ -11,12 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..flow import Resampled
 from ..privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate, check_rows
 from ..sliced import quantile, random_directions, rank_levels
+from ._generator import MLPGenerator
 
 __all__ = ["GeneratorConfig", "DPSWGen", "make_dpswgen"]
 
@@ -39,28 +40,16 @@ class GeneratorConfig:
             raise ValueError("noise_dim must be >= 1 and lr > 0")
 
 
-def _mlp(noise_dim: int, dim: int) -> nn.Module:
-    """004 App. C.5: Linear 256, ReLU; Linear 512, BatchNorm, ReLU; Linear 256, ReLU; Linear to d."""
-    return nn.Sequential(nn.Linear(noise_dim, 256), nn.ReLU(),
-                         nn.Linear(256, 512), nn.BatchNorm1d(512), nn.ReLU(),
-                         nn.Linear(512, 256), nn.ReLU(),
-                         nn.Linear(256, dim))
-
-
 class DPSWGen:
     """Generator from N(0, I) to the unit sphere of the latent space."""
 
     def __init__(self, target: PrivateTarget, n_projections: int, config: GeneratorConfig):
         self.target, self.n_projections, self.config = target, n_projections, config
-        torch.manual_seed(config.seed)
-        self.generator = _mlp(config.noise_dim, target.dim).to(config.device)
+        self.generator = MLPGenerator(target.dim, noise_dim=config.noise_dim, on_sphere=True, seed=config.seed,
+                                      device=config.device)
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
         self.steps_done = 0
         self.losses: list[float] = []
-
-    def _forward(self, n: int, generator: torch.Generator) -> Tensor:
-        z = torch.randn(n, self.config.noise_dim, generator=generator, device=self.config.device)
-        return nn.functional.normalize(self.generator(z), dim=1)
 
     def fit(self, *, progress: bool = True) -> "DPSWGen":
         opt = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
@@ -72,7 +61,7 @@ class DPSWGen:
             m = released.shape[1]
             if m == 0:
                 continue
-            fake = self._forward(self.config.generated_per_step or m, self.rng)
+            fake = self.generator(self.config.generated_per_step or m, self.rng)
             proj = theta.T @ fake.T
             proj = proj + sigma * torch.randn(proj.shape, generator=self.rng, device=proj.device)
             values = proj.sort(dim=1).values
@@ -86,11 +75,9 @@ class DPSWGen:
         self.generator.eval()
         return self
 
-    @torch.no_grad()
     def sample(self, n: int, *, seed: int = 0) -> Tensor:
         """n points on the unit sphere (post-processing: no privacy cost)."""
-        self.generator.eval()
-        return self._forward(n, torch.Generator(device=self.config.device).manual_seed(seed))
+        return self.generator.sample(n, seed=seed)
 
 
 def make_dpswgen(data: Tensor, *, privacy: PrivacySpec, config: GeneratorConfig, n_projections: int,

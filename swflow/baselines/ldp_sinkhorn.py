@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 import ot
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from tqdm.auto import tqdm
 
 from ..privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, ReleasePlan, calibrate,
                        check_rows)
-from .dpswgen import _mlp
+from ._generator import MLPGenerator
 
 __all__ = ["SinkhornConfig", "LDPSinkhornGen", "make_ldp_sinkhorn_gen"]
 
@@ -51,14 +51,10 @@ class SinkhornConfig:
 class LDPSinkhornGen:
     def __init__(self, target: LocallyReleasedTarget, config: SinkhornConfig):
         self.target, self.config = target, config
-        torch.manual_seed(config.seed)
-        self.generator = _mlp(config.noise_dim, target.dim).to(config.device)
+        self.generator = MLPGenerator(target.dim, noise_dim=config.noise_dim, on_sphere=config.on_sphere,
+                                      seed=config.seed, device=config.device)
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
         self.regularization = 2.0 * target.local_noise_std ** 2  # λ = 2σ², matched to the noise (002)
-
-    def _forward(self, n: int, generator: torch.Generator) -> Tensor:
-        x = self.generator(torch.randn(n, self.config.noise_dim, generator=generator, device=self.config.device))
-        return nn.functional.normalize(x, dim=1) if self.config.on_sphere else x
 
     def fit(self, *, progress: bool = True) -> "LDPSinkhornGen":
         noisy = self.target.released_rows().to(self.config.device)  # the one local release
@@ -68,7 +64,7 @@ class LDPSinkhornGen:
         self.generator.train()
         for _ in tqdm(range(self.config.steps), disable=not progress, desc=f"ldp-sinkhorn-gen ({self.config.loss})"):
             batch = noisy[torch.randperm(noisy.shape[0], generator=self.rng, device=self.rng.device)[:b].to(noisy.device)]
-            fake = self._forward(b, self.rng)
+            fake = self.generator(b, self.rng)
             cost = ot.dist(fake, batch)  # squared Euclidean
             if self.config.loss == "entropic":
                 loss = ot.sinkhorn2(weights, weights, cost, reg=self.regularization, method="sinkhorn_log",
@@ -81,10 +77,9 @@ class LDPSinkhornGen:
         self.generator.eval()
         return self
 
-    @torch.no_grad()
     def sample(self, n: int, *, seed: int = 0) -> Tensor:
-        self.generator.eval()
-        return self._forward(n, torch.Generator(device=self.config.device).manual_seed(seed))
+        """n outputs (post-processing of the local release: no privacy cost)."""
+        return self.generator.sample(n, seed=seed)
 
 
 def make_ldp_sinkhorn_gen(data: Tensor, *, privacy: PrivacySpec, config: SinkhornConfig,
