@@ -30,9 +30,13 @@ _INDEX_BITS = 29  # a float32 widened to float64 has 29 trailing zero mantissa b
 _INDEX_MASK = np.uint64((1 << _INDEX_BITS) - 1)
 
 
+def _pool_size() -> int:
+    return max(1, torch.get_num_threads())
+
+
 @lru_cache(maxsize=1)
 def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=max(1, torch.get_num_threads()))
+    return ThreadPoolExecutor(max_workers=_pool_size())
 
 
 def _sort_packed(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,7 +63,7 @@ def sort_rows(x: Tensor) -> tuple[Tensor, Tensor]:
     if x.device.type != "cpu" or x.dtype != torch.float32 or n >= (1 << _INDEX_BITS) or k == 0:
         return x.sort(dim=1)
     arr = x.detach().numpy()
-    workers = min(k, _pool()._max_workers)
+    workers = min(k, _pool_size())
     blocks = np.array_split(arr, workers, axis=0)
     parts = list(_pool().map(_sort_packed, blocks)) if workers > 1 else [_sort_packed(arr)]
     values = np.concatenate([p[0] for p in parts], axis=0)

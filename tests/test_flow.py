@@ -200,7 +200,7 @@ def test_ldp_flow_releases_once_and_deconvolves(gen, monkeypatch):
                          config=FlowConfig(steps=200, n_particles=3000, smoothing=smoothing))
         results[smoothing] = float(sliced_wasserstein(flow.run().particles, held_out, projections=theta))
         assert flow.target.ledger.releases == 1
-    assert calls == [(3000, 2), (3000, 2)]  # one release of every row per run, nothing per step
+    assert calls == [(2, 3000), (2, 3000)]  # one release of every row (d x n on identity directions) per run, nothing per step
     noisy = float(sliced_wasserstein(flow.target.released_rows(), held_out, projections=theta))
     assert results[0.0] > 0.8 * noisy  # without particle smoothing the flow just copies the noisy rows
     assert results[None] < 0.5 * results[0.0]  # with it, the flow deconvolves

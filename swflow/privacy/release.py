@@ -116,23 +116,30 @@ class PrivateTarget:
             idx = self._noise.subset_without_replacement(m, self.batch_size)
         return self._data[idx.to(self._data.device)]
 
-    def release(self, theta: Tensor) -> tuple[Tensor, float]:
-        """Noisy projections of a batch on ``theta`` (d, k), each row sorted: shape (k, b), and σ."""
+    def _noised(self, rows: Tensor, theta: Tensor) -> tuple[Tensor, float]:
+        """Projections of ``rows`` on ``theta`` plus calibrated noise, recorded in the ledger first.
+
+        The one place where private values get their noise: budget check, sensitivity of the
+        drawn directions, ledger event, Gaussian draw. Returns (k, b) values, unsorted, and σ.
+        """
         cal = self._calibration
         if cal is not None and self.ledger.releases >= cal.plan.releases:
             raise BudgetExhausted(
                 f"the budget was calibrated for {cal.plan.releases} release(s) and all are spent; "
                 "a further step would exceed the reported epsilon — plan more steps up front")
-        theta = theta.to(device=self._data.device, dtype=self._data.dtype)
-        batch = self._batch()
-        values = project(batch, theta)
-        sigma = 0.0
-        if cal is not None:
-            sens = cal.sensitivity(theta)
-            sigma = cal.noise_multiplier * sens.value
-            self.ledger.record(cal.event(sens, sample_size=cal.plan.rows_per_release))
-            values = values + self._noise.gaussian(tuple(values.shape), sigma,
-                                                   device=values.device, dtype=values.dtype)
+        theta = theta.to(device=rows.device, dtype=rows.dtype)
+        values = project(rows, theta)
+        if cal is None:
+            return values, 0.0
+        sens = cal.sensitivity(theta)
+        sigma = cal.noise_multiplier * sens.value
+        self.ledger.record(cal.event(sens, sample_size=cal.plan.rows_per_release))
+        return values + self._noise.gaussian(tuple(values.shape), sigma, device=values.device,
+                                             dtype=values.dtype), sigma
+
+    def release(self, theta: Tensor) -> tuple[Tensor, float]:
+        """Noisy projections of a batch on ``theta`` (d, k), each row sorted: shape (k, b), and σ."""
+        values, sigma = self._noised(self._batch(), theta)
         return values.sort(dim=1).values, sigma
 
     def noise_state(self) -> dict:
@@ -180,14 +187,9 @@ class LocallyReleasedTarget(PrivateTarget):
 
     def released_rows(self) -> Tensor:
         """The noisy rows (m, d), released on first use."""
-        if self._released is None:
-            eye = torch.eye(self.dim, device=self._data.device, dtype=self._data.dtype)
-            cal = self._calibration
-            sens = cal.sensitivity(eye)
-            self.ledger.record(cal.event(sens, sample_size=self.size))
-            sigma = cal.noise_multiplier * sens.value
-            self._released = self._data + self._noise.gaussian(tuple(self._data.shape), sigma,
-                                                               device=self._data.device, dtype=self._data.dtype)
+        if self._released is None:  # identity directions: the projections are the rows themselves
+            values, _ = self._noised(self._data, torch.eye(self.dim, dtype=self._data.dtype))
+            self._released = values.T.contiguous()
         return self._released
 
     def release(self, theta: Tensor) -> tuple[Tensor, float]:
