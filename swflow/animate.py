@@ -5,7 +5,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["image_grid", "save_grid", "save_scatter", "save_gif"]
+__all__ = ["image_grid", "save_grid", "save_scatter", "save_gif", "save_mp4", "image_frames", "scatter_frames",
+           "animate_trajectory"]
 
 
 def image_grid(images: np.ndarray, *, ncol: int = 10, scale: int = 4) -> np.ndarray:
@@ -55,3 +56,98 @@ def save_gif(frames: list[np.ndarray], path: str | Path, *, duration_ms: int = 1
     durations = [duration_ms] * (len(images) - 1) + [duration_ms * 10]
     images[0].save(path, save_all=True, append_images=images[1:], duration=durations, loop=0)
     return Path(path)
+
+
+def _frame_indices(n_frames: int, wanted: int) -> np.ndarray:
+    """``wanted`` frame indices spread evenly over ``n_frames`` (first and last always kept)."""
+    if wanted < 1:
+        raise ValueError(f"frames must be >= 1, got {wanted}")
+    return np.unique(np.linspace(0, n_frames - 1, min(n_frames, wanted)).round().astype(int))
+
+
+def image_frames(latents: np.ndarray, decode, *, frames: int = 50, n_show: int = 64, ncol: int = 8,
+                 scale: int | None = None) -> list[np.ndarray]:
+    """Grids of the first ``n_show`` decoded particles at ``frames`` moments of a trajectory (T, n, d)."""
+    pictures = [decode(latents[i][:n_show]) for i in _frame_indices(len(latents), frames)]
+    scale = scale or (4 if pictures[0].shape[-1] <= 16 else 2)  # small images get bigger pixels
+    return [image_grid(p, ncol=ncol, scale=scale) for p in pictures]
+
+
+def scatter_frames(latents: np.ndarray, steps: np.ndarray, *, frames: int = 50, reference: np.ndarray | None = None,
+                   size: float = 4.5, max_points: int = 5000) -> list[np.ndarray]:
+    """2-D particles at ``frames`` moments over the level sets of a Gaussian KDE of ``reference``
+    (held-out or public rows, never the private target)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keep = _frame_indices(len(latents), frames)
+    shown = latents[:, :max_points, :2]
+    lo, hi = shown.reshape(-1, 2).min(0), shown.reshape(-1, 2).max(0)
+    if reference is not None:
+        lo, hi = np.minimum(lo, reference[:, :2].min(0)), np.maximum(hi, reference[:, :2].max(0))
+    pad = 0.05 * (hi - lo + 1e-9)
+    lo, hi = lo - pad, hi + pad
+    contour = None
+    if reference is not None:
+        from scipy.stats import gaussian_kde
+
+        gx, gy = np.meshgrid(np.linspace(lo[0], hi[0], 120), np.linspace(lo[1], hi[1], 120))
+        density = gaussian_kde(reference[:, :2].T)(np.vstack([gx.ravel(), gy.ravel()])).reshape(gx.shape)
+        contour = (gx, gy, density)
+    out = []
+    for i in keep:
+        fig, ax = plt.subplots(figsize=(size, size), dpi=100)
+        if contour is not None:
+            ax.contour(*contour, levels=8, cmap="Greys", linewidths=0.8)
+        ax.scatter(shown[i, :, 0], shown[i, :, 1], s=2, color="C0", alpha=0.6)
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_title(f"step {int(steps[i])}", fontsize=9)
+        ax.set_aspect("equal")
+        fig.tight_layout()
+        fig.canvas.draw()
+        out.append(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
+        plt.close(fig)
+    return out
+
+
+def save_mp4(frames: list[np.ndarray], path: str | Path, *, fps: int = 8) -> Path:
+    """uint8 frames -> H.264 MP4 through the ffmpeg binary (a clear error when it is absent)."""
+    import shutil
+    import subprocess
+
+    ffmpeg = shutil.which("ffmpeg")
+    if ffmpeg is None:
+        raise FileNotFoundError("MP4 needs the ffmpeg program on PATH (e.g. `apt-get install ffmpeg`); "
+                                "use --format gif otherwise")
+    rgb = [np.repeat(f[..., None], 3, axis=2) if f.ndim == 2 else f for f in frames]
+    h, w = rgb[0].shape[:2]
+    h2, w2 = h + h % 2, w + w % 2  # yuv420p needs even sides
+    cmd = [ffmpeg, "-loglevel", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w2}x{h2}",
+           "-r", str(fps), "-i", "-", "-pix_fmt", "yuv420p", "-vcodec", "libx264", str(path)]
+    data = b"".join(np.pad(f, ((0, h2 - h), (0, w2 - w), (0, 0)), constant_values=255).tobytes() for f in rgb)
+    subprocess.run(cmd, input=data, check=True)
+    return Path(path)
+
+
+def animate_trajectory(trajectory: str | Path, out: str | Path, *, decode=None, frames: int = 50,
+                       reference: np.ndarray | None = None, n_show: int = 64, scale: int | None = None,
+                       fps: int = 8) -> Path:
+    """GIF or MP4 (by ``out``'s suffix) of a trajectory.h5: decoded image grids when ``decode`` is
+    given, else 2-D particles over the reference's level sets."""
+    from .io import read_trajectory
+
+    latents, steps, _ = read_trajectory(trajectory)
+    if len(latents) == 0:
+        raise ValueError(f"{trajectory} holds no frames")
+    if decode is not None:
+        pictures = image_frames(latents, decode, frames=frames, n_show=n_show, scale=scale)
+    else:
+        if latents.shape[2] < 2:
+            raise ValueError("a particle animation needs d >= 2 (or an autoencoder to decode images)")
+        pictures = scatter_frames(latents, steps, frames=frames, reference=reference)
+    out = Path(out)
+    if out.suffix == ".mp4":
+        return save_mp4(pictures, out, fps=fps)
+    return save_gif(pictures, out, duration_ms=int(1000 / fps))

@@ -47,11 +47,11 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
         raise ValueError(f"unknown flow method {method!r}; choose one of {sorted(FLOW_METHODS)}")
     spec = FLOW_METHODS[method]
     check_rows(data, name="private data")
-    if spec.private and not privacy.private:
-        raise ValueError(f"{method} is a private method: give a finite epsilon or a noise multiplier "
-                         "(use method 'swf' for the non-private flow)")
     if not spec.private and privacy.private:
         raise ValueError("swf is not private; use dpswflow-r or dpswflow for a finite epsilon")
+    if spec.strategy == "local" and not privacy.private:
+        raise ValueError("ldp-flow needs a finite epsilon or a noise multiplier (use swf for no privacy)")
+    # dpswflow-r / dpswflow with epsilon = inf run noise-free (the papers' eps = inf column)
     if spec.strategy == "local":
         return _local_flow(data, privacy=privacy, config=config, n_projections=n_projections, batch_size=batch_size,
                            privacy_seed=privacy_seed, trajectory_path=trajectory_path,

@@ -18,7 +18,7 @@ from .io import write_samples
 from .methods import make_flow
 from .privacy import PrivacySpec, diffusion_gamma, privacy_report, write_report
 
-__all__ = ["prepare_out_dir", "run_flow_to_dir", "run_generator_to_dir"]
+__all__ = ["prepare_out_dir", "run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
 
 
 def prepare_out_dir(out: str | Path, *, overwrite: bool = False, resume: bool = False) -> Path:
@@ -48,7 +48,7 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
                             diffusion=config.diffusion, n_particles=config.n_particles) if flow.target.private else None
     config_record = {"method": method, **flow.describe(), **(run_config or {})}
     report = privacy_report(method, flow.target, diffusion_gamma=gamma, extra={"run_config": config_record})
-    _write_outputs(out, method, result.particles.cpu().numpy(), report, decoder, config_record)
+    write_outputs(out, method, result.particles.cpu().numpy(), report, decoder, config_record)
     (out / "checkpoint.pt").unlink(missing_ok=True)
     return result, report
 
@@ -60,15 +60,20 @@ def run_generator_to_dir(method: str, model, out: Path, *, n_samples: int, seed:
     model.fit(progress=progress)
     config_record = {"method": method, "n_samples": n_samples, **(run_config or {})}
     report = privacy_report(method, model.target, extra={"run_config": config_record})
-    _write_outputs(out, method, model.sample(n_samples, seed=seed).cpu().numpy(), report, decoder, config_record)
+    write_outputs(out, method, model.sample(n_samples, seed=seed).cpu().numpy(), report, decoder, config_record)
     return report
 
 
-def _write_outputs(out: Path, method: str, latents: np.ndarray, report: dict, decoder, config_record: dict) -> None:
+def write_outputs(out: Path, method: str, latents: np.ndarray, report: dict, decoder, config_record: dict,
+                  labels: np.ndarray | None = None) -> None:
+    """privacy.json, samples.h5 (decoded images and labels when given) and samples.png."""
     write_report(report, out)
     images = decoder(latents) if decoder is not None else None
-    write_samples(out / "samples.h5", latents, config=config_record, images=images)
+    write_samples(out / "samples.h5", latents, config=config_record, images=images, labels=labels)
     if images is not None:
-        save_grid(images[:100], out / "samples.png")
+        # one row of ten per class for labelled samples
+        shown = (images[:100] if labels is None else
+                 images[np.concatenate([np.flatnonzero(labels == c)[:10] for c in np.unique(labels)])])
+        save_grid(shown, out / "samples.png")
     else:
         save_scatter(latents, out / "samples.png", title=f"{method}: {report['statement']}")

