@@ -50,14 +50,18 @@ def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
                    help="dpswflow-r: fresh directions and a private batch every step (004 Alg. 1); "
                    "dpswflow: one release of a direction pool (Alg. 2); ldp-flow: each record released once "
                    "as y + N(0, s^2 I), the flow deconvolves it; dpswgen: MLP generator trained with the "
-                   "DP-smoothed SW loss, accounted like dpswflow-r; ldp-sinkhorn-gen: generator trained on "
+                   "DP-smoothed SW loss, accounted like dpswflow-r; dpsgd-sw-gen: generator trained by DP-SGD on "
+                   "the exact SW gradient with activation/Jacobian clipping (000 Thm 4.1); ldp-sinkhorn-gen: generator trained on "
                    "the locally released rows with entropic OT, lambda = 2 s^2 (002); swf: no privacy")
     g.add_argument("--steps", type=int, help="Euler-Maruyama steps (default: --epochs x n / batch)")
     g.add_argument("--epochs", type=float, default=None, help="for dpswflow-r: steps = epochs x n / batch")
     g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
                    "for dpswflow) (default %(default)s)")
     g.add_argument("--pool-size", type=int, default=None, help="dpswflow: directions in the released pool")
-    g.add_argument("--batch-size", type=int, default=250, help="dpswflow-r: private rows per step")
+    g.add_argument("--batch-size", type=int, default=250, help="dpswflow-r and generators: private rows per step")
+    g.add_argument("--activation-clip", type=float, default=1.0, help="dpsgd-sw-gen: M, bound on generated norms")
+    g.add_argument("--jacobian-clip", type=float, default=1.0,
+                   help="dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm")
     if with_data_shape:
         g.add_argument("--dataset-size", type=int, required=True, help="number of private records n")
         g.add_argument("--dim", type=int, required=True, help="dimension d of the rows")
@@ -97,7 +101,7 @@ def cmd_privacy(args) -> int:
     if args.method in LOCAL_METHODS:
         return _local_privacy(args, spec)
     steps = _steps(args, args.dataset_size)
-    resampled = args.method in ("dpswflow-r", "dpswgen")  # DPSWgen releases like DPSWflow-r
+    resampled = args.method in ("dpswflow-r", "dpswgen", "dpsgd-sw-gen")  # generators release once per step
     strategy = (Resampled(args.n_projections) if resampled else
                 Presampled(args.pool_size or args.n_projections, args.n_projections))
     batch = args.batch_size if resampled else None
@@ -112,11 +116,16 @@ def cmd_privacy(args) -> int:
                                       norm_bound=spec.norm_bound, theta=theta)
     else:
         sens = cal.sensitivity()
+    if args.method == "dpsgd-sw-gen":  # the noise is on the clipped gradient, not on projections
+        from .baselines.dpsgd_sw import gradient_sensitivity
+
+        sens = gradient_sensitivity(activation_clip=args.activation_clip, jacobian_clip=args.jacobian_clip,
+                                    norm_bound=spec.norm_bound, batch_size=plan.sample_size)
     delta_total = cal.delta_accountant + plan.releases * cal.delta_theta
     out = {"method": args.method, "mode": cal.mode, "epsilon": cal.epsilon, "delta": delta_total,
            "delta_sensitivity": plan.releases * cal.delta_theta, "adjacency": spec.adjacency,
            "accountant": cal.accountant_name, "noise_multiplier": cal.noise_multiplier,
-           "sensitivity_bound": spec.sensitivity_bound, "sensitivity": sens.value,
+           "sensitivity_bound": sens.kind, "sensitivity": sens.value,
            "noise_std": cal.noise_multiplier * sens.value, "sample_rate": plan.rows_per_release / plan.dataset_size,
            "batch_size": plan.sample_size, "releases": plan.releases, "steps": steps,
            "n_projections": plan.n_projections, "dim": plan.dim, "norm_bound": spec.norm_bound,
@@ -127,9 +136,9 @@ def cmd_privacy(args) -> int:
     from .privacy import statement
 
     print(statement(cal.epsilon, delta_total, cal.accountant_name, spec.adjacency))
-    typical = " (typical draw; exact per step)" if spec.sensitivity_bound == "spectral" else ""
+    typical = " (typical draw; exact per step)" if sens.kind == "spectral" else ""
     print(f"  noise multiplier {cal.noise_multiplier:.4f} ({cal.mode} mode)")
-    print(f"  sensitivity {sens.value:.4f} [{spec.sensitivity_bound}]{typical}, noise std {out['noise_std']:.4f}")
+    print(f"  sensitivity {sens.value:.4f} [{sens.kind}]{typical}, noise std {out['noise_std']:.4f}")
     print(f"  {plan.releases} release(s) of {plan.rows_per_release} of {plan.dataset_size} rows on "
           f"{plan.n_projections} directions in d={plan.dim}; flow steps {steps}")
     return 0
@@ -137,7 +146,8 @@ def cmd_privacy(args) -> int:
 
 LOCAL_METHODS = ("ldp-flow", "ldp-sinkhorn-gen")
 FLOW_METHOD_NAMES = ("swf", "dpswflow-r", "dpswflow", "ldp-flow")
-METHODS = FLOW_METHOD_NAMES + ("dpswgen", "ldp-sinkhorn-gen")
+GENERATOR_METHODS = ("dpswgen", "dpsgd-sw-gen", "ldp-sinkhorn-gen")
+METHODS = FLOW_METHOD_NAMES + GENERATOR_METHODS
 
 
 def _local_privacy(args, spec) -> int:
@@ -207,14 +217,21 @@ def cmd_generate(args) -> int:
     t0 = time.perf_counter()
     if args.conditional and args.method not in FLOW_METHOD_NAMES:
         raise SystemExit(f"--conditional runs one flow per class; {args.method} is not a flow method")
-    if args.method in ("dpswgen", "ldp-sinkhorn-gen"):
-        from .baselines import GeneratorConfig, SinkhornConfig, make_dpswgen, make_ldp_sinkhorn_gen
+    if args.method in GENERATOR_METHODS:
+        from .baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen,
+                                make_dpswgen, make_ldp_sinkhorn_gen)
 
         batch = min(args.batch_size, data.shape[0])
         if args.method == "dpswgen":
             model = make_dpswgen(data, privacy=spec, n_projections=args.n_projections, batch_size=batch,
                                  privacy_seed=args.privacy_seed,
                                  config=GeneratorConfig(steps=steps, seed=args.seed, device=args.device))
+        elif args.method == "dpsgd-sw-gen":
+            model = make_dpsgd_sw_gen(data, privacy=spec, n_projections=args.n_projections, batch_size=batch,
+                                      privacy_seed=args.privacy_seed,
+                                      config=ClippedGradientConfig(steps=steps, activation_clip=args.activation_clip,
+                                                                   jacobian_clip=args.jacobian_clip, seed=args.seed,
+                                                                   device=args.device))
         else:
             model = make_ldp_sinkhorn_gen(data, privacy=spec, privacy_seed=args.privacy_seed,
                                           config=SinkhornConfig(steps=steps, batch_size=batch, seed=args.seed,

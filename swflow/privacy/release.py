@@ -8,6 +8,7 @@ noisy projections, each row sorted — the order that would link a value to a re
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import torch
 from torch import Tensor
@@ -16,6 +17,7 @@ from ..sliced import project
 from .calibrate import Calibration
 from .ledger import PrivacyLedger
 from .noise import NoiseSource
+from .sensitivity import SensitivityBound
 
 __all__ = ["BudgetExhausted", "check_rows", "PrivateTarget"]
 
@@ -116,26 +118,41 @@ class PrivateTarget:
             idx = self._noise.subset_without_replacement(m, self.batch_size)
         return self._data[idx.to(self._data.device)]
 
-    def _noised(self, rows: Tensor, theta: Tensor) -> tuple[Tensor, float]:
-        """Projections of ``rows`` on ``theta`` plus calibrated noise, recorded in the ledger first.
-
-        The one place where private values get their noise: budget check, sensitivity of the
-        drawn directions, ledger event, Gaussian draw. Returns (k, b) values, unsorted, and σ.
-        """
+    def _check_budget(self) -> None:
         cal = self._calibration
         if cal is not None and self.ledger.releases >= cal.plan.releases:
             raise BudgetExhausted(
                 f"the budget was calibrated for {cal.plan.releases} release(s) and all are spent; "
                 "a further step would exceed the reported epsilon — plan more steps up front")
-        theta = theta.to(device=rows.device, dtype=rows.dtype)
-        values = project(rows, theta)
-        if cal is None:
-            return values, 0.0
-        sens = cal.sensitivity(theta)
+
+    def _privatize(self, values: Tensor, sens: SensitivityBound) -> tuple[Tensor, float]:
+        """The one place where private values get their noise: ledger event first, then the Gaussian draw."""
+        cal = self._calibration
         sigma = cal.noise_multiplier * sens.value
         self.ledger.record(cal.event(sens, sample_size=cal.plan.rows_per_release))
         return values + self._noise.gaussian(tuple(values.shape), sigma, device=values.device,
                                              dtype=values.dtype), sigma
+
+    def _noised(self, rows: Tensor, theta: Tensor) -> tuple[Tensor, float]:
+        """Projections of ``rows`` on ``theta`` plus calibrated noise: (k, b) values, unsorted, and σ."""
+        self._check_budget()
+        theta = theta.to(device=rows.device, dtype=rows.dtype)
+        values = project(rows, theta)
+        if self._calibration is None:
+            return values, 0.0
+        return self._privatize(values, self._calibration.sensitivity(theta))
+
+    def release_statistic(self, statistic: Callable[[Tensor], Tensor],
+                          sensitivity: SensitivityBound) -> tuple[Tensor, float]:
+        """Noisy ``statistic(batch)`` of one private batch, for a statistic whose ℓ2 sensitivity under
+        the spec's adjacency is at most ``sensitivity.value`` by a proof the caller enforces (e.g. the
+        clipped Wasserstein gradient of 000 Theorem 4.1). Budget check, ledger and noise as for
+        projections; the batch never leaves this object except through ``statistic``."""
+        self._check_budget()
+        value = statistic(self._batch())
+        if self._calibration is None:
+            return value, 0.0
+        return self._privatize(value, sensitivity)
 
     def release(self, theta: Tensor) -> tuple[Tensor, float]:
         """Noisy projections of a batch on ``theta`` (d, k), each row sorted: shape (k, b), and σ."""

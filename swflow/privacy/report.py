@@ -45,7 +45,7 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
             "noise_multiplier": cal.noise_multiplier,
             "noise_std": max((e.noise_std for e in events), default=None),
             "sensitivity": max((e.sensitivity for e in events), default=None),
-            "sensitivity_bound": spec.sensitivity_bound,
+            "sensitivity_bound": events[-1].sensitivity_bound if events else spec.sensitivity_bound,
             "sample_rate": cal.plan.rows_per_release / cal.plan.dataset_size,
             "batch_size": cal.plan.sample_size, "sampling": cal.sampling,
             "steps": ledger.releases, "planned_steps": cal.plan.releases,
