@@ -4,6 +4,7 @@
     swflow train-ae --dataset NAME [...]       autoencoder on the public split -> checkpoints/
     swflow generate (--dataset NAME | --data FILE) --method M --epsilon E --out DIR [...]
     swflow privacy --method M (--epsilon E | --noise-multiplier Z) [shape options] [--json]
+    swflow sample RUN_DIR --n N --out DIR      new particles from a finished run (no privacy cost)
     swflow evaluate RUN_DIR [--n-fid N]       FID, latent SW, precision/recall, accuracy -> metrics.json
     swflow compare RUN_DIR...                 one table of evaluated runs
     swflow animate RUN_DIR [--format mp4]     particles along the flow (GIF/MP4)
@@ -352,6 +353,23 @@ def cmd_compare(args) -> int:
     return 0
 
 
+def cmd_sample(args) -> int:
+    from .model import FlowModel
+    from .run import prepare_out_dir, write_outputs
+
+    t0 = time.perf_counter()
+    model = FlowModel(args.run_dir)
+    out = prepare_out_dir(args.out, overwrite=args.overwrite)
+    particles = model.sample(args.n, seed=args.seed, device=args.device, progress=True)
+    report = model.privacy_report()
+    run_config = {**report.get("run_config", {}), "sampled_from": str(args.run_dir), "n": args.n, "seed": args.seed}
+    write_outputs(out, report["method"], particles.cpu().numpy(), {**report, "run_config": run_config},
+                  _run_decoder(run_config), run_config)
+    print(f"{args.n} new particles from {args.run_dir}'s recorded releases (no privacy spent): {report['statement']}"
+          f"\nwrote {out}/ (privacy.json, samples.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 def cmd_animate(args) -> int:
     import numpy as np
 
@@ -529,6 +547,19 @@ def build_parser() -> argparse.ArgumentParser:
     _privacy_args(p)
     _flow_config_args(p)
     p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("sample", help="new particles from a finished flow run, at no privacy cost",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Flow N new particles from mu_0 through the releases a finished run recorded "
+                       "in RUN_DIR/model.h5 (directions, sigma, quantile sketches of the noisy projections). "
+                       "This is post-processing: the run's privacy.json covers the new samples.")
+    p.add_argument("run_dir")
+    p.add_argument("--n", type=int, required=True, help="number of new particles")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True)
+    p.add_argument("--device", default=None, help="default: the run's device")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("evaluate", help="metrics of a finished run against held-out real data -> metrics.json",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,

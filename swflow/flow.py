@@ -26,7 +26,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from .drift import clip_rows, smoothed_drift
-from .io import TrajectoryWriter
+from .io import ReleaseRecorder, TrajectoryWriter
 from .privacy import PrivateTarget, ReleasePlan
 from .sliced import random_directions
 
@@ -199,7 +199,7 @@ class ParticleFlow:
 
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
                  trajectory_path: str | Path | None = None, checkpoint_path: str | Path | None = None,
-                 progress: bool = True):
+                 model_path: str | Path | None = None, sketch: int | None = 64, progress: bool = True):
         self.target, self.strategy, self.config = target, strategy, config
         self.device = torch.device(config.device)
         self.dtype = DTYPES[config.dtype]
@@ -211,6 +211,8 @@ class ParticleFlow:
         self.particles = initial_particles(config.n_particles, target.dim, init=config.init,
                                            generator=self.generator, dtype=self.dtype, device=self.device)
         self._writer: TrajectoryWriter | None = None
+        self.model_path, self.sketch = (Path(model_path) if model_path else None), sketch
+        self._recorder: ReleaseRecorder | None = None
         self._set_up = False
 
     # -- state ---------------------------------------------------------------------------------
@@ -236,6 +238,8 @@ class ParticleFlow:
         self._set_up = True
 
     def save_checkpoint(self) -> None:
+        if self._recorder is not None:  # the model file must not run ahead of or behind the checkpoint
+            self._recorder.flush()
         tmp = self.checkpoint_path.with_suffix(".tmp")
         torch.save(self.state_dict(), tmp)
         os.replace(tmp, self.checkpoint_path)  # atomic: an interruption never leaves half a file
@@ -256,6 +260,8 @@ class ParticleFlow:
         cfg = self.config
         theta, released, sigma = self.strategy.next(self.target, self.generator,
                                                     dtype=self.dtype, device=self.device)
+        if self._recorder is not None:
+            self._recorder.add(self.step, theta, released, sigma)
         smoothing = sigma if cfg.smoothing is None else cfg.smoothing
         x = self.particles
         proj = theta.T @ x.T  # (k, n)
@@ -287,6 +293,10 @@ class ParticleFlow:
                                             resume_step=self.step if resumed else None)
             if not resumed:
                 self._writer.append(0, self.particles.cpu().numpy())
+        if self.model_path is not None:
+            self._recorder = ReleaseRecorder(self.model_path, sketch=self.sketch,
+                                             resume_step=self.step if resumed else None,
+                                             attrs={"flow_config": asdict(cfg), "dim": self.target.dim})
         diagnostics: list[tuple[int, float]] = []
         every = max(1, cfg.steps // 100)
         label = self._budget_label()
@@ -304,6 +314,8 @@ class ParticleFlow:
                         self.step % cfg.checkpoint_every == 0:
                     self.save_checkpoint()
                 bar.update(1)
+        if self._recorder is not None:
+            self._recorder.flush()
         return FlowResult(self.particles, self.step, diagnostics,
                           self.trajectory_path if self._writer is not None else None)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-__all__ = ["TrajectoryWriter", "read_trajectory", "write_samples", "read_samples"]
+__all__ = ["TrajectoryWriter", "ReleaseRecorder", "read_trajectory", "write_samples", "read_samples"]
 
 
 class TrajectoryWriter:
@@ -70,3 +70,60 @@ def read_samples(path: str | Path) -> dict:
         out = {k: f[k][:] for k in f.keys()}
         out["config"] = json.loads(f.attrs["config"])
     return out
+
+
+class ReleaseRecorder:
+    """Records what the private data released at each flow step into ``model.h5``, and nothing more.
+
+    Per step: the (public) directions theta (d, k), the step's σ, and a sketch of the released,
+    already-noisy sorted projections — their empirical quantiles at ``sketch`` levels (i + ½)/K,
+    or every released value when ``sketch`` is None. Steps are buffered and flushed with each
+    checkpoint; a resumed run first drops steps past its checkpoint.
+    """
+
+    def __init__(self, path: str | Path, *, attrs: dict, sketch: int | None, resume_step: int | None = None):
+        self.path, self.sketch = Path(path), sketch
+        self._buffer: list[tuple[int, np.ndarray, np.ndarray, float]] = []
+        if resume_step is None or not self.path.exists():
+            with h5py.File(self.path, "w") as f:
+                for key, value in attrs.items():
+                    f.attrs[key] = json.dumps(value)
+                f.attrs["sketch"] = -1 if sketch is None else sketch
+        else:
+            with h5py.File(self.path, "a") as f:
+                if "steps" in f:
+                    keep = int(np.searchsorted(f["steps"][:], resume_step, side="left"))  # steps < resume_step
+                    for name in ("steps", "theta", "released", "sigma"):
+                        f[name].resize(keep, axis=0)
+
+    def add(self, step: int, theta, released, sigma: float) -> None:
+        from .sliced import quantile, rank_levels
+
+        if self.sketch is not None:
+            released = quantile(released, rank_levels(self.sketch, device=released.device, dtype=released.dtype))
+        self._buffer.append((step, theta.detach().cpu().numpy().astype(np.float32),
+                             released.detach().cpu().numpy().astype(np.float32), float(sigma)))
+
+    def flush(self) -> None:
+        if not self._buffer:
+            return
+        steps = np.array([b[0] for b in self._buffer], dtype=np.int64)
+        theta = np.stack([b[1] for b in self._buffer])
+        sigma = np.array([b[3] for b in self._buffer])
+        widths = {b[2].shape[1] for b in self._buffer}
+        if len(widths) != 1:
+            raise ValueError("released sets of different sizes (Poisson batches) need a sketch size")
+        released = np.stack([b[2] for b in self._buffer])
+        with h5py.File(self.path, "a") as f:
+            if "steps" not in f:
+                f.create_dataset("steps", shape=(0,), maxshape=(None,), dtype="int64", chunks=(4096,))
+                f.create_dataset("sigma", shape=(0,), maxshape=(None,), dtype="float64", chunks=(4096,))
+                f.create_dataset("theta", shape=(0, *theta.shape[1:]), maxshape=(None, *theta.shape[1:]),
+                                 dtype="float32", chunks=(64, *theta.shape[1:]), compression="gzip")
+                f.create_dataset("released", shape=(0, *released.shape[1:]), maxshape=(None, *released.shape[1:]),
+                                 dtype="float32", chunks=(16, *released.shape[1:]), compression="gzip")
+            i = f["steps"].shape[0]
+            for name, values in (("steps", steps), ("sigma", sigma), ("theta", theta), ("released", released)):
+                f[name].resize(i + len(values), axis=0)
+                f[name][i:] = values
+        self._buffer.clear()

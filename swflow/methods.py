@@ -37,11 +37,14 @@ FLOW_METHODS = {
 def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
               n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
               privacy_seed: int | None = None, trajectory_path: str | Path | None = None,
-              checkpoint_path: str | Path | None = None, progress: bool = True) -> ParticleFlow:
+              checkpoint_path: str | Path | None = None, model_path: str | Path | None = None,
+              sketch: int | None = 64, progress: bool = True) -> ParticleFlow:
     """A ready-to-run flow: strategy, calibrated private target and simulator.
 
     ``data`` (m, d) are the private rows in the flow's space. ``privacy_seed`` seeds the privacy
-    noise (None: from the OS; ignored with ``secure_noise``).
+    noise (None: from the OS; ignored with ``secure_noise``). ``model_path`` records each step's
+    release (directions, σ, a ``sketch``-level quantile sketch of the noisy values) for
+    :class:`swflow.model.FlowModel`.
     """
     if method not in FLOW_METHODS:
         raise ValueError(f"unknown flow method {method!r}; choose one of {sorted(FLOW_METHODS)}")
@@ -55,7 +58,7 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
     if spec.strategy == "local":
         return _local_flow(data, privacy=privacy, config=config, n_projections=n_projections, batch_size=batch_size,
                            privacy_seed=privacy_seed, trajectory_path=trajectory_path,
-                           checkpoint_path=checkpoint_path, progress=progress)
+                           checkpoint_path=checkpoint_path, model_path=model_path, sketch=sketch, progress=progress)
     if spec.strategy == "resampled":
         strategy = Resampled(n_projections)
     else:
@@ -67,12 +70,12 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
                            noise=NoiseSource(privacy_seed, secure=privacy.secure_noise),
                            ledger=PrivacyLedger(), batch_size=plan.sample_size)
     return ParticleFlow(target, strategy, config, trajectory_path=trajectory_path,
-                        checkpoint_path=checkpoint_path, progress=progress)
+                        checkpoint_path=checkpoint_path, model_path=model_path, sketch=sketch, progress=progress)
 
 
 def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
                 batch_size: int | None, privacy_seed: int | None, trajectory_path, checkpoint_path,
-                progress: bool) -> ParticleFlow:
+                model_path, sketch: int | None, progress: bool) -> ParticleFlow:
     """LDP flow: one local Gaussian release of every row, then a flow whose target side is already
     noisy and whose particle side is smoothed with the same σ (what makes it deconvolve)."""
     if privacy.sensitivity_bound != "spectral":
@@ -85,4 +88,4 @@ def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
                                    ledger=PrivacyLedger(), batch_size=batch_size)
     config = replace(config, smoothing=target.local_noise_std if config.smoothing is None else config.smoothing)
     return ParticleFlow(target, Resampled(n_projections), config, trajectory_path=trajectory_path,
-                        checkpoint_path=checkpoint_path, progress=progress)
+                        checkpoint_path=checkpoint_path, model_path=model_path, sketch=sketch, progress=progress)

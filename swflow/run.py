@@ -42,7 +42,7 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
     flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
                      pool_size=pool_size, batch_size=batch_size, privacy_seed=privacy_seed,
                      trajectory_path=out / "trajectory.h5", checkpoint_path=out / "checkpoint.pt",
-                     progress=progress)
+                     model_path=out / "model.h5", progress=progress)
     result = flow.run()
     gamma = diffusion_gamma(drift_clip=config.drift_clip, step_size=config.step_size,
                             diffusion=config.diffusion, n_particles=config.n_particles) if flow.target.private else None

@@ -1,0 +1,109 @@
+"""A finished private flow as a reusable sampler: new particles through what the private data released.
+
+A flow run records, per step, its directions, σ and a quantile sketch of the noisy released
+target projections (``model.h5``, see :class:`~swflow.io.ReleaseRecorder`). Those are outputs of
+the private mechanism, so flowing any number of new particles from μ0 through them is
+post-processing: ``sample`` costs no privacy, touches no ledger, and the run's privacy.json holds
+for every sample. The replay is the same simulator loop (:class:`~swflow.flow.ParticleFlow`) with
+a strategy that hands back the recorded releases instead of asking a private target.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import h5py
+import torch
+from torch import Tensor
+
+from .flow import FlowConfig, ParticleFlow
+from .privacy import PrivacyLedger
+
+__all__ = ["FlowModel", "ReplayedReleases"]
+
+POST_PROCESSING_NOTE = ("samples drawn from a finished run's recorded releases (model.h5): post-processing of "
+                        "that run's differentially private output, so its (epsilon, delta) covers them and no "
+                        "further privacy was spent")
+
+
+class ReplayedReleases:
+    """Strategy that returns step t's recorded (theta, released sketch, σ) in order."""
+
+    name = "replayed"
+
+    def __init__(self, theta: Tensor, released: Tensor, sigma: Tensor):
+        self.theta, self.released, self.sigma = theta, released, sigma
+        self.t = 0
+
+    def setup(self, target, generator, *, dtype, device) -> None:
+        self.t = 0
+
+    def next(self, target, generator, *, dtype, device):
+        t = self.t
+        self.t += 1
+        return (self.theta[t].to(device=device, dtype=dtype), self.released[t].to(device=device, dtype=dtype),
+                float(self.sigma[t]))
+
+    def state_dict(self) -> dict:
+        return {"t": self.t}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.t = state["t"]
+
+    def describe(self) -> dict:
+        return {"strategy": self.name, "n_projections": int(self.theta.shape[2])}
+
+
+class _RecordedSource:
+    """What ParticleFlow needs of a target, for replay: shape only; nothing private, nothing to spend."""
+
+    calibration = None
+    private = False
+    batch_size = None
+
+    def __init__(self, dim: int):
+        self.dim, self.size = dim, 0
+        self.ledger = PrivacyLedger()
+
+    def noise_state(self) -> dict:
+        return {}
+
+
+class FlowModel:
+    """Load ``RUN_DIR`` (model.h5 + privacy.json) and ``sample(n, seed)`` new particles from it."""
+
+    def __init__(self, run_dir: str | Path):
+        self.run_dir = Path(run_dir)
+        path = self.run_dir / "model.h5"
+        if not path.exists():
+            raise FileNotFoundError(f"{path} is missing: only flow runs (swf, dpswflow-r, dpswflow, ldp-flow) "
+                                    "made with this version record their releases")
+        with h5py.File(path, "r") as f:
+            self.config = FlowConfig(**json.loads(f.attrs["flow_config"]))
+            self.dim = json.loads(f.attrs["dim"])
+            self.sketch = int(f.attrs["sketch"])
+            self.theta = torch.from_numpy(f["theta"][:])
+            self.released = torch.from_numpy(f["released"][:])
+            self.sigma = torch.from_numpy(f["sigma"][:])
+        if len(self.theta) != self.config.steps:
+            raise ValueError(f"{path} holds {len(self.theta)} of {self.config.steps} steps: the run did not finish "
+                             "(resume it with `swflow generate ... --resume`)")
+        report = self.run_dir / "privacy.json"
+        self.report = json.loads(report.read_text()) if report.exists() else None
+
+    def sample(self, n: int, *, seed: int = 0, device: str | None = None, progress: bool = False) -> Tensor:
+        """(n, d) particles: μ0 (seeded) pushed through the recorded steps with the run's h, λ and smoothing."""
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        config = replace(self.config, n_particles=n, seed=seed, record_every=0, checkpoint_every=0,
+                         device=device or self.config.device)
+        flow = ParticleFlow(_RecordedSource(self.dim), ReplayedReleases(self.theta, self.released, self.sigma),
+                            config, progress=progress)
+        return flow.run().particles
+
+    def privacy_report(self) -> dict:
+        """The original run's report (unchanged by sampling) plus the post-processing note."""
+        if self.report is None:
+            raise FileNotFoundError(f"{self.run_dir / 'privacy.json'} is missing")
+        return {**self.report, "post_processing": POST_PROCESSING_NOTE}
