@@ -20,6 +20,9 @@ import sys
 import time
 from pathlib import Path
 
+from .registry import FLOW_METHOD_NAMES, METHODS as REGISTRY
+from .registry import GENERATOR_METHOD_NAMES as GENERATOR_METHODS
+
 __all__ = ["main"]
 
 DEFAULT_DELTA = 1e-5
@@ -48,12 +51,7 @@ def _privacy_args(p: argparse.ArgumentParser) -> None:
 def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
     g.add_argument("--method", default="dpswflow-r", choices=METHODS,
-                   help="dpswflow-r: fresh directions and a private batch every step (004 Alg. 1); "
-                   "dpswflow: one release of a direction pool (Alg. 2); ldp-flow: each record released once "
-                   "as y + N(0, s^2 I), the flow deconvolves it; dpswgen: MLP generator trained with the "
-                   "DP-smoothed SW loss, accounted like dpswflow-r; dpsgd-sw-gen: generator trained by DP-SGD on "
-                   "the exact SW gradient with activation/Jacobian clipping (000 Thm 4.1); ldp-sinkhorn-gen: generator trained on "
-                   "the locally released rows with entropic OT, lambda = 2 s^2 (002); swf: no privacy")
+                   help="; ".join(f"{name}: {summary}" for name, (_, summary) in REGISTRY.items()))
     g.add_argument("--steps", type=int, help="Euler-Maruyama steps (default: --epochs x n / batch)")
     g.add_argument("--epochs", type=float, default=None, help="for dpswflow-r: steps = epochs x n / batch")
     g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
@@ -146,9 +144,7 @@ def cmd_privacy(args) -> int:
 
 
 LOCAL_METHODS = ("ldp-flow", "ldp-sinkhorn-gen")
-FLOW_METHOD_NAMES = ("swf", "dpswflow-r", "dpswflow", "ldp-flow")
-GENERATOR_METHODS = ("dpswgen", "dpsgd-sw-gen", "ldp-sinkhorn-gen")
-METHODS = FLOW_METHOD_NAMES + GENERATOR_METHODS
+METHODS = tuple(REGISTRY)
 
 
 def _local_privacy(args, spec) -> int:
@@ -358,7 +354,7 @@ def cmd_sample(args) -> int:
     from .run import prepare_out_dir, write_outputs
 
     t0 = time.perf_counter()
-    model = FlowModel(args.run_dir)
+    model = FlowModel.from_run_dir(args.run_dir)
     out = prepare_out_dir(args.out, overwrite=args.overwrite)
     particles = model.sample(args.n, seed=args.seed, device=args.device, progress=True)
     report = model.privacy_report()

@@ -16,21 +16,16 @@ __all__ = ["FLOW_METHODS", "FlowMethod", "make_flow"]
 @dataclass(frozen=True)
 class FlowMethod:
     name: str
-    strategy: str  # 'resampled' | 'presampled'
+    strategy: str  # 'resampled' | 'presampled' | 'local'
     private: bool
-    summary: str
 
 
+# summaries live in swflow.registry, the list shared with the CLI and the estimator
 FLOW_METHODS = {
-    "swf": FlowMethod("swf", "resampled", False,
-                      "sliced Wasserstein flow of Liutkus et al. (sigma = 0, no privacy)"),
-    "dpswflow-r": FlowMethod("dpswflow-r", "resampled", True,
-                             "DP flow, fresh directions + one private batch release per step (004 Alg. 1)"),
-    "dpswflow": FlowMethod("dpswflow", "presampled", True,
-                           "DP flow, one release of a direction pool, free later steps (004 Alg. 2)"),
-    "ldp-flow": FlowMethod("ldp-flow", "local", True,
-                           "local DP: each record released once as y + N(0, s^2 I); the flow smooths the "
-                           "particle side only, so it deconvolves the noise"),
+    "swf": FlowMethod("swf", "resampled", False),
+    "dpswflow-r": FlowMethod("dpswflow-r", "resampled", True),
+    "dpswflow": FlowMethod("dpswflow", "presampled", True),
+    "ldp-flow": FlowMethod("ldp-flow", "local", True),
 }
 
 

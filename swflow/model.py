@@ -10,7 +10,7 @@ a strategy that hands back the recorded releases instead of asking a private tar
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import h5py
@@ -71,26 +71,46 @@ class _RecordedSource:
 
 
 class FlowModel:
-    """Load ``RUN_DIR`` (model.h5 + privacy.json) and ``sample(n, seed)`` new particles from it."""
+    """Recorded releases of a finished flow; ``sample(n, seed)`` pushes new particles through them.
 
-    def __init__(self, run_dir: str | Path):
-        self.run_dir = Path(run_dir)
-        path = self.run_dir / "model.h5"
+    Build it with :meth:`from_run_dir` (a run directory: model.h5 + privacy.json) or from the
+    arrays themselves (what :class:`swflow.estimator.Synthesizer` saves).
+    """
+
+    def __init__(self, *, config: FlowConfig, dim: int, theta: Tensor, released: Tensor, sigma: Tensor,
+                 report: dict | None = None):
+        if len(theta) != config.steps:
+            raise ValueError(f"the model holds {len(theta)} of {config.steps} steps: the run did not finish "
+                             "(resume it with `swflow generate ... --resume`)")
+        self.config, self.dim, self.report = config, dim, report
+        self.theta, self.released, self.sigma = theta, released, sigma
+
+    @classmethod
+    def from_run_dir(cls, run_dir: str | Path) -> "FlowModel":
+        run_dir = Path(run_dir)
+        path = run_dir / "model.h5"
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: only flow runs (swf, dpswflow-r, dpswflow, ldp-flow) "
                                     "made with this version record their releases")
+        report = run_dir / "privacy.json"
+        return cls.from_file(path, report=json.loads(report.read_text()) if report.exists() else None)
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, report: dict | None = None) -> "FlowModel":
         with h5py.File(path, "r") as f:
-            self.config = FlowConfig(**json.loads(f.attrs["flow_config"]))
-            self.dim = json.loads(f.attrs["dim"])
-            self.sketch = int(f.attrs["sketch"])
-            self.theta = torch.from_numpy(f["theta"][:])
-            self.released = torch.from_numpy(f["released"][:])
-            self.sigma = torch.from_numpy(f["sigma"][:])
-        if len(self.theta) != self.config.steps:
-            raise ValueError(f"{path} holds {len(self.theta)} of {self.config.steps} steps: the run did not finish "
-                             "(resume it with `swflow generate ... --resume`)")
-        report = self.run_dir / "privacy.json"
-        self.report = json.loads(report.read_text()) if report.exists() else None
+            return cls(config=FlowConfig(**json.loads(f.attrs["flow_config"])), dim=json.loads(f.attrs["dim"]),
+                       theta=torch.from_numpy(f["theta"][:]), released=torch.from_numpy(f["released"][:]),
+                       sigma=torch.from_numpy(f["sigma"][:]), report=report)
+
+    def state(self) -> dict:
+        """Tensors and plain values only (loadable with torch.load(weights_only=True))."""
+        return {"flow_config": asdict(self.config), "dim": self.dim, "theta": self.theta,
+                "released": self.released, "sigma": self.sigma}
+
+    @classmethod
+    def from_state(cls, state: dict, report: dict | None = None) -> "FlowModel":
+        return cls(config=FlowConfig(**state["flow_config"]), dim=state["dim"], theta=state["theta"],
+                   released=state["released"], sigma=state["sigma"], report=report)
 
     def sample(self, n: int, *, seed: int = 0, device: str | None = None, progress: bool = False) -> Tensor:
         """(n, d) particles: μ0 (seeded) pushed through the recorded steps with the run's h, λ and smoothing."""
@@ -105,5 +125,5 @@ class FlowModel:
     def privacy_report(self) -> dict:
         """The original run's report (unchanged by sampling) plus the post-processing note."""
         if self.report is None:
-            raise FileNotFoundError(f"{self.run_dir / 'privacy.json'} is missing")
+            raise FileNotFoundError("this model has no privacy report (privacy.json missing)")
         return {**self.report, "post_processing": POST_PROCESSING_NOTE}

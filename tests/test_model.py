@@ -51,7 +51,7 @@ def test_model_file_holds_no_private_row_and_no_clean_projection(finished_run):
 def test_sample_is_deterministic_and_spends_nothing(finished_run):
     out, _, _ = finished_run
     before = (out / "privacy.json").read_bytes()
-    model = FlowModel(out)
+    model = FlowModel.from_run_dir(out)
     a, b, c = model.sample(200, seed=3), model.sample(200, seed=3), model.sample(200, seed=4)
     assert torch.equal(a, b) and not torch.equal(a, c)
     assert (out / "privacy.json").read_bytes() == before
@@ -65,7 +65,7 @@ def test_resampled_particles_are_as_good_as_the_original(finished_run, n):
     held_out = _mixture(3000, 99).double()
     sw = lambda x: float(sliced_wasserstein(x.double(), held_out, n_projections=500,  # noqa: E731
                                             generator=torch.Generator().manual_seed(0)))
-    new = FlowModel(out).sample(n, seed=7)
+    new = FlowModel.from_run_dir(out).sample(n, seed=7)
     # stated tolerance: within 25% + 0.01 of the original run's distance (sampling noise of small n included)
     assert sw(new) <= 1.25 * sw(original) + 0.01 + 0.3 / np.sqrt(n)
 
@@ -79,6 +79,6 @@ def test_unfinished_run_is_refused(tmp_path):
         for name in ("steps", "theta", "released", "sigma"):
             f[name].resize(5, axis=0)
     with pytest.raises(ValueError, match="did not finish"):
-        FlowModel(tmp_path)
+        FlowModel.from_run_dir(tmp_path)
     with pytest.raises(FileNotFoundError, match="model.h5"):
-        FlowModel(tmp_path / "nothing")
+        FlowModel.from_run_dir(tmp_path / "nothing")

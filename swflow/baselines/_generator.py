@@ -23,6 +23,7 @@ class MLPGenerator(nn.Module):
         torch.manual_seed(seed)  # weight initialisation
         self.net = _mlp(noise_dim, dim).to(device)
         self.noise_dim, self.on_sphere, self.device = noise_dim, on_sphere, device
+        self.init_kwargs = {"dim": dim, "noise_dim": noise_dim, "on_sphere": on_sphere, "seed": seed}
 
     def forward(self, n: int, generator: torch.Generator) -> Tensor:
         x = self.net(torch.randn(n, self.noise_dim, generator=generator, device=self.device))

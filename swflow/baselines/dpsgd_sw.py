@@ -30,7 +30,7 @@ from ..privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ca
 from ..privacy.sensitivity import SensitivityBound
 from ..sliced import random_directions
 
-__all__ = ["ClippedGradientConfig", "DPSGDSWGen", "make_dpsgd_sw_gen", "r_weights", "w2_gradient_source",
+__all__ = ["ClippedGradientConfig", "ClippedGenerator", "DPSGDSWGen", "make_dpsgd_sw_gen", "r_weights", "w2_gradient_source",
            "gradient_sensitivity"]
 
 
@@ -88,22 +88,30 @@ class ClippedGradientConfig:
             raise ValueError("activation_clip, jacobian_clip and lr must be > 0")
 
 
-class _Generator(nn.Module):
+class ClippedGenerator(nn.Module):
     """Plain MLP (no batch norm: per-sample Jacobians must not couple samples), output on the M-ball."""
 
-    def __init__(self, noise_dim: int, dim: int, hidden: tuple[int, ...], radius: float):
+    def __init__(self, noise_dim: int, dim: int, hidden: tuple[int, ...], radius: float, device: str = "cpu"):
         super().__init__()
+        self.init_kwargs = {"noise_dim": noise_dim, "dim": dim, "hidden": list(hidden), "radius": radius}
+        self.noise_dim, self.device = noise_dim, device
         layers, width = [], noise_dim
         for h in hidden:
             layers += [nn.Linear(width, h), nn.ReLU()]
             width = h
-        self.net = nn.Sequential(*layers, nn.Linear(width, dim))
+        self.net = nn.Sequential(*layers, nn.Linear(width, dim)).to(device)
         self.radius = radius
 
     def forward(self, z: Tensor) -> Tensor:
         out = self.net(z)
         out = out / out.norm(dim=-1, keepdim=True).clamp(min=1e-12)  # the latent sphere
         return out * min(1.0, self.radius)  # activation clip: ‖h‖ ≤ M
+
+    @torch.no_grad()
+    def sample(self, n: int, *, seed: int = 0) -> Tensor:
+        """n points on the sphere of radius min(1, M) (post-processing: no privacy cost)."""
+        g = torch.Generator(device=self.device).manual_seed(seed)
+        return self(torch.randn(n, self.noise_dim, generator=g, device=self.device))
 
 
 class DPSGDSWGen:
@@ -114,7 +122,8 @@ class DPSGDSWGen:
             raise ValueError("the sensitivity bound divides by the batch size: give batch_size")
         self.target, self.n_projections, self.config = target, n_projections, config
         torch.manual_seed(config.seed)
-        self.generator = _Generator(config.noise_dim, target.dim, config.hidden, config.activation_clip).to(config.device)
+        self.generator = ClippedGenerator(config.noise_dim, target.dim, config.hidden, config.activation_clip,
+                                          device=config.device)
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
         self.steps_done = 0
         norm_bound = target.calibration.spec.norm_bound if target.private else 1.0
@@ -163,10 +172,7 @@ class DPSGDSWGen:
         return self
 
     def sample(self, n: int, *, seed: int = 0) -> Tensor:
-        """n points on the sphere of radius min(1, M) (post-processing: no privacy cost)."""
-        g = torch.Generator(device=self.config.device).manual_seed(seed)
-        with torch.no_grad():
-            return self.generator(torch.randn(n, self.config.noise_dim, generator=g, device=self.config.device))
+        return self.generator.sample(n, seed=seed)
 
 
 def make_dpsgd_sw_gen(data: Tensor, *, privacy: PrivacySpec, config: ClippedGradientConfig, n_projections: int,

@@ -1,0 +1,194 @@
+"""One estimator for every method: ``Synthesizer(method, epsilon=...)``, ``fit(data)``, ``sample(n, seed=)``,
+``privacy_report()``, ``save(path)`` / ``load(path)``.
+
+``fit`` spends the budget once; ``sample`` is post-processing of what was released (a flow replays
+its recorded releases, a generator runs its network) and never touches the ledger. A saved file
+holds the released quantities or the generator's weights, the settings and the privacy report —
+no private row — and loads with ``torch.load(weights_only=True)``.
+
+    >>> syn = Synthesizer("dpswflow-r", epsilon=8.0, steps=200, n_projections=30, batch_size=250)
+    >>> syn.fit(rows)                  # rows: (m, d) in the unit ball
+    >>> x = syn.sample(5000, seed=1)   # as often as you like, no further privacy cost
+    >>> syn.save("model.pt"); Synthesizer.load("model.pt").sample(10, seed=2)
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .registry import METHODS
+
+__all__ = ["Synthesizer", "SynthesizerParams"]
+
+FORMAT = "swflow-synthesizer-1"
+
+
+@dataclass
+class SynthesizerParams:
+    """Settings of a Synthesizer (flows use the flow fields, generators the generator fields)."""
+
+    method: str
+    epsilon: float | None = None
+    delta: float = 1e-5
+    noise_multiplier: float | None = None
+    adjacency: str = "replace-one"
+    accountant: str = "rdp"
+    sensitivity_bound: str = "spectral"
+    clip: bool = False
+    secure_noise: bool = False
+    steps: int = 200
+    n_projections: int = 70
+    batch_size: int | None = None
+    pool_size: int | None = None
+    n_particles: int = 10_000  # flows: particles of the fitted run
+    step_size: float = 1.0
+    diffusion: float = 0.0
+    init: str = "normal"
+    sketch: int | None = 64  # flows: quantile levels kept per released direction
+    seed: int = 0
+    privacy_seed: int | None = None
+    device: str = "cpu"
+    options: dict = field(default_factory=dict)  # extra fields of the generator's config dataclass
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)}")
+        if self.epsilon is None and self.noise_multiplier is None:
+            if self.method != "swf":
+                raise ValueError(f"{self.method} needs epsilon= or noise_multiplier= (epsilon=math.inf: no privacy)")
+            self.epsilon = math.inf
+
+    def privacy_spec(self):
+        from .privacy import PrivacySpec
+
+        return PrivacySpec(epsilon=self.epsilon, delta=self.delta, noise_multiplier=self.noise_multiplier,
+                           adjacency=self.adjacency, accountant=self.accountant,
+                           sensitivity_bound=self.sensitivity_bound, clip=self.clip, secure_noise=self.secure_noise)
+
+
+class Synthesizer:
+    """fit once on private rows, then sample as often as you like."""
+
+    def __init__(self, method: str, **params):
+        self.params = SynthesizerParams(method=method, **params)
+        self._sampler = None  # FlowModel or a generator network with .sample(n, seed=)
+        self._report: dict | None = None
+
+    @property
+    def kind(self) -> str:
+        return METHODS[self.params.method][0]
+
+    # -- fit -------------------------------------------------------------------------------------
+    def fit(self, data, *, progress: bool = False) -> "Synthesizer":
+        """Spend the budget on ``data`` (m, d) — array or tensor of private rows — once."""
+        if self._sampler is not None:
+            raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
+                               "make a new one")
+        data = torch.as_tensor(np.asarray(data, dtype=np.float32))
+        if data.ndim != 2:
+            raise ValueError(f"data must be (rows, dims), got shape {tuple(data.shape)}")
+        if self.kind == "flow":
+            self._fit_flow(data, progress)
+        else:
+            self._fit_generator(data, progress)
+        return self
+
+    def _fit_flow(self, data: torch.Tensor, progress: bool) -> None:
+        from .flow import FlowConfig
+        from .methods import make_flow
+        from .model import FlowModel
+        from .privacy import diffusion_gamma, privacy_report
+
+        p = self.params
+        config = FlowConfig(steps=p.steps, n_particles=p.n_particles, step_size=p.step_size, diffusion=p.diffusion,
+                            init=p.init, record_every=0, checkpoint_every=0, seed=p.seed, device=p.device)
+        batch = p.batch_size if p.batch_size is not None and p.batch_size < data.shape[0] else None
+        with tempfile.TemporaryDirectory() as tmp:
+            flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config, n_projections=p.n_projections,
+                             pool_size=p.pool_size, batch_size=batch, privacy_seed=p.privacy_seed,
+                             model_path=Path(tmp) / "model.h5", sketch=p.sketch, progress=progress)
+            flow.run()
+            gamma = diffusion_gamma(drift_clip=config.drift_clip, step_size=config.step_size,
+                                    diffusion=config.diffusion, n_particles=config.n_particles) \
+                if flow.target.private else None
+            self._report = privacy_report(p.method, flow.target, diffusion_gamma=gamma,
+                                          extra={"run_config": {"method": p.method, **flow.describe()}})
+            self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)
+
+    def _fit_generator(self, data: torch.Tensor, progress: bool) -> None:
+        from .baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen,
+                                make_dpswgen, make_ldp_sinkhorn_gen)
+        from .privacy import privacy_report
+
+        p = self.params
+        batch = min(p.batch_size or 250, data.shape[0])
+        common = {"steps": p.steps, "seed": p.seed, "device": p.device, **p.options}
+        if p.method == "dpswgen":
+            model = make_dpswgen(data, privacy=p.privacy_spec(), config=GeneratorConfig(**common),
+                                 n_projections=p.n_projections, batch_size=batch, privacy_seed=p.privacy_seed)
+        elif p.method == "dpsgd-sw-gen":
+            model = make_dpsgd_sw_gen(data, privacy=p.privacy_spec(), config=ClippedGradientConfig(**common),
+                                      n_projections=p.n_projections, batch_size=batch, privacy_seed=p.privacy_seed)
+        else:
+            model = make_ldp_sinkhorn_gen(data, privacy=p.privacy_spec(), privacy_seed=p.privacy_seed,
+                                          config=SinkhornConfig(batch_size=batch, **common))
+        model.fit(progress=progress)
+        self._report = privacy_report(p.method, model.target, extra={"run_config": {"method": p.method,
+                                                                                      **asdict(model.config)}})
+        self._sampler = model.generator
+
+    # -- use -------------------------------------------------------------------------------------
+    def _fitted(self):
+        if self._sampler is None:
+            raise RuntimeError("call fit(data) first (or Synthesizer.load(path))")
+        return self._sampler
+
+    def sample(self, n: int, *, seed: int = 0) -> np.ndarray:
+        """(n, d) synthetic rows; post-processing of the fitted release (no privacy cost)."""
+        return self._fitted().sample(n, seed=seed).detach().cpu().numpy()
+
+    def privacy_report(self) -> dict:
+        self._fitted()
+        from .model import POST_PROCESSING_NOTE
+
+        return {**self._report, "post_processing": POST_PROCESSING_NOTE}
+
+    # -- persistence -----------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        sampler = self._fitted()
+        if self.kind == "flow":
+            state = sampler.state()
+        else:
+            state = {"network": type(sampler).__name__, "init_kwargs": sampler.init_kwargs,
+                     "weights": {k: v.cpu() for k, v in sampler.state_dict().items()}}
+        path = Path(path)
+        torch.save({"format": FORMAT, "params": asdict(self.params), "report": self._report, "state": state}, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, device: str = "cpu") -> "Synthesizer":
+        blob = torch.load(path, weights_only=True, map_location=device)
+        if blob.get("format") != FORMAT:
+            raise ValueError(f"{path} is not a saved swflow Synthesizer (format {blob.get('format')!r})")
+        params = dict(blob["params"])
+        syn = cls(params.pop("method"), **{**params, "device": device})
+        syn._report = blob["report"]
+        if syn.kind == "flow":
+            from .model import FlowModel
+
+            syn._sampler = FlowModel.from_state(blob["state"], report=syn._report)
+        else:
+            from .baselines._generator import MLPGenerator
+            from .baselines.dpsgd_sw import ClippedGenerator
+
+            state = blob["state"]
+            network = {"MLPGenerator": MLPGenerator, "ClippedGenerator": ClippedGenerator}[state["network"]]
+            syn._sampler = network(**state["init_kwargs"], device=device)
+            syn._sampler.load_state_dict(state["weights"])
+            syn._sampler.eval()
+        return syn
