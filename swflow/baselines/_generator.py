@@ -34,3 +34,60 @@ class MLPGenerator(nn.Module):
         """n outputs from a fresh seeded noise draw (post-processing: no privacy cost)."""
         self.eval()
         return self(n, torch.Generator(device=self.device).manual_seed(seed))
+
+
+class TrainedGenerator:
+    """The one training loop of the generator baselines: resume, one private update per step, atomic
+    checkpoints (generator, optimizer, RNG, ledger and privacy-noise state, so a resumed run never
+    re-spends or resets the budget). Subclasses set ``generator``, ``target``, ``config``, ``rng``,
+    ``name`` and implement ``_step(optimizer)``."""
+
+    name = "generator"
+    steps_done = 0
+
+    def _step(self, optimizer: torch.optim.Optimizer) -> None:
+        raise NotImplementedError
+
+    def state_dict(self, optimizer: torch.optim.Optimizer) -> dict:
+        from dataclasses import asdict
+
+        return {"steps_done": self.steps_done, "generator": self.generator.state_dict(),
+                "optimizer": optimizer.state_dict(), "rng": self.rng.get_state(),
+                "ledger": self.target.ledger.state_dict(), "privacy_noise": self.target.noise_state(),
+                "config": asdict(self.config)}
+
+    def load_state_dict(self, state: dict, optimizer: torch.optim.Optimizer) -> None:
+        from dataclasses import asdict
+
+        if state["config"] != asdict(self.config):
+            raise ValueError("checkpoint was written with a different generator configuration")
+        self.steps_done = state["steps_done"]
+        self.generator.load_state_dict(state["generator"])
+        optimizer.load_state_dict(state["optimizer"])
+        self.rng.set_state(state["rng"])
+        self.target.load_state(ledger=state["ledger"], noise=state["privacy_noise"])
+
+    def fit(self, *, progress: bool = True, checkpoint_path: str | None = None, checkpoint_every: int = 100):
+        import os
+        from pathlib import Path
+
+        from tqdm.auto import tqdm
+
+        optimizer = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
+        path = Path(checkpoint_path) if checkpoint_path else None
+        if path is not None and path.exists():
+            self.load_state_dict(torch.load(path, weights_only=False), optimizer)
+        self.generator.train()
+        for _ in tqdm(range(self.steps_done, self.config.steps), disable=not progress, desc=self.name):
+            self._step(optimizer)
+            self.steps_done += 1
+            if path is not None and checkpoint_every and self.steps_done % checkpoint_every == 0:
+                tmp = path.with_suffix(".tmp")
+                torch.save(self.state_dict(optimizer), tmp)
+                os.replace(tmp, path)  # atomic
+        self.generator.eval()
+        return self
+
+    def sample(self, n: int, *, seed: int = 0) -> Tensor:
+        """n outputs from a fresh seeded noise draw (post-processing: no privacy cost)."""
+        return self.generator.sample(n, seed=seed)

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call, jacrev, vmap
-from tqdm.auto import tqdm
 
 from ..flow import Resampled
 from ..privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate, check_rows
 from ..privacy.sensitivity import SensitivityBound
 from ..sliced import random_directions
+from ._generator import TrainedGenerator
 
 __all__ = ["ClippedGradientConfig", "ClippedGenerator", "DPSGDSWGen", "make_dpsgd_sw_gen", "r_weights", "w2_gradient_source",
            "gradient_sensitivity"]
@@ -114,8 +114,10 @@ class ClippedGenerator(nn.Module):
         return self(torch.randn(n, self.noise_dim, generator=g, device=self.device))
 
 
-class DPSGDSWGen:
+class DPSGDSWGen(TrainedGenerator):
     """Generator trained by noisy clipped exact SW gradients; one private release per step."""
+
+    name = "dpsgd-sw-gen"
 
     def __init__(self, target: PrivateTarget, n_projections: int, config: ClippedGradientConfig):
         if target.batch_size is None and target.private:
@@ -146,33 +148,24 @@ class DPSGDSWGen:
             h = self.generator(z)
         return h, flat
 
-    def fit(self, *, progress: bool = True) -> "DPSGDSWGen":
-        opt = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
-        params = list(self.generator.parameters())
-        for _ in tqdm(range(self.steps_done, self.config.steps), disable=not progress, desc="dpsgd-sw-gen"):
-            m = self.config.generated_per_step or self.target.batch_size or self.target.size
-            z = torch.randn(m, self.config.noise_dim, generator=self.rng, device=self.config.device)
-            theta = random_directions(self.n_projections, self.target.dim, generator=self.rng,
-                                      device=self.config.device)
-            h, jac = self._clipped_jacobians(z)
-            v = theta.T @ h.T  # (k, m): generated side, public
+    def _step(self, opt: torch.optim.Optimizer) -> None:
+        m = self.config.generated_per_step or self.target.batch_size or self.target.size
+        z = torch.randn(m, self.config.noise_dim, generator=self.rng, device=self.config.device)
+        theta = random_directions(self.n_projections, self.target.dim, generator=self.rng, device=self.config.device)
+        h, jac = self._clipped_jacobians(z)
+        v = theta.T @ h.T  # (k, m): generated side, public
 
-            def gradient(batch: Tensor) -> Tensor:  # runs inside the privacy package on the private batch
-                u = theta.T @ batch.to(theta.dtype).T  # (k, b)
-                a = w2_gradient_source(u, v).T @ theta.T / theta.shape[1]  # (m, d)
-                return torch.einsum("mdp,md->p", jac, a)
+        def gradient(batch: Tensor) -> Tensor:  # runs inside the privacy package on the private batch
+            u = theta.T @ batch.to(theta.dtype).T  # (k, b)
+            a = w2_gradient_source(u, v).T @ theta.T / theta.shape[1]  # (m, d)
+            return torch.einsum("mdp,md->p", jac, a)
 
-            grad, _ = self.target.release_statistic(gradient, self.sensitivity)
-            offset = 0
-            for p in params:
-                p.grad = grad[offset:offset + p.numel()].view_as(p).to(p.dtype)
-                offset += p.numel()
-            opt.step()
-            self.steps_done += 1
-        return self
-
-    def sample(self, n: int, *, seed: int = 0) -> Tensor:
-        return self.generator.sample(n, seed=seed)
+        grad, _ = self.target.release_statistic(gradient, self.sensitivity)
+        offset = 0
+        for p in self.generator.parameters():
+            p.grad = grad[offset:offset + p.numel()].view_as(p).to(p.dtype)
+            offset += p.numel()
+        opt.step()
 
 
 def make_dpsgd_sw_gen(data: Tensor, *, privacy: PrivacySpec, config: ClippedGradientConfig, n_projections: int,

@@ -12,12 +12,11 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..flow import Resampled
 from ..privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate, check_rows
 from ..sliced import quantile, random_directions, rank_levels
-from ._generator import MLPGenerator
+from ._generator import MLPGenerator, TrainedGenerator
 
 __all__ = ["GeneratorConfig", "DPSWGen", "make_dpswgen"]
 
@@ -40,8 +39,10 @@ class GeneratorConfig:
             raise ValueError("noise_dim must be >= 1 and lr > 0")
 
 
-class DPSWGen:
+class DPSWGen(TrainedGenerator):
     """Generator from N(0, I) to the unit sphere of the latent space."""
+
+    name = "dpswgen"
 
     def __init__(self, target: PrivateTarget, n_projections: int, config: GeneratorConfig):
         self.target, self.n_projections, self.config = target, n_projections, config
@@ -51,33 +52,22 @@ class DPSWGen:
         self.steps_done = 0
         self.losses: list[float] = []
 
-    def fit(self, *, progress: bool = True) -> "DPSWGen":
-        opt = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
-        self.generator.train()
-        for _ in tqdm(range(self.steps_done, self.config.steps), disable=not progress, desc="dpswgen"):
-            theta = random_directions(self.n_projections, self.target.dim, generator=self.rng,
-                                      device=self.config.device)
-            released, sigma = self.target.release(theta)
-            m = released.shape[1]
-            if m == 0:
-                continue
-            fake = self.generator(self.config.generated_per_step or m, self.rng)
-            proj = theta.T @ fake.T
-            proj = proj + sigma * torch.randn(proj.shape, generator=self.rng, device=proj.device)
-            values = proj.sort(dim=1).values
-            matched = quantile(released.to(values.device), rank_levels(values.shape[1], device=values.device))
-            loss = (values - matched).square().mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            self.losses.append(float(loss.detach()))
-            self.steps_done += 1
-        self.generator.eval()
-        return self
-
-    def sample(self, n: int, *, seed: int = 0) -> Tensor:
-        """n points on the unit sphere (post-processing: no privacy cost)."""
-        return self.generator.sample(n, seed=seed)
+    def _step(self, opt: torch.optim.Optimizer) -> None:
+        theta = random_directions(self.n_projections, self.target.dim, generator=self.rng, device=self.config.device)
+        released, sigma = self.target.release(theta)
+        m = released.shape[1]
+        if m == 0:  # an empty Poisson batch: the release happened, nothing to learn from
+            return
+        fake = self.generator(self.config.generated_per_step or m, self.rng)
+        proj = theta.T @ fake.T
+        proj = proj + sigma * torch.randn(proj.shape, generator=self.rng, device=proj.device)
+        values = proj.sort(dim=1).values
+        matched = quantile(released.to(values.device), rank_levels(values.shape[1], device=values.device))
+        loss = (values - matched).square().mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        self.losses.append(float(loss.detach()))
 
 
 def make_dpswgen(data: Tensor, *, privacy: PrivacySpec, config: GeneratorConfig, n_projections: int,

@@ -15,11 +15,10 @@ from dataclasses import dataclass
 import ot
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
 from ..privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, ReleasePlan, calibrate,
                        check_rows)
-from ._generator import MLPGenerator
+from ._generator import MLPGenerator, TrainedGenerator
 
 __all__ = ["SinkhornConfig", "LDPSinkhornGen", "make_ldp_sinkhorn_gen"]
 
@@ -48,7 +47,9 @@ class SinkhornConfig:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
 
 
-class LDPSinkhornGen:
+class LDPSinkhornGen(TrainedGenerator):
+    name = "ldp-sinkhorn-gen"
+
     def __init__(self, target: LocallyReleasedTarget, config: SinkhornConfig):
         self.target, self.config = target, config
         self.generator = MLPGenerator(target.dim, noise_dim=config.noise_dim, on_sphere=config.on_sphere,
@@ -56,30 +57,21 @@ class LDPSinkhornGen:
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
         self.regularization = 2.0 * target.local_noise_std ** 2  # λ = 2σ², matched to the noise (002)
 
-    def fit(self, *, progress: bool = True) -> "LDPSinkhornGen":
-        noisy = self.target.released_rows().to(self.config.device)  # the one local release
-        opt = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
+    def _step(self, opt: torch.optim.Optimizer) -> None:
+        noisy = self.target.released_rows().to(self.config.device)  # the one local release (cached)
         b = min(self.config.batch_size, noisy.shape[0])
         weights = torch.full((b,), 1.0 / b, device=noisy.device, dtype=noisy.dtype)
-        self.generator.train()
-        for _ in tqdm(range(self.config.steps), disable=not progress, desc=f"ldp-sinkhorn-gen ({self.config.loss})"):
-            batch = noisy[torch.randperm(noisy.shape[0], generator=self.rng, device=self.rng.device)[:b].to(noisy.device)]
-            fake = self.generator(b, self.rng)
-            cost = ot.dist(fake, batch)  # squared Euclidean
-            if self.config.loss == "entropic":
-                loss = ot.sinkhorn2(weights, weights, cost, reg=self.regularization, method="sinkhorn_log",
-                                    numItermax=self.config.max_iter, stopThr=self.config.stop_threshold)
-            else:
-                loss = ot.emd2(weights, weights, cost)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-        self.generator.eval()
-        return self
-
-    def sample(self, n: int, *, seed: int = 0) -> Tensor:
-        """n outputs (post-processing of the local release: no privacy cost)."""
-        return self.generator.sample(n, seed=seed)
+        batch = noisy[torch.randperm(noisy.shape[0], generator=self.rng, device=self.rng.device)[:b].to(noisy.device)]
+        fake = self.generator(b, self.rng)
+        cost = ot.dist(fake, batch)  # squared Euclidean
+        if self.config.loss == "entropic":
+            loss = ot.sinkhorn2(weights, weights, cost, reg=self.regularization, method="sinkhorn_log",
+                                numItermax=self.config.max_iter, stopThr=self.config.stop_threshold)
+        else:
+            loss = ot.emd2(weights, weights, cost)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
 
 
 def make_ldp_sinkhorn_gen(data: Tensor, *, privacy: PrivacySpec, config: SinkhornConfig,
