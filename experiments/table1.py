@@ -56,9 +56,13 @@ class Cell:
         return f"{self.row}-{eps}-{self.noise}"
 
 
-def cells(dataset: str, extra: bool) -> list[Cell]:
+ROWS = ("dpswgen", "dpswflow-r", "dpswflow")
+
+
+def cells(dataset: str, extra: bool, rows: tuple[str, ...] = ROWS) -> list[Cell]:
     out = []
-    for row, method in (("dpswgen", "dpswgen"), ("dpswflow-r", "dpswflow-r"), ("dpswflow", "dpswflow")):
+    for method in rows:
+        row = method
         base = f"{dataset}-dpswflow.toml" if method == "dpswflow" else f"{dataset}-dpswflow-r.toml"
         eps5 = base if method == "dpswflow" else f"{dataset}-dpswflow-r-eps5.toml"  # 20 epochs at ε = 5
         out.append(Cell(row, method, base, math.inf, "none"))
@@ -195,6 +199,8 @@ def main() -> None:
     ap.add_argument("--n-fid", type=int, default=10_000, help="samples and test images for FID (paper: 10 000)")
     ap.add_argument("--n-particles", type=int, default=10_000, help="particles / samples per run (paper: 10 000)")
     ap.add_argument("--no-extra", action="store_true", help="only the paper's three rows")
+    ap.add_argument("--rows", default=",".join(ROWS), help="paper rows to run, in this order")
+    ap.add_argument("--noise", default="honest,paper", help="which noise settings of the private cells to run")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     if args.n_fid > args.n_particles:
@@ -203,7 +209,12 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     budget = (f"{args.seeds} seed(s), FID on {args.n_fid} samples, {args.n_particles} particles per run, "
               f"device {args.device}")
-    todo = [(c, s) for c in cells(args.dataset, not args.no_extra) for s in range(args.seeds)]
+    rows = tuple(r for r in args.rows.split(",") if r)
+    if not set(rows) <= set(ROWS):
+        raise SystemExit(f"--rows takes a subset of {','.join(ROWS)}")
+    noise = set(args.noise.split(",")) | {"none"}
+    todo = [(c, s) for c in cells(args.dataset, not args.no_extra, rows) if c.noise in noise
+            for s in range(args.seeds)]
     results = []
     for i, (cell, seed) in enumerate(todo, 1):
         print(f"[{i}/{len(todo)}] {cell.name} seed {seed}", file=sys.stderr, flush=True)
