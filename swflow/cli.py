@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -182,6 +183,8 @@ def _flow_config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0, help="simulator seed")
     g.add_argument("--privacy-seed", type=int, default=None, help="privacy-noise seed (default: from the OS)")
     g.add_argument("--device", default="cpu", help="cpu or cuda")
+    g.add_argument("--shard-mode", choices=("exact", "sketch"), default="exact",
+                   help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
 
 
 def _flow_config(args, steps: int):
@@ -239,6 +242,8 @@ def cmd_generate(args) -> int:
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
     batch = args.batch_size if args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0] else None
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
+        return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
     if args.conditional:
         from .conditional import run_conditional_to_dir
 
@@ -259,6 +264,50 @@ def cmd_generate(args) -> int:
         _write_gif(out, decode)
     print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
           f"in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0) -> int:
+    """`torchrun --nproc-per-node N swflow generate ...`: particles and private rows sharded over the
+    ranks (gloo on CPU, NCCL on CUDA), exact global ranks; rank 0 writes the outputs."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    from .distributed import make_distributed_flow, shard_range
+    from .privacy import privacy_report
+    from .run import write_outputs
+
+    if args.method not in ("dpswflow-r", "swf"):
+        raise SystemExit(f"under torchrun only dpswflow-r and swf are sharded, not {args.method}")
+    if args.privacy_seed is None or args.secure_noise:
+        raise SystemExit("the ranks must draw the same batch and directions: give --privacy-seed (no --secure-noise)")
+    backend = "nccl" if args.device.startswith("cuda") else "gloo"
+    dist.init_process_group(backend, timeout=timedelta(minutes=10))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    try:
+        lo, hi = shard_range(data.shape[0], rank, world)
+        config = _flow_config(args, steps)
+        flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=spec,
+                                     config=replace(config, record_every=0),
+                                     n_projections=args.n_projections, batch_size=batch,
+                                     privacy_seed=args.privacy_seed, mode=args.shard_mode,
+                                     checkpoint_path=out / f"checkpoint.rank{rank}.pt")
+        flow.run()
+        particles = flow.gather_particles()
+    except RuntimeError as err:  # a peer died or timed out: the collective fails on every rank
+        raise SystemExit(f"rank {rank}: the distributed run failed ({err}); every rank checkpointed every "
+                         f"--checkpoint-every steps: rerun the same torchrun command with --resume") from err
+    if rank == 0:
+        report = privacy_report(args.method, flow.target,
+                                extra={"run_config": {"method": args.method, **source, "world_size": world,
+                                                      "shard_mode": args.shard_mode, **flow.describe()}})
+        write_outputs(out, args.method, particles.cpu().numpy(), report, decode, report["run_config"])
+        print(f"{report['statement']}\nwrote {out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
+    dist.barrier()
+    (out / f"checkpoint.rank{rank}.pt").unlink(missing_ok=True)
+    dist.destroy_process_group()
     return 0
 
 

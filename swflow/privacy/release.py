@@ -54,12 +54,15 @@ class PrivateTarget:
         Append-only; a resumed run passes the ledger from its checkpoint.
     batch_size : int or None
         Rows per release; None releases the whole set every time.
+    dataset_size : int or None
+        Number of records in the whole private set when ``data`` is one shard of it
+        (:class:`swflow.distributed.ShardedTarget`); None: ``data`` is the whole set.
     """
 
     def __init__(self, data: Tensor, calibration: Calibration | None, *, noise: NoiseSource,
-                 ledger: PrivacyLedger, batch_size: int | None = None):
+                 ledger: PrivacyLedger, batch_size: int | None = None, dataset_size: int | None = None):
         check_rows(data, name="private data")
-        m = data.shape[0]
+        m = dataset_size or data.shape[0]  # a shard of a larger set knows the global size
         if batch_size is not None and not 1 <= batch_size <= m:
             raise ValueError(f"batch_size={batch_size} must be between 1 and the number of private "
                              f"rows ({m})")
@@ -69,6 +72,7 @@ class PrivateTarget:
             if calibration.plan.dataset_size != m or calibration.plan.dim != data.shape[1]:
                 raise ValueError("calibration plan does not match the private data's shape")
         self._data = data
+        self._size = m
         self._noise = noise
         self.ledger = ledger
         self.batch_size = batch_size
@@ -92,7 +96,7 @@ class PrivateTarget:
 
     @property
     def size(self) -> int:
-        return self._data.shape[0]
+        return self._size
 
     @property
     def private(self) -> bool:
@@ -108,15 +112,18 @@ class PrivateTarget:
             return 0.0
         return self._calibration.noise_multiplier * self._calibration.sensitivity(theta).value
 
-    def _batch(self) -> Tensor:
+    def _batch_indices(self) -> Tensor | None:
+        """Indices of the next batch among all ``size`` records (None: every record)."""
         m = self.size
         if self.batch_size is None or self.batch_size == m:
-            return self._data
+            return None
         if self._calibration is not None and self._calibration.sampling == "poisson":
-            idx = self._noise.poisson_subset(m, self.batch_size / m)
-        else:
-            idx = self._noise.subset_without_replacement(m, self.batch_size)
-        return self._data[idx.to(self._data.device)]
+            return self._noise.poisson_subset(m, self.batch_size / m)
+        return self._noise.subset_without_replacement(m, self.batch_size)
+
+    def _batch(self) -> Tensor:
+        idx = self._batch_indices()
+        return self._data if idx is None else self._data[idx.to(self._data.device)]
 
     def _check_budget(self) -> None:
         cal = self._calibration

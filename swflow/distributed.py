@@ -1,0 +1,170 @@
+"""The flow on several processes with torch.distributed (gloo on CPU, NCCL on GPU).
+
+Each rank holds a contiguous shard of the particles and a contiguous shard of the private
+records. Every rank draws the same public randomness (directions, particle noise) from the
+shared seed, so the ranks agree on the directions without talking.
+
+Private release: every rank draws the same batch indices from the shared privacy seed; each
+projects the batch members it holds and adds the release noise to those columns only, then one
+all-reduce (sum) assembles the released matrix. A record's projection and noise are computed on
+the rank that holds it; the ledger is identical on every rank and rank 0 writes the report.
+
+Particle side:
+* ``exact``: each rank sorts its own noisy projections and all-gathers the sorted shards; a
+  particle's global rank is its rank in its shard plus, per other shard, the count of smaller
+  values (searchsorted). The result equals the single-process flow up to float rounding.
+* ``sketch``: ranks all-gather only K quantiles per direction of their shard (and their sizes);
+  a particle's global CDF level is the size-weighted mean of the shards' piecewise-linear CDFs
+  through those quantiles. Each shard CDF is within 1/K of its empirical CDF, so every level is
+  within ``level_error_bound(K, n_r) = 1/K + 1/min n_r`` of the exact mode's level (tested).
+
+Run under ``torchrun --nproc-per-node N``; ``init_process_group`` is the caller's (see
+experiments/bench_distributed.py).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from .drift import clip_rows, sort_rows
+from .flow import FlowConfig, ParticleFlow, Resampled
+from .privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate
+from .sliced import cdf, quantile, rank_levels
+
+__all__ = ["ShardedTarget", "DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
+           "sketch_levels", "level_error_bound"]
+
+
+def shard_range(n: int, rank: int, world: int) -> tuple[int, int]:
+    """[lo, hi) of rank's contiguous share of n items (sizes differ by at most one)."""
+    base, extra = divmod(n, world)
+    lo = rank * base + min(rank, extra)
+    return lo, lo + base + (rank < extra)
+
+
+def exact_levels(values: Tensor, shards: list[Tensor], rank: int, n: int) -> Tensor:
+    """Levels (rank + ½)/n in the union of the sorted ``shards`` (each (k, n_q)) of this rank's
+    sorted ``values`` (k, n_r) = shards[rank]; ties go to the lower rank, like a stable sort."""
+    own = torch.arange(values.shape[1], device=values.device, dtype=values.dtype).expand_as(values)
+    before = sum(torch.searchsorted(s, values, right=q < rank).to(values.dtype)
+                 for q, s in enumerate(shards) if q != rank)
+    return (own + before + 0.5) / n
+
+
+def sketch_levels(values: Tensor, sketches: list[Tensor], sizes: list[int]) -> Tensor:
+    """Size-weighted mean of the shards' piecewise-linear CDFs through their quantile sketches."""
+    n = sum(sizes)
+    mass = sum(size * cdf(s, values) for size, s in zip(sizes, sketches))
+    return (mass / n).clamp(0.5 / n, 1 - 0.5 / n)
+
+
+def level_error_bound(sketch: int, smallest_shard: int) -> float:
+    """Largest gap between a sketch-mode CDF level and the exact one: each shard's CDF through K
+    quantiles is within 1/K of its piecewise-linear empirical CDF, which is within 1/n_r of the
+    rank-based level; the size-weighted mean keeps the larger of those bounds."""
+    return 1.0 / sketch + 1.0 / smallest_shard
+
+
+class ShardedTarget(PrivateTarget):
+    """Rows [offset, offset + len(shard)) of a private set of ``dataset_size`` records."""
+
+    def __init__(self, shard: Tensor, calibration, *, offset: int, dataset_size: int, noise: NoiseSource,
+                 ledger: PrivacyLedger, batch_size: int | None = None):
+        super().__init__(shard, calibration, noise=noise, ledger=ledger, batch_size=batch_size,
+                         dataset_size=dataset_size)
+        self.offset = offset
+
+    def release(self, theta: Tensor) -> tuple[Tensor, float]:
+        self._check_budget()
+        idx = self._batch_indices()
+        if idx is None:
+            idx = torch.arange(self.size)
+        mine = (idx >= self.offset) & (idx < self.offset + self._data.shape[0])
+        theta = theta.to(device=self._data.device, dtype=self._data.dtype)
+        values = theta.new_zeros(theta.shape[1], idx.numel())
+        values[:, mine] = theta.T @ self._data[idx[mine] - self.offset].T
+        sigma = 0.0
+        if self._calibration is not None:
+            values, sigma = self._privatize(values, self._calibration.sensitivity(theta))
+            values = values * mine.to(values.dtype)  # this rank's columns only: each record noised once
+        dist.all_reduce(values)
+        return values.sort(dim=1).values, sigma
+
+
+class DistributedFlow(ParticleFlow):
+    """ParticleFlow whose particles are sharded across the ranks of the default process group."""
+
+    def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *, mode: str = "exact",
+                 sketch: int = 256, checkpoint_path=None, progress: bool = False):
+        if mode not in ("exact", "sketch"):
+            raise ValueError(f"mode must be 'exact' or 'sketch', got {mode!r}")
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        super().__init__(target, strategy, config, checkpoint_path=checkpoint_path,
+                         progress=progress and self.rank == 0)
+        self.mode, self.sketch = mode, sketch
+        self.lo, self.hi = shard_range(config.n_particles, self.rank, self.world)
+        self.particles = self.particles[self.lo:self.hi].clone()  # the full draw keeps the seed's stream
+
+    def _gather_sorted(self, values: Tensor) -> list[Tensor]:
+        """Every rank's (k, n_r) sorted shard (exact) or (k, K) quantile sketch (sketch)."""
+        sizes = [0] * self.world
+        dist.all_gather_object(sizes, values.shape[1])
+        width = max(sizes)
+        padded = torch.nn.functional.pad(values, (0, width - values.shape[1]))
+        out = [torch.empty_like(padded) for _ in range(self.world)]
+        dist.all_gather(out, padded)
+        return [o[:, :s].contiguous() for o, s in zip(out, sizes)]
+
+    def _levels(self, values: Tensor) -> Tensor:
+        """Global CDF levels (k, n_r) of this rank's sorted noisy projections ``values``."""
+        if self.mode == "exact":
+            return exact_levels(values, self._gather_sorted(values), self.rank, self.config.n_particles)
+        sketches = self._gather_sorted(quantile(values, rank_levels(self.sketch, device=values.device,
+                                                                    dtype=values.dtype)))
+        sizes = [0] * self.world
+        dist.all_gather_object(sizes, values.shape[1])
+        return sketch_levels(values, sketches, sizes)
+
+    def step_once(self) -> Tensor:
+        cfg, n = self.config, self.config.n_particles
+        theta, released, sigma = self.strategy.next(self.target, self.generator, dtype=self.dtype,
+                                                    device=self.device)
+        smoothing = sigma if cfg.smoothing is None else cfg.smoothing
+        x = self.particles
+        proj = theta.T @ x.T  # (k, n_r)
+        if smoothing > 0:  # the full draw, sliced: the same stream as one process
+            proj = proj + smoothing * self._randn(theta.shape[1], n)[:, self.lo:self.hi]
+        values, order = sort_rows(proj)
+        displacement_sorted = quantile(released, self._levels(values)) - values
+        displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
+        drift = (theta @ displacement).T / theta.shape[1]
+        if cfg.drift_clip is not None:
+            drift = clip_rows(drift, cfg.drift_clip)
+        x = x + cfg.step_size * drift
+        if cfg.diffusion > 0:
+            x = x + math.sqrt(2.0 * cfg.diffusion * cfg.step_size) * self._randn(n, x.shape[1])[self.lo:self.hi]
+        self.particles = x
+        self.step += 1
+        total = displacement_sorted.square().sum().reshape(1)
+        dist.all_reduce(total)
+        return (total / (n * theta.shape[1])).sqrt()[0]
+
+    def gather_particles(self) -> Tensor:
+        """All particles (n, d), in the single-process order, on every rank."""
+        return torch.cat(self._gather_sorted(self.particles.T.contiguous()), dim=1).T.contiguous()
+
+
+def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int, privacy: PrivacySpec,
+                          config: FlowConfig, n_projections: int, batch_size: int | None = None,
+                          privacy_seed: int = 0, mode: str = "exact", sketch: int = 256,
+                          checkpoint_path=None) -> DistributedFlow:
+    """DPSWflow-r (or SWF for ε = ∞) with this rank's shard of the private rows."""
+    plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=dataset_size, batch_size=batch_size,
+                                         dim=data_shard.shape[1])
+    target = ShardedTarget(data_shard, calibrate(privacy, plan), offset=offset, dataset_size=dataset_size,
+                           noise=NoiseSource(privacy_seed), ledger=PrivacyLedger(), batch_size=plan.sample_size)
+    return DistributedFlow(target, Resampled(n_projections), config, mode=mode, sketch=sketch,
+                           checkpoint_path=checkpoint_path)

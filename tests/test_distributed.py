@@ -1,0 +1,94 @@
+"""Two gloo processes on CPU against one process: exact mode equal, sketch mode within its bound."""
+import math
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from swflow.distributed import exact_levels, level_error_bound, make_distributed_flow, shard_range, sketch_levels
+from swflow.sliced import quantile, rank_levels
+from swflow.flow import FlowConfig
+from swflow.methods import make_flow
+from swflow.privacy import PrivacySpec
+
+N_ROWS, N_PARTICLES = 600, 501  # odd: unequal particle shards
+
+
+def _data():
+    g = torch.Generator().manual_seed(0)
+    centres = torch.tensor([[0.5, 0.0], [-0.5, 0.2], [0.0, -0.5]])
+    return centres[torch.randint(0, 3, (N_ROWS,), generator=g)] + 0.08 * torch.randn(N_ROWS, 2, generator=g)
+
+
+CONFIG = FlowConfig(steps=15, n_particles=N_PARTICLES, step_size=1.0, diffusion=1e-4, record_every=0,
+                    checkpoint_every=0, seed=3)
+SPEC = PrivacySpec(epsilon=20.0, delta=1e-5)
+
+
+def _worker(rank, world, store_path, out_path, mode):
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
+    torch.set_num_threads(1)
+    data = _data()
+    lo, hi = shard_range(N_ROWS, rank, world)
+    flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=SPEC, config=CONFIG,
+                                 n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64)
+    flow.run()
+    particles = flow.gather_particles()
+    if rank == 0:
+        torch.save({"particles": particles, "ledger": flow.target.ledger.state_dict(),
+                    "epsilon": flow.target.epsilon_spent()}, out_path)
+    dist.destroy_process_group()
+
+
+def _run(tmp_path, mode):
+    out = tmp_path / f"{mode}.pt"
+    mp.spawn(_worker, args=(2, str(tmp_path / f"store-{mode}"), str(out), mode), nprocs=2, join=True)
+    return torch.load(out, weights_only=False)
+
+
+@pytest.fixture(scope="module")
+def single():
+    flow = make_flow("dpswflow-r", _data(), privacy=SPEC, config=CONFIG, n_projections=12, batch_size=200,
+                     privacy_seed=7, progress=False)
+    flow.run()
+    return flow
+
+
+def test_shard_ranges_cover_everything_once():
+    ranges = [shard_range(10, r, 3) for r in range(3)]
+    assert ranges == [(0, 4), (4, 7), (7, 10)]
+
+
+def test_exact_levels_are_global_ranks_and_sketch_levels_stay_within_the_bound():
+    g = torch.Generator().manual_seed(0)
+    shards = [torch.randn(4, n, generator=g, dtype=torch.float64).sort(dim=1).values for n in (300, 301, 250)]
+    n = sum(s.shape[1] for s in shards)
+    everything = torch.cat(shards, dim=1)
+    for rank, values in enumerate(shards):
+        # independent reference: count of all values strictly below, by brute force
+        below = (everything[:, None, :] < values[:, :, None]).sum(-1).double()
+        torch.testing.assert_close(exact_levels(values, shards, rank, n), (below + 0.5) / n)
+        for k in (16, 64):
+            sketches = [quantile(s, rank_levels(k, dtype=torch.float64)) for s in shards]
+            approx = sketch_levels(values, sketches, [s.shape[1] for s in shards])
+            err = (approx - exact_levels(values, shards, rank, n)).abs().max()
+            assert err <= level_error_bound(k, 250)
+
+
+def test_two_processes_equal_one_in_exact_mode(tmp_path, single):
+    two = _run(tmp_path, "exact")
+    torch.testing.assert_close(two["particles"], single.particles, rtol=0, atol=1e-4)
+    assert two["ledger"] == single.target.ledger.state_dict()  # same releases, same accounting
+    assert two["epsilon"] == single.target.epsilon_spent()
+
+
+def test_sketch_mode_stays_within_its_bound(tmp_path, single):
+    two = _run(tmp_path, "sketch")
+    gap = (two["particles"] - single.particles).norm(dim=1)
+    # levels are off by at most 1/K + 1/n_r per step; the particles move by a fraction of the
+    # quantile spread times that, summed over steps
+    bound = level_error_bound(64, N_PARTICLES // 2)
+    assert bound < 0.02
+    assert gap.mean() < CONFIG.steps * bound and gap.mean() > 0
+    assert math.isfinite(two["epsilon"]) and two["epsilon"] == single.target.epsilon_spent()
