@@ -26,13 +26,21 @@ CONFIG = FlowConfig(steps=15, n_particles=N_PARTICLES, step_size=1.0, diffusion=
 SPEC = PrivacySpec(epsilon=20.0, delta=1e-5)
 
 
-def _worker(rank, world, store_path, out_path, mode):
+def _worker(rank, world, store_path, out_path, mode, stop_after=None):
     dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
     torch.set_num_threads(1)
     data = _data()
     lo, hi = shard_range(N_ROWS, rank, world)
     flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=SPEC, config=CONFIG,
-                                 n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64)
+                                 n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64,
+                                 checkpoint_path=f"{out_path}.rank{rank}.ckpt")
+    if stop_after is not None:  # an interrupted run: checkpoint, then the processes die
+        flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
+        for _ in range(stop_after):
+            flow.step_once()
+        flow.save_checkpoint()
+        dist.destroy_process_group()
+        return
     flow.run()
     particles = flow.gather_particles()
     if rank == 0:
@@ -41,10 +49,10 @@ def _worker(rank, world, store_path, out_path, mode):
     dist.destroy_process_group()
 
 
-def _run(tmp_path, mode):
+def _run(tmp_path, mode, stop_after=None, tag=""):
     out = tmp_path / f"{mode}.pt"
-    mp.spawn(_worker, args=(2, str(tmp_path / f"store-{mode}"), str(out), mode), nprocs=2, join=True)
-    return torch.load(out, weights_only=False)
+    mp.spawn(_worker, args=(2, str(tmp_path / f"store-{mode}{tag}"), str(out), mode, stop_after), nprocs=2, join=True)
+    return None if stop_after is not None else torch.load(out, weights_only=False)
 
 
 @pytest.fixture(scope="module")
@@ -92,3 +100,11 @@ def test_sketch_mode_stays_within_its_bound(tmp_path, single):
     assert bound < 0.02
     assert gap.mean() < CONFIG.steps * bound and gap.mean() > 0
     assert math.isfinite(two["epsilon"]) and two["epsilon"] == single.target.epsilon_spent()
+
+
+def test_interrupted_two_process_run_resumes_to_the_same_particles(tmp_path, single):
+    _run(tmp_path, "exact", stop_after=8, tag="-first")
+    assert (tmp_path / "exact.pt.rank0.ckpt").exists() and (tmp_path / "exact.pt.rank1.ckpt").exists()
+    resumed = _run(tmp_path, "exact", tag="-second")
+    torch.testing.assert_close(resumed["particles"], single.particles, rtol=0, atol=1e-4)
+    assert resumed["ledger"] == single.target.ledger.state_dict()  # the spent budget survived the restart
