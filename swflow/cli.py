@@ -218,24 +218,14 @@ def cmd_generate(args) -> int:
     if args.conditional and args.method not in FLOW_METHOD_NAMES:
         raise SystemExit(f"--conditional runs one flow per class; {args.method} is not a flow method")
     if args.method in GENERATOR_METHODS:
-        from .baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen,
-                                make_dpswgen, make_ldp_sinkhorn_gen)
+        from .baselines import make_generator
 
         batch = min(args.batch_size, data.shape[0])
-        if args.method == "dpswgen":
-            model = make_dpswgen(data, privacy=spec, n_projections=args.n_projections, batch_size=batch,
-                                 privacy_seed=args.privacy_seed,
-                                 config=GeneratorConfig(steps=steps, seed=args.seed, device=args.device))
-        elif args.method == "dpsgd-sw-gen":
-            model = make_dpsgd_sw_gen(data, privacy=spec, n_projections=args.n_projections, batch_size=batch,
-                                      privacy_seed=args.privacy_seed,
-                                      config=ClippedGradientConfig(steps=steps, activation_clip=args.activation_clip,
-                                                                   jacobian_clip=args.jacobian_clip, seed=args.seed,
-                                                                   device=args.device))
-        else:
-            model = make_ldp_sinkhorn_gen(data, privacy=spec, privacy_seed=args.privacy_seed,
-                                          config=SinkhornConfig(steps=steps, batch_size=batch, seed=args.seed,
-                                                                device=args.device))
+        clips = ({"activation_clip": args.activation_clip, "jacobian_clip": args.jacobian_clip}
+                 if args.method == "dpsgd-sw-gen" else {})
+        model = make_generator(args.method, data, privacy=spec, steps=steps, n_projections=args.n_projections,
+                               batch_size=batch, privacy_seed=args.privacy_seed, seed=args.seed, device=args.device,
+                               **clips)
         report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
                                       decoder=decode, run_config={**source, "steps": steps, "batch_size": batch})
         print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "

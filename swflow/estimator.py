@@ -121,22 +121,13 @@ class Synthesizer:
             self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)
 
     def _fit_generator(self, data: torch.Tensor, progress: bool) -> None:
-        from .baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen,
-                                make_dpswgen, make_ldp_sinkhorn_gen)
+        from .baselines import make_generator
         from .privacy import privacy_report
 
         p = self.params
-        batch = min(p.batch_size or 250, data.shape[0])
-        common = {"steps": p.steps, "seed": p.seed, "device": p.device, **p.options}
-        if p.method == "dpswgen":
-            model = make_dpswgen(data, privacy=p.privacy_spec(), config=GeneratorConfig(**common),
-                                 n_projections=p.n_projections, batch_size=batch, privacy_seed=p.privacy_seed)
-        elif p.method == "dpsgd-sw-gen":
-            model = make_dpsgd_sw_gen(data, privacy=p.privacy_spec(), config=ClippedGradientConfig(**common),
-                                      n_projections=p.n_projections, batch_size=batch, privacy_seed=p.privacy_seed)
-        else:
-            model = make_ldp_sinkhorn_gen(data, privacy=p.privacy_spec(), privacy_seed=p.privacy_seed,
-                                          config=SinkhornConfig(batch_size=batch, **common))
+        model = make_generator(p.method, data, privacy=p.privacy_spec(), steps=p.steps, n_projections=p.n_projections,
+                               batch_size=min(p.batch_size or 250, data.shape[0]), privacy_seed=p.privacy_seed,
+                               seed=p.seed, device=p.device, **p.options)
         model.fit(progress=progress)
         self._report = privacy_report(p.method, model.target, extra={"run_config": {"method": p.method,
                                                                                       **asdict(model.config)}})
