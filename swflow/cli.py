@@ -645,6 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 CONFIG_TABLES = ("run", "privacy", "shape", "flow")
+BUDGET_KEYS = ("epsilon", "noise_multiplier")
 
 
 def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
@@ -673,7 +674,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "config", None):
         sub = parser._subparsers._group_actions[0].choices[args.command]
-        sub.set_defaults(**_config_defaults(sub, args.config))
+        defaults = _config_defaults(sub, args.config)
+        if any(getattr(args, key, None) is not None for key in BUDGET_KEYS):
+            # A budget given on the command line replaces the config's (either kind), rather than
+            # clashing with it: --noise-multiplier beside a config's epsilon means "this noise".
+            for key in BUDGET_KEYS:
+                defaults.pop(key, None)
+        sub.set_defaults(**defaults)
         args = parser.parse_args(argv)
     try:
         return args.func(args)

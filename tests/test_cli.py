@@ -82,6 +82,18 @@ def test_paper_noise_config_reports_honest_epsilon(capsys):
     assert "noise_multiplier = 0.67" in path.read_text()
 
 
+def test_command_line_budget_replaces_the_configs(tmp_path):
+    config = tmp_path / "run.toml"
+    config.write_text('[run]\ndataset = "digits"\nmethod = "dpswflow"\n[privacy]\nepsilon = 8.0\n'
+                      '[shape]\nsteps = 5\nn_projections = 10\npool_size = 20\n[flow]\nn_particles = 50\n')
+    reports = {}
+    for name, flags in (("config", []), ("flag", ["--noise-multiplier", "2.0"])):
+        assert main(["generate", "--config", str(config), "--out", str(tmp_path / name), *flags]) == 0
+        reports[name] = json.loads((tmp_path / name / "privacy.json").read_text())
+    assert reports["config"]["epsilon"] <= 8.0 + 1e-9 and reports["config"]["noise_multiplier"] != 2.0
+    assert reports["flag"]["noise_multiplier"] == 2.0 and reports["flag"]["epsilon"] < 8.0
+
+
 def test_generate_on_digits_dataset(tmp_path, capsys):
     out = tmp_path / "g"
     assert main(["generate", "--dataset", "digits", "--method", "dpswflow", "--epsilon", "8", "--delta", "1e-5",
