@@ -29,10 +29,10 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from .drift import clip_rows, sort_rows
+from .drift import clip_rows
 from .flow import FlowConfig, ParticleFlow, Resampled
 from .privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate
-from .sliced import cdf, quantile, rank_levels
+from .sliced import cdf, quantile, rank_levels, sort_rows
 
 __all__ = ["ShardedTarget", "DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
            "sketch_levels", "level_error_bound"]
@@ -91,7 +91,7 @@ class ShardedTarget(PrivateTarget):
             values, sigma = self._privatize(values, self._calibration.sensitivity(theta))
             values = values * mine.to(values.dtype)  # this rank's columns only: each record noised once
         dist.all_reduce(values)
-        return values.sort(dim=1).values, sigma
+        return sort_rows(values)[0], sigma
 
 
 class DistributedFlow(ParticleFlow):

@@ -14,61 +14,15 @@ order statistics — no fixed percentile grid.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
+import math
 from typing import NamedTuple
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from .sliced import quantile, rank_levels
+from .sliced import quantile, rank_levels, sort_rows
 
-__all__ = ["DriftResult", "smoothed_drift", "sort_rows", "clip_rows"]
-
-_INDEX_BITS = 29  # a float32 widened to float64 has 29 trailing zero mantissa bits
-_INDEX_MASK = np.uint64((1 << _INDEX_BITS) - 1)
-
-
-def _pool_size() -> int:
-    return max(1, torch.get_num_threads())
-
-
-@lru_cache(maxsize=1)
-def _pool() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=_pool_size())
-
-
-def _sort_packed(block: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    n = block.shape[1]
-    keys = block.astype(np.float64)
-    keys.view(np.uint64)[...] |= np.arange(n, dtype=np.uint64)
-    keys.sort(axis=1)
-    bits = keys.view(np.uint64)
-    order = (bits & _INDEX_MASK).view(np.int64)  # indices < 2**29: the bit pattern is the int64
-    bits &= ~_INDEX_MASK
-    return keys.astype(np.float32), order
-
-
-def sort_rows(x: Tensor) -> tuple[Tensor, Tensor]:
-    """``x.sort(dim=1)`` as (values, order); shape (k, n) -> (k, n), (k, n).
-
-    On the CPU, float32 rows go through numpy's SIMD sort: each value is widened to float64,
-    whose 29 trailing mantissa bits are zero, the column index is packed into them, and one
-    value sort returns both the order and the values (distinct float32 values keep their order;
-    ties are broken by index, reversed for negatives). Rows are split over threads (numpy
-    releases the GIL). Other devices and dtypes use ``torch.sort``.
-    """
-    k, n = x.shape
-    if x.device.type != "cpu" or x.dtype != torch.float32 or n >= (1 << _INDEX_BITS) or k == 0:
-        return x.sort(dim=1)
-    arr = x.detach().numpy()
-    workers = min(k, _pool_size())
-    blocks = np.array_split(arr, workers, axis=0)
-    parts = list(_pool().map(_sort_packed, blocks)) if workers > 1 else [_sort_packed(arr)]
-    values = np.concatenate([p[0] for p in parts], axis=0)
-    order = np.concatenate([p[1] for p in parts], axis=0)
-    return torch.from_numpy(values), torch.from_numpy(order)
+__all__ = ["DriftResult", "smoothed_drift", "clip_rows"]
 
 
 class DriftResult(NamedTuple):
@@ -110,7 +64,7 @@ def smoothed_drift(noisy_particle_proj: Tensor, target_sorted: Tensor, theta: Te
     displacement_sorted = quantile(target_sorted, levels) - values
     displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
     drift = (theta @ displacement).T / k
-    return DriftResult(drift, displacement_sorted.square().mean().sqrt())
+    return DriftResult(drift, torch.linalg.vector_norm(displacement_sorted) / math.sqrt(displacement_sorted.numel()))
 
 
 def clip_rows(x: Tensor, max_norm: float) -> Tensor:

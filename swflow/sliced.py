@@ -14,12 +14,17 @@ Two empirical quantile functions appear and are kept apart on purpose:
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+
+import numpy as np
 import torch
 from torch import Tensor
 
 __all__ = [
     "random_directions",
     "project",
+    "sort_rows",
     "quantile",
     "rank_levels",
     "cdf",
@@ -73,6 +78,54 @@ def project(x: Tensor, theta: Tensor) -> Tensor:
         raise ValueError(f"cannot project x {tuple(x.shape)} on theta {tuple(theta.shape)}: "
                          "need x (n, d) and theta (d, k)")
     return theta.T @ x.T
+
+
+_INDEX_BITS = 29  # a float32 widened to float64 has 29 trailing zero mantissa bits
+_INDEX_MASK = np.uint64((1 << _INDEX_BITS) - 1)
+
+
+def _pool_size() -> int:
+    return max(1, torch.get_num_threads())
+
+
+@lru_cache(maxsize=1)
+def _pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=_pool_size())
+
+
+def _sort_packed(block: np.ndarray, values_out: np.ndarray, order_out: np.ndarray) -> None:
+    n = block.shape[1]
+    keys = block.astype(np.float64)
+    bits = keys.view(np.uint64)
+    bits |= np.arange(n, dtype=np.uint64)
+    keys.sort(axis=1)
+    np.bitwise_and(bits, _INDEX_MASK, out=order_out.view(np.uint64))  # indices < 2**29: same bits as int64
+    bits &= ~_INDEX_MASK
+    values_out[...] = keys  # exact: the float32 value with its zero tail restored
+
+
+def sort_rows(x: Tensor) -> tuple[Tensor, Tensor]:
+    """``x.sort(dim=1)`` as (values, order); shape (k, n) -> (k, n), (k, n).
+
+    On the CPU, float32 rows go through numpy's SIMD sort: each value is widened to float64,
+    whose 29 trailing mantissa bits are zero, the column index is packed into them, and one
+    value sort returns both the order and the values (distinct float32 values keep their order;
+    ties are broken by index, reversed for negatives). Blocks of rows are sorted on threads
+    (numpy releases the GIL) straight into the outputs. Other devices and dtypes use ``torch.sort``.
+    """
+    k, n = x.shape
+    if x.device.type != "cpu" or x.dtype != torch.float32 or n >= (1 << _INDEX_BITS) or k == 0:
+        return x.sort(dim=1)
+    arr = x.detach().numpy()
+    values = np.empty((k, n), dtype=np.float32)
+    order = np.empty((k, n), dtype=np.int64)
+    bounds = np.linspace(0, k, min(k, _pool_size()) + 1).astype(int)
+    jobs = [(arr[a:b], values[a:b], order[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    if len(jobs) > 1:
+        list(_pool().map(lambda job: _sort_packed(*job), jobs))
+    else:
+        _sort_packed(*jobs[0])
+    return torch.from_numpy(values), torch.from_numpy(order)
 
 
 def rank_levels(n: int, *, device=None, dtype=torch.float32) -> Tensor:

@@ -1,8 +1,8 @@
 import pytest
 import torch
 
-from swflow.drift import clip_rows, smoothed_drift, sort_rows
-from swflow.sliced import project, random_directions
+from swflow.drift import clip_rows, smoothed_drift
+from swflow.sliced import project, random_directions, sort_rows
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

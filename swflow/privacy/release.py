@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from ..sliced import project
+from ..sliced import project, sort_rows
 from .calibrate import Calibration
 from .ledger import PrivacyLedger
 from .noise import NoiseSource
@@ -164,7 +164,7 @@ class PrivateTarget:
     def release(self, theta: Tensor) -> tuple[Tensor, float]:
         """Noisy projections of a batch on ``theta`` (d, k), each row sorted: shape (k, b), and σ."""
         values, sigma = self._noised(self._batch(), theta)
-        return values.sort(dim=1).values, sigma
+        return sort_rows(values)[0], sigma
 
     def noise_state(self) -> dict:
         """State of the privacy noise source, for an exact resume (checkpoints only, never outputs)."""
@@ -221,7 +221,7 @@ class LocallyReleasedTarget(PrivateTarget):
         if self.flow_batch_size is not None and self.flow_batch_size < rows.shape[0]:
             rows = rows[self._noise.subset_without_replacement(rows.shape[0], self.flow_batch_size).to(rows.device)]
         theta = theta.to(device=rows.device, dtype=rows.dtype)
-        return project(rows, theta).sort(dim=1).values, 0.0  # post-processing: no new noise
+        return sort_rows(project(rows, theta))[0], 0.0  # post-processing: no new noise
 
     def noise_state(self) -> dict:
         return {**super().noise_state(), "released": self._released}
