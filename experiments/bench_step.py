@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import statistics
 import time
 
 import torch
@@ -65,28 +66,33 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
+def _median_ms(step, reps, device) -> float:
+    """Median wall time of ``reps`` calls of ``step`` (ms): robust to other jobs on a shared machine."""
+    times = []
+    for _ in range(reps):
+        _sync(device)
+        t = time.perf_counter()
+        step()
+        _sync(device)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
 def time_ours(n, d, k, batch, device, reps):
     flow, _ = make_flow(n, d, k, batch, device, reps + 2)
     flow.step_once()
-    _sync(device)
-    t = time.perf_counter()
-    for _ in range(reps):
-        flow.step_once()
-    _sync(device)
-    return (time.perf_counter() - t) / reps * 1e3
+    return _median_ms(flow.step_once, reps, device)
 
 
 def time_naive(n, d, k, batch, device, reps):
     gen = torch.Generator(device=device).manual_seed(0)
     y = torch.nn.functional.normalize(torch.randn(30_000, d, device=device), dim=1)
-    x = torch.randn(n, d, device=device)
-    x = naive_step(x, y, k, 0.5, batch, gen)
-    _sync(device)
-    t = time.perf_counter()
-    for _ in range(reps):
-        x = naive_step(x, y, k, 0.5, batch, gen)
-    _sync(device)
-    return (time.perf_counter() - t) / reps * 1e3
+    state = {"x": naive_step(torch.randn(n, d, device=device), y, k, 0.5, batch, gen)}
+
+    def step():
+        state["x"] = naive_step(state["x"], y, k, 0.5, batch, gen)
+
+    return _median_ms(step, reps, device)
 
 
 def main() -> None:

@@ -64,7 +64,8 @@ def smoothed_drift(noisy_particle_proj: Tensor, target_sorted: Tensor, theta: Te
     displacement_sorted = quantile(target_sorted, levels) - values
     displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
     drift = (theta @ displacement).T / k
-    return DriftResult(drift, torch.linalg.vector_norm(displacement_sorted) / math.sqrt(displacement_sorted.numel()))
+    rms = torch.linalg.vector_norm(displacement_sorted) / math.sqrt(displacement_sorted.numel())
+    return DriftResult(drift, rms)
 
 
 def clip_rows(x: Tensor, max_norm: float) -> Tensor:

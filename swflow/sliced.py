@@ -112,6 +112,7 @@ def sort_rows(x: Tensor) -> tuple[Tensor, Tensor]:
     value sort returns both the order and the values (distinct float32 values keep their order;
     ties are broken by index, reversed for negatives). Blocks of rows are sorted on threads
     (numpy releases the GIL) straight into the outputs. Other devices and dtypes use ``torch.sort``.
+    The CPU path carries no autograd graph: use ``torch.sort`` where gradients must flow.
     """
     k, n = x.shape
     if x.device.type != "cpu" or x.dtype != torch.float32 or n >= (1 << _INDEX_BITS) or k == 0:
