@@ -165,7 +165,7 @@ def fmt(values: list[float]) -> str:
 
 
 def eps_text(value) -> str:
-    return "∞" if value is None else f"{value:.2f}"
+    return "—" if value is None else f"{value:.2f}"  # None: no such accounting (the LDP flow has no paper figure)
 
 
 def markdown(results: list[dict], floor_rows: list[dict], *, dataset: str, budget: str) -> str:
