@@ -14,7 +14,7 @@ real public-split images and their autoencoder reconstructions.
 On 2 CPU cores the full table (5 seeds, 10 000 samples) takes about a day, mostly the Inception
 network (~0.25 s per image); --seeds, --n-fid and --n-particles budget it, and the output says so.
 
-    python experiments/table1.py --seeds 1 --n-fid 500 --n-particles 2000      # ~1 h on 2 cores
+    python experiments/table1.py --seeds 1 --n-fid 500 --n-particles 2000      # ~1.5 h on 2 cores
     python experiments/table1.py --device cuda                                 # the full table on a GPU
 """
 from __future__ import annotations
