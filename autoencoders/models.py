@@ -28,6 +28,15 @@ class SphereAutoencoder(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         return self.decoder(self.encoder(x))
 
+    def decode(self, z: Tensor) -> Tensor:
+        """Images of latents (n, latent) -> (n, C, H, W).
+
+        The decoder only ever saw unit-norm latents, so a point off the sphere (a particle that a
+        noisy flow left at norm 2) is decoded at its nearest point on the sphere, z/‖z‖. This is
+        post-processing of the particles: no privacy cost, and the particles themselves are kept.
+        """
+        return self.decoder(nn.functional.normalize(z, dim=1))
+
 
 def liutkus32(channels: int = 1, latent: int = 8) -> SphereAutoencoder:
     """The Liutkus et al. (2019) conv AE for 32×32 images (004 App. C.2; latent 8 for MNIST/F-MNIST)."""

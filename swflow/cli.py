@@ -333,12 +333,12 @@ def _private_latents(dataset: str, root, checkpoint: str | None):
 
 
 def _decoder(model):
-    """latents (n, d) numpy -> images (n, C, H, W) numpy, without gradients."""
+    """latents (n, d) numpy -> images (n, C, H, W) numpy (decoded on the sphere), without gradients."""
     import torch
 
     def decode(z):
         with torch.no_grad():
-            return model.decoder(torch.from_numpy(z)).numpy()
+            return model.decode(torch.from_numpy(z)).numpy()
 
     return decode
 

@@ -73,6 +73,8 @@ def test_architectures_shapes_and_unit_latents(arch, shape, latent):
     assert z.shape == (3, latent) and torch.allclose(z.norm(dim=1), torch.ones(3), atol=1e-5)
     y = model.decoder(z)
     assert y.shape == (3, *shape) and y.min() >= 0 and y.max() <= 1
+    # off-sphere latents decode at their nearest point on the sphere; on-sphere ones as before
+    assert torch.allclose(model.decode(2.5 * z), y, atol=1e-5) and torch.allclose(model.decode(z), y, atol=1e-6)
 
 
 def test_training_never_sees_private_rows_and_checkpoint_round_trip(tmp_path):
