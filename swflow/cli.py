@@ -176,7 +176,18 @@ def _flow_config_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--n-particles", type=int, default=10_000, help="particles (default %(default)s)")
     g.add_argument("--step-size", type=float, default=1.0, help="h (default %(default)s)")
     g.add_argument("--diffusion", type=float, default=0.0, help="lambda (default %(default)s)")
-    g.add_argument("--init", choices=("normal", "sphere"), default="normal", help="mu_0")
+    g.add_argument("--init", choices=("normal", "sphere"), default=None,
+                   help="mu_0 (default: sphere on the sphere manifold, normal in the ball)")
+    g.add_argument("--manifold", choices=("sphere", "ball"), default=None,
+                   help="sphere: particles start on the unit sphere and are retracted onto it after each step "
+                   "(post-processing, no privacy cost; for rows on the sphere, as every shipped autoencoder "
+                   "makes them); ball: particles move freely (default: sphere with --dataset, ball with --data)")
+    g.add_argument("--smoothing", choices=("exact", "sampled"), default="exact",
+                   help="particle-side smoothing: exact Gaussian expectation on a grid (default), or 004's "
+                   "one random draw per particle and direction (to reproduce the paper)")
+    g.add_argument("--smoothing-std", type=float, default=None,
+                   help="particle-side smoothing std (default: the release's noise std)")
+    g.add_argument("--drift-clip", type=float, default=None, help="clip each particle's drift to this norm")
     g.add_argument("--record-every", type=int, default=0,
                    help="trajectory frame every k steps (0: about 50 frames over the run)")
     g.add_argument("--checkpoint-every", type=int, default=50, help="checkpoint every k steps")
@@ -191,8 +202,10 @@ def _flow_config(args, steps: int):
     from .flow import FlowConfig
 
     record_every = args.record_every or max(1, steps // 50)
+    manifold = args.manifold or ("sphere" if getattr(args, "dataset", None) else "ball")
     return FlowConfig(steps=steps, n_particles=args.n_particles, step_size=args.step_size,
-                      diffusion=args.diffusion, init=args.init, record_every=record_every,
+                      diffusion=args.diffusion, init=args.init, manifold=manifold, smoothing=args.smoothing,
+                      smoothing_std=args.smoothing_std, drift_clip=args.drift_clip, record_every=record_every,
                       checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device)
 
 
@@ -266,7 +279,6 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
     import torch.distributed as dist
 
     from .distributed import make_distributed_flow, shard_range
-    from .privacy import privacy_report
     from .run import write_outputs
 
     if args.method not in ("dpswflow-r", "swf"):
@@ -290,9 +302,7 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
         raise SystemExit(f"rank {rank}: the distributed run failed ({err}); every rank checkpointed every "
                          f"--checkpoint-every steps: rerun the same torchrun command with --resume") from err
     if rank == 0:
-        report = privacy_report(args.method, flow.target,
-                                extra={"run_config": {"method": args.method, **source, "world_size": world,
-                                                      "shard_mode": args.shard_mode, **flow.describe()}})
+        report = flow.privacy_report(args.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
         write_outputs(out, args.method, particles.cpu().numpy(), report, decode, report["run_config"])
         print(f"{report['statement']}\nwrote {out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
     dist.barrier()
@@ -440,7 +450,7 @@ def cmd_demo(args) -> int:
     # Few full-batch releases beat many small ones at this data size; these settings were chosen
     # by comparing particles with the *public* latents, so they cost no private data.
     spec = PrivacySpec(epsilon=args.epsilon, delta=args.delta)
-    config = FlowConfig(steps=args.steps, n_particles=args.n_particles, step_size=1.0, init="sphere",
+    config = FlowConfig(steps=args.steps, n_particles=args.n_particles, step_size=1.0, manifold="sphere",
                         record_every=1, checkpoint_every=1, seed=args.seed)
     _, report = run_flow_to_dir("dpswflow-r", private, out, privacy=spec, config=config, n_projections=64,
                                 batch_size=None, privacy_seed=args.seed, decoder=decode,

@@ -99,5 +99,4 @@ def combined_report(method: str, classes: np.ndarray, counts: np.ndarray, report
                       labels_note=LABEL_NOTE,
                       statement=statement(float("inf") if eps is None else eps, delta, worst["accountant"],
                                           LABEL_ADJACENCY))
-        report.pop("amplified", None)  # amplification is stated per class in classes/*/privacy.json
     return report

@@ -9,7 +9,8 @@ projects the batch members it holds and adds the release noise to those columns 
 all-reduce (sum) assembles the released matrix. A record's projection and noise are computed on
 the rank that holds it; the ledger is identical on every rank and rank 0 writes the report.
 
-Particle side:
+Particle side: the default exact smoothing needs only all-reduces (grid range, binned particle
+mass); the sampled estimator (``smoothing='sampled'``) needs global ranks, in one of two modes:
 * ``exact``: each rank sorts its own noisy projections and all-gathers the sorted shards; a
   particle's global rank is its rank in its shard plus, per other shard, the count of smaller
   values (searchsorted). The result equals the single-process flow up to float rounding.
@@ -29,13 +30,27 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from .drift import clip_rows
+from .drift import DriftResult, _pull_back
 from .flow import FlowConfig, ParticleFlow, Resampled
 from .privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate
 from .sliced import cdf, quantile, rank_levels, sort_rows
 
 __all__ = ["ShardedTarget", "DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
            "sketch_levels", "level_error_bound"]
+
+
+class _AllReduce:
+    """Grid reductions of :func:`swflow.drift.exact_smoothed_drift` across the process group."""
+
+    def sum(self, t: Tensor) -> Tensor:
+        t = t.clone()
+        dist.all_reduce(t)
+        return t
+
+    def max(self, t: Tensor) -> Tensor:
+        t = t.clone()
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t
 
 
 def shard_range(n: int, rank: int, world: int) -> tuple[int, int]:
@@ -107,6 +122,7 @@ class DistributedFlow(ParticleFlow):
         self.mode, self.sketch = mode, sketch
         self.lo, self.hi = shard_range(config.n_particles, self.rank, self.world)
         self.particles = self.particles[self.lo:self.hi].clone()  # the full draw keeps the seed's stream
+        self._reduce = _AllReduce()
 
     def _gather_sorted(self, values: Tensor) -> list[Tensor]:
         """Every rank's (k, n_r) sorted shard (exact) or (k, K) quantile sketch (sketch)."""
@@ -128,29 +144,18 @@ class DistributedFlow(ParticleFlow):
         dist.all_gather_object(sizes, values.shape[1])
         return sketch_levels(values, sketches, sizes)
 
-    def step_once(self) -> Tensor:
-        cfg, n = self.config, self.config.n_particles
-        theta, released, sigma = self.strategy.next(self.target, self.generator, dtype=self.dtype,
-                                                    device=self.device)
-        smoothing = sigma if cfg.smoothing is None else cfg.smoothing
-        x = self.particles
-        proj = theta.T @ x.T  # (k, n_r)
-        if smoothing > 0:  # the full draw, sliced: the same stream as one process
-            proj = proj + smoothing * self._randn(theta.shape[1], n)[:, self.lo:self.hi]
-        values, order = sort_rows(proj)
+    # Every rank draws the full public noise and keeps its slice: the same stream as one process.
+    def _particle_noise(self, k: int) -> Tensor:
+        return super()._particle_noise(k)[:, self.lo:self.hi]
+
+    def _diffusion_noise(self) -> Tensor:
+        return super()._diffusion_noise()[self.lo:self.hi]
+
+    def _sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
+        values, order = sort_rows(noisy_proj)
         displacement_sorted = quantile(released, self._levels(values)) - values
         displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
-        drift = (theta @ displacement).T / theta.shape[1]
-        if cfg.drift_clip is not None:
-            drift = clip_rows(drift, cfg.drift_clip)
-        x = x + cfg.step_size * drift
-        if cfg.diffusion > 0:
-            x = x + math.sqrt(2.0 * cfg.diffusion * cfg.step_size) * self._randn(n, x.shape[1])[self.lo:self.hi]
-        self.particles = x
-        self.step += 1
-        total = displacement_sorted.square().sum().reshape(1)
-        dist.all_reduce(total)
-        return (total / (n * theta.shape[1])).sqrt()[0]
+        return _pull_back(displacement, theta, self._reduce)
 
     def gather_particles(self) -> Tensor:
         """All particles (n, d), in the single-process order, on every rank."""

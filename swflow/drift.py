@@ -1,28 +1,42 @@
 """The Gaussian-smoothed sliced-Wasserstein drift v̂(σ) of 004 Eq. 20–21.
 
-For each direction θ_j the particles' noisy projections are ranked within the noisy particle
-set, each rank level is mapped to the same level of the (released, noisy, sorted) target
-projections, and the displacement "target quantile − noisy projection" is pulled back along θ_j.
-The drift is the average over directions:
+On direction θ_j, with particle projections p_ij = ⟨x_i, θ_j⟩, the smoothed particle CDF
+F_j(t) = (1/n) Σ_l Φ((t − p_lj)/σ) and the released (noisy, sorted) target quantile Q_j, the
+first variation of the smoothed SW² gives the displacement
 
-    v̂(x_i) = (1/k) Σ_j (Q_{ν*ξ,j}(F_{μ*ξ,j}(p_ij)) − p_ij) θ_j,   p_ij = ⟨x_i, θ_j⟩ + z_ij.
+    D_ij = E_{z ~ N(0, σ²)} [ Q_j(F_j(p_ij + z)) − (p_ij + z) ] = E_z Q_j(F_j(p_ij + z)) − p_ij,
 
-Noise on *both* sides is what lets the flow deconvolve: the target side is the privacy release
-(done by :mod:`swflow.privacy`), the particle side is plain smoothing drawn by the simulator.
-Ranks come from one sort per direction and quantiles from exact linear interpolation between
-order statistics — no fixed percentile grid.
+and the drift is the average over directions, v̂(x_i) = (1/k) Σ_j D_ij θ_j. Noise on *both*
+sides is what lets the flow deconvolve: the target side is the privacy release (done by
+:mod:`swflow.privacy`), the particle side is the smoothing inside F_j and E_z.
+
+Two estimators of D:
+
+* :func:`exact_smoothed_drift` (the default) computes F_j and the Gaussian average
+  deterministically on a per-direction grid. No particle-side random draws, no sort of n keys.
+* :func:`sampled_drift` is 004's reference estimator: one draw z_ij per particle and direction,
+  ranks of the noisy projections among themselves, displacement read at the noisy point. It is
+  unbiased but its variance (the quantile error of a b-row release, read at an independent level
+  for every particle) acts as extra diffusion. With σ = 0 it is the exact SWF drift (one sort).
 """
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import torch
 from torch import Tensor
 
 from .sliced import quantile, rank_levels, sort_rows
 
-__all__ = ["DriftResult", "smoothed_drift", "clip_rows"]
+__all__ = ["DriftResult", "GridReduce", "LOCAL", "exact_smoothed_drift", "sampled_drift", "clip_rows",
+           "grid_spacing_ratio"]
+
+#: Grid spacing Δ ≤ σ / SPACING_RATIO (the error bound below is quadratic in Δ/σ).
+SPACING_RATIO = 12
+MIN_POINTS, MAX_POINTS = 256, 1 << 15
+#: Half-width of the grid margin and of the Gaussian window, in σ (Gaussian mass beyond: 2e-9).
+TAIL = 6.0
 
 
 class DriftResult(NamedTuple):
@@ -30,16 +44,51 @@ class DriftResult(NamedTuple):
 
     drift : Tensor, shape (n, d)
     projected_w2 : Tensor, scalar
-        ``sqrt(mean_j mean_i displacement²)``: the smoothed ``SW_2`` between particles and the
-        released target on this step's directions (exact when n equals the target size).
+        ``sqrt(mean_ij D_ij²)``: RMS projected displacement on this step's directions.
     """
 
     drift: Tensor
     projected_w2: Tensor
 
 
-def smoothed_drift(noisy_particle_proj: Tensor, target_sorted: Tensor, theta: Tensor) -> DriftResult:
-    """Drift of 004 Eq. 20–21 from already-noised projections.
+class GridReduce(Protocol):
+    """How per-process partial results are combined (identity in one process; all-reduce across
+    ranks in :mod:`swflow.distributed`). Each returns a tensor of the input's shape."""
+
+    def sum(self, t: Tensor) -> Tensor: ...
+
+    def max(self, t: Tensor) -> Tensor: ...
+
+
+class _Local:
+    def sum(self, t: Tensor) -> Tensor:
+        return t
+
+    def max(self, t: Tensor) -> Tensor:
+        return t
+
+
+LOCAL: GridReduce = _Local()
+
+
+def _check_shapes(proj: Tensor, target_sorted: Tensor, theta: Tensor) -> None:
+    k = proj.shape[0]
+    if target_sorted.shape[0] != k or theta.shape[1] != k:
+        raise ValueError(f"direction count mismatch: particles {k}, target {target_sorted.shape[0]}, "
+                         f"theta {theta.shape[1]}")
+
+
+def _pull_back(displacement: Tensor, theta: Tensor, reduce: GridReduce) -> DriftResult:
+    """(k, n) displacements -> drift (n, d) and the all-particle RMS displacement."""
+    k, n = displacement.shape
+    drift = (theta @ displacement).T / k
+    stats = reduce.sum(torch.stack([torch.linalg.vector_norm(displacement).square(),
+                                    displacement.new_tensor(float(n))]))
+    return DriftResult(drift, (stats[0] / (stats[1] * k)).sqrt())
+
+
+def sampled_drift(noisy_particle_proj: Tensor, target_sorted: Tensor, theta: Tensor) -> DriftResult:
+    """004's one-draw estimator from already-noised projections (exact SWF drift for σ = 0).
 
     Parameters
     ----------
@@ -49,23 +98,117 @@ def smoothed_drift(noisy_particle_proj: Tensor, target_sorted: Tensor, theta: Te
         Released target projections for the same directions, each row sorted ascending.
     theta : Tensor, shape (d, k)
         The directions, unit columns.
-
-    Returns
-    -------
-    DriftResult
     """
-    k, n = noisy_particle_proj.shape
-    if target_sorted.shape[0] != k or theta.shape[1] != k:
-        raise ValueError(f"direction count mismatch: particles {k}, target {target_sorted.shape[0]}, "
-                         f"theta {theta.shape[1]}")
+    _check_shapes(noisy_particle_proj, target_sorted, theta)
+    n = noisy_particle_proj.shape[1]
     values, order = sort_rows(noisy_particle_proj)
     # The r-th smallest noisy particle projection sits at level (r + 1/2)/n of its own set.
     levels = rank_levels(n, device=values.device, dtype=values.dtype)
     displacement_sorted = quantile(target_sorted, levels) - values
     displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
-    drift = (theta @ displacement).T / k
-    rms = torch.linalg.vector_norm(displacement_sorted) / math.sqrt(displacement_sorted.numel())
-    return DriftResult(drift, rms)
+    return _pull_back(displacement, theta, LOCAL)
+
+
+def grid_spacing_ratio(width: float, noise_std: float) -> tuple[int, float]:
+    """Points G and the ratio σ/Δ of the grid that :func:`exact_smoothed_drift` uses for projections
+    spanning ``width`` (the margins of TAIL·σ on both sides are added here)."""
+    span = width + 2 * TAIL * noise_std
+    points = int(min(MAX_POINTS, max(MIN_POINTS, math.ceil(span / noise_std * SPACING_RATIO) + 1)))
+    return points, noise_std / (span / (points - 1))
+
+
+def _fft_convolve(signal: Tensor, kernel: Tensor, offset: int) -> Tensor:
+    """Rows of ``signal`` (k, G) convolved with ``kernel`` (L,); output[g] = Σ_b s[b] K[g − b + offset]."""
+    k, g = signal.shape
+    length = g + kernel.shape[0] - 1
+    size = 1 << (length - 1).bit_length()
+    full = torch.fft.irfft(torch.fft.rfft(signal, size) * torch.fft.rfft(kernel, size), size)
+    return full[:, offset:offset + g]
+
+
+def exact_smoothed_drift(particles: Tensor, target_sorted: Tensor, theta: Tensor, *, noise_std: float,
+                         reduce: GridReduce = LOCAL) -> DriftResult:
+    """The drift with the particle-side expectation over z ~ N(0, σ²) computed on a grid.
+
+    Every direction gets a uniform grid s_0 < … < s_{G−1} of spacing Δ ≤ σ/12 over
+    [−r − TAIL·σ, r + TAIL·σ], r = max_i ‖x_i‖ (every projection lies in [−r, r]). Then:
+
+    1. each clean projection p_ij is split linearly between its two neighbouring grid points
+       (mass 1/n);
+    2. F(s_g) = Σ_b mass_b Φ((s_g − s_b)/σ), the smoothed particle CDF (FFT convolution);
+    3. q(s_g) = Q_target(F(s_g)) with the piecewise-linear quantile of the released set;
+    4. h(s_g) = Σ_b q(s_b) φ((s_g − s_b)/σ) / Σ_b φ(·), the Gaussian average, truncated at TAIL·σ;
+    5. D_ij = h(p_ij) − p_ij, with h interpolated linearly between grid points.
+
+    Error: linear binning moves each Φ term by at most (Δ²/8)·max|Φ''|/σ² = 0.030·(Δ/σ)², so
+    |ΔF| ≤ 2.1e-4 at Δ = σ/12, and D moves by that times the target quantile's slope. Steps 4–5
+    add O((Δ/σ)²) of the target's range, and the truncation adds 2e-9 of it. Against direct
+    quadrature, for σ from 0.01 to 10 times the data spread, the largest error is 6e-4 of the
+    spread (tests/test_drift.py). The grid has at most 2^15 points. Beyond that (σ below about
+    1/3000 of the projections' range) Δ grows past σ/12 and the bound grows with it; use σ = 0,
+    which is exact by sorting, there. Per step: one matmul, a handful of passes over the n·k
+    grid coordinates, two row-wise scatters and one gather; O(k·G log G) on the grid; memory O(n·k).
+
+    Parameters
+    ----------
+    particles : Tensor, shape (n, d)
+        This process's particles.
+    target_sorted : Tensor, shape (k, m)
+        Released target projections, each row sorted ascending.
+    theta : Tensor, shape (d, k)
+        Unit directions.
+    noise_std : float
+        σ > 0, keyword-only.
+    reduce : GridReduce
+        Combines the particle radius, the binned mass and the diagnostic across processes.
+
+    Returns
+    -------
+    DriftResult
+    """
+    if not noise_std > 0:
+        raise ValueError(f"exact smoothing needs noise_std > 0 (got {noise_std}); σ = 0 is exact by sorting")
+    _check_shapes(theta.T, target_sorted, theta)
+    k, dtype, device = theta.shape[1], particles.dtype, particles.device
+    work = torch.float64  # the grid (k × G) is small: keep it in float64
+    radius = float(reduce.max(torch.linalg.vector_norm(particles, dim=1).amax().to(work).reshape(1)))
+    radius = radius * (1 + 1e-5) + 1e-12  # float rounding of |⟨x, θ⟩| ≤ ‖x‖ for unit θ
+    points, ratio = grid_spacing_ratio(2 * radius, noise_std)
+    inv_spacing = ratio / noise_std
+    start = -radius - TAIL * noise_std
+
+    # 1. grid coordinates u = (⟨x, θ⟩ − s_0)/Δ straight from one matmul, then cell and weight
+    u = torch.addmm(torch.full((k, 1), -start * inv_spacing, dtype=dtype, device=device),
+                    theta.T * inv_spacing, particles.T)
+    cell = u.to(torch.long)  # u ≥ TAIL·ratio > 0, so truncation is the floor
+    w = u.sub_(cell)
+    # mass[g] = Σ_{cell=g} (1 − w) + Σ_{cell=g−1} w = count[g] − wsum[g] + wsum[g − 1]
+    zeros = torch.zeros(k, points, dtype=dtype, device=device)
+    count = zeros.clone().scatter_add_(1, cell, w.new_ones(1, 1).expand_as(w)).to(work)
+    wsum = zeros.scatter_add_(1, cell, w).to(work)
+    mass = count - wsum
+    mass[:, 1:] += wsum[:, :-1]
+    mass = reduce.sum(mass)
+    mass = mass / mass.sum(dim=1, keepdim=True)
+
+    # 2. smoothed CDF: kernel Φ(tΔ/σ) for t = −(G−1) … G−1
+    offsets = torch.arange(-(points - 1), points, dtype=work, device=device) / ratio
+    cdf = _fft_convolve(mass, torch.special.ndtr(offsets), points - 1).clamp_(0, 1)
+
+    # 3. target quantile at those levels
+    q = quantile(target_sorted.to(work), cdf)
+
+    # 4. Gaussian average, truncated at TAIL σ (particles sit ≥ TAIL σ inside the grid)
+    half = min(points - 1, math.ceil(TAIL * ratio))
+    taps = torch.arange(-half, half + 1, dtype=work, device=device) / ratio
+    density = torch.exp(-0.5 * taps.square())
+    smoothed = _fft_convolve(q, density / density.sum(), half)
+
+    # 5. D = h(p) − p is linear in each cell: gather the value and slope of h − s at the cell
+    on_grid = smoothed - (start + torch.arange(points, dtype=work, device=device) / inv_spacing)
+    slope = torch.diff(on_grid, dim=1, append=on_grid[:, -1:])
+    displacement = torch.addcmul(on_grid.to(dtype).gather(1, cell), w, slope.to(dtype).gather(1, cell))
+    return _pull_back(displacement, theta, reduce)
 
 
 def clip_rows(x: Tensor, max_norm: float) -> Tensor:

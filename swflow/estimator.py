@@ -48,7 +48,11 @@ class SynthesizerParams:
     n_particles: int = 10_000  # flows: particles of the fitted run
     step_size: float = 1.0
     diffusion: float = 0.0
-    init: str = "normal"
+    init: str | None = None  # None: sphere on the sphere manifold, normal in the ball
+    manifold: str = "ball"  # 'sphere' for rows on the unit sphere (autoencoder latents)
+    smoothing: str = "exact"  # particle-side estimator: 'exact' or 'sampled' (004's one draw)
+    smoothing_std: float | None = None
+    drift_clip: float | None = None
     sketch: int | None = 64  # flows: quantile levels kept per released direction
     seed: int = 0
     privacy_seed: int | None = None
@@ -102,22 +106,18 @@ class Synthesizer:
         from .flow import FlowConfig
         from .methods import make_flow
         from .model import FlowModel
-        from .privacy import diffusion_gamma, privacy_report
-
         p = self.params
         config = FlowConfig(steps=p.steps, n_particles=p.n_particles, step_size=p.step_size, diffusion=p.diffusion,
-                            init=p.init, record_every=0, checkpoint_every=0, seed=p.seed, device=p.device)
+                            init=p.init, manifold=p.manifold, smoothing=p.smoothing, smoothing_std=p.smoothing_std,
+                            drift_clip=p.drift_clip, record_every=0, checkpoint_every=0, seed=p.seed,
+                            device=p.device)
         batch = p.batch_size if p.batch_size is not None and p.batch_size < data.shape[0] else None
         with tempfile.TemporaryDirectory() as tmp:
             flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config, n_projections=p.n_projections,
                              pool_size=p.pool_size, batch_size=batch, privacy_seed=p.privacy_seed,
                              model_path=Path(tmp) / "model.h5", sketch=p.sketch, progress=progress)
             flow.run()
-            gamma = diffusion_gamma(drift_clip=config.drift_clip, step_size=config.step_size,
-                                    diffusion=config.diffusion, n_particles=config.n_particles) \
-                if flow.target.private else None
-            self._report = privacy_report(p.method, flow.target, diffusion_gamma=gamma,
-                                          extra={"run_config": {"method": p.method, **flow.describe()}})
+            self._report = flow.privacy_report(p.method)
             self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)
 
     def _fit_generator(self, data: torch.Tensor, progress: bool) -> None:

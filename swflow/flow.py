@@ -11,7 +11,11 @@ One loop serves every flow; methods differ only by the projection strategy they 
   spends no privacy.
 
 σ = 0 (a non-private target) gives the sliced Wasserstein flow of Liutkus et al. (2019).
-The simulator owns its own generator (initial particles, directions, particle-side smoothing,
+The particle side is smoothed exactly by default (:func:`~swflow.drift.exact_smoothed_drift`);
+``smoothing='sampled'`` reproduces 004's one-draw estimator. With ``manifold='sphere'`` (rows on
+the unit sphere, as every shipped autoencoder makes them) the particles start on the sphere and
+are retracted onto it after each step: post-processing of released quantities, no privacy cost.
+The simulator owns its own generator (initial particles, directions, sampled smoothing,
 diffusion); privacy randomness belongs to the :class:`~swflow.privacy.PrivateTarget`.
 """
 from __future__ import annotations
@@ -25,7 +29,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from .drift import clip_rows, smoothed_drift
+from .drift import LOCAL, DriftResult, clip_rows, exact_smoothed_drift, sampled_drift
 from .io import ReleaseRecorder, TrajectoryWriter
 from .privacy import PrivateTarget, ReleasePlan
 from .sliced import random_directions
@@ -33,6 +37,8 @@ from .sliced import random_directions
 __all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "initial_particles"]
 
 INITS = ("normal", "sphere")
+SMOOTHINGS = ("exact", "sampled")
+MANIFOLDS = ("ball", "sphere")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -44,9 +50,14 @@ class FlowConfig:
     n_particles : particles, independent of the target size
     step_size : h > 0
     diffusion : λ ≥ 0
-    smoothing : particle-side smoothing std; None matches the target release's σ
-    drift_clip : clip each particle's drift to this norm (needed for diffusion amplification)
-    init : μ0, 'normal' (standard Gaussian) or 'sphere' (uniform on the unit sphere)
+    smoothing : particle-side estimator, 'exact' (Gaussian expectation on a grid, the default) or
+        'sampled' (004's one draw per particle and direction, to reproduce the paper)
+    smoothing_std : particle-side smoothing std; None matches the target release's σ
+    drift_clip : clip each particle's drift to this norm
+    init : μ0, 'normal' (standard Gaussian) or 'sphere' (uniform on the unit sphere); None picks
+        'sphere' on the sphere manifold and 'normal' otherwise
+    manifold : 'ball' (particles move freely) or 'sphere' (start on the unit sphere and are
+        retracted onto it after every step; for rows on the sphere)
     record_every : write a trajectory frame every k steps (0: no trajectory)
     checkpoint_every : write a checkpoint every k steps (0: none)
     """
@@ -55,9 +66,11 @@ class FlowConfig:
     n_particles: int = 10_000
     step_size: float = 1.0
     diffusion: float = 0.0
-    smoothing: float | None = None
+    smoothing: str = "exact"
+    smoothing_std: float | None = None
     drift_clip: float | None = None
-    init: str = "normal"
+    init: str | None = None
+    manifold: str = "ball"
     record_every: int = 0
     checkpoint_every: int = 0
     seed: int = 0
@@ -73,12 +86,21 @@ class FlowConfig:
             raise ValueError(f"step size h must be > 0, got {self.step_size}")
         if not (self.diffusion >= 0 and math.isfinite(self.diffusion)):
             raise ValueError(f"diffusion lambda must be >= 0, got {self.diffusion}")
-        if self.smoothing is not None and self.smoothing < 0:
-            raise ValueError(f"smoothing must be >= 0, got {self.smoothing}")
+        if self.smoothing not in SMOOTHINGS:
+            raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {self.smoothing!r}")
+        if self.smoothing_std is not None and not (self.smoothing_std >= 0 and math.isfinite(self.smoothing_std)):
+            raise ValueError(f"smoothing_std must be a finite number >= 0, got {self.smoothing_std}")
+        if self.manifold not in MANIFOLDS:
+            raise ValueError(f"manifold must be one of {MANIFOLDS}, got {self.manifold!r}")
+
         if self.drift_clip is not None and not self.drift_clip > 0:
             raise ValueError(f"drift_clip must be > 0, got {self.drift_clip}")
+        if self.init is None:  # resolved once, so checkpoints and model files record what ran
+            object.__setattr__(self, "init", "sphere" if self.manifold == "sphere" else "normal")
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        if self.manifold == "sphere" and self.init != "sphere":
+            raise ValueError("the sphere manifold starts the particles on the sphere: leave init unset or 'sphere'")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
         if self.record_every < 0 or self.checkpoint_every < 0:
@@ -220,6 +242,20 @@ class ParticleFlow:
         return {**asdict(self.config), **self.strategy.describe(), "batch_size": self.target.batch_size,
                 "dim": self.target.dim, "dataset_size": self.target.size}
 
+    def privacy_report(self, method: str, run_config: dict | None = None) -> dict:
+        """privacy.json for this flow: the target's report, the per-step diffusion γ and what the
+        simulator did to the particles after the releases (post-processing, no privacy cost)."""
+        from .privacy import diffusion_gamma, privacy_report
+
+        cfg = self.config
+        gamma = diffusion_gamma(drift_clip=cfg.drift_clip, step_size=cfg.step_size, diffusion=cfg.diffusion,
+                                n_particles=cfg.n_particles) if self.target.private else None
+        post = ("particles retracted onto the unit sphere after every step" if cfg.manifold == "sphere"
+                else "none")
+        return privacy_report(method, self.target, diffusion_gamma=gamma,
+                              extra={"particle_post_processing": post,
+                                     "run_config": {"method": method, **self.describe(), **(run_config or {})}})
+
     def state_dict(self) -> dict:
         """Everything needed to continue bit-identically; holds no private row."""
         return {"step": self.step, "particles": self.particles.cpu(),
@@ -255,27 +291,46 @@ class ParticleFlow:
     def _randn(self, *shape: int) -> Tensor:
         return torch.randn(*shape, generator=self.generator, device=self.device, dtype=self.dtype)
 
+    # Draws of public randomness shaped like *all* particles; the distributed flow keeps its slice.
+    def _particle_noise(self, k: int) -> Tensor:
+        return self._randn(k, self.config.n_particles)
+
+    def _diffusion_noise(self) -> Tensor:
+        return self._randn(self.config.n_particles, self.particles.shape[1])
+
+    _reduce = LOCAL
+
+    def _sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
+        return sampled_drift(noisy_proj, released, theta)
+
+    def drift(self, theta: Tensor, released: Tensor, sigma: float) -> DriftResult:
+        """Drift (n, d) of the current particles towards ``released`` (k, m) on ``theta`` (d, k)."""
+        cfg = self.config
+        std = sigma if cfg.smoothing_std is None else cfg.smoothing_std
+        if released.shape[1] == 0:  # an empty Poisson batch released pure noise: no drift
+            return DriftResult(torch.zeros_like(self.particles), self.particles.new_zeros(()))
+        if std > 0 and cfg.smoothing == "exact":
+            return exact_smoothed_drift(self.particles, released, theta, noise_std=std, reduce=self._reduce)
+        proj = theta.T @ self.particles.T  # (k, n)
+        if std > 0:
+            proj = proj + std * self._particle_noise(theta.shape[1])
+        return self._sampled_drift(proj, released, theta)
+
     def step_once(self) -> Tensor:
-        """One Euler–Maruyama step; returns the step's projected smoothed W2 (a 0-d tensor)."""
+        """One Euler–Maruyama step; returns the step's RMS projected displacement (a 0-d tensor)."""
         cfg = self.config
         theta, released, sigma = self.strategy.next(self.target, self.generator,
                                                     dtype=self.dtype, device=self.device)
         if self._recorder is not None:
             self._recorder.add(self.step, theta, released, sigma)
-        smoothing = sigma if cfg.smoothing is None else cfg.smoothing
-        x = self.particles
-        proj = theta.T @ x.T  # (k, n)
-        if smoothing > 0:
-            proj = proj + smoothing * self._randn(*proj.shape)
-        if released.shape[1] == 0:  # an empty Poisson batch released pure noise: no drift
-            drift, w2 = torch.zeros_like(x), proj.new_zeros(())
-        else:
-            drift, w2 = smoothed_drift(proj, released, theta)
+        drift, w2 = self.drift(theta, released, sigma)
         if cfg.drift_clip is not None:
             drift = clip_rows(drift, cfg.drift_clip)
-        x = x + cfg.step_size * drift
+        x = self.particles + cfg.step_size * drift
         if cfg.diffusion > 0:
-            x = x + math.sqrt(2.0 * cfg.diffusion * cfg.step_size) * self._randn(*x.shape)
+            x = x + math.sqrt(2.0 * cfg.diffusion * cfg.step_size) * self._diffusion_noise()
+        if cfg.manifold == "sphere":
+            x = x / x.norm(dim=1, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
         self.particles = x
         self.step += 1
         return w2

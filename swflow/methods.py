@@ -81,6 +81,6 @@ def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
     target = LocallyReleasedTarget(data.to(device=config.device), calibrate(privacy, plan),
                                    noise=NoiseSource(privacy_seed, secure=privacy.secure_noise),
                                    ledger=PrivacyLedger(), batch_size=batch_size)
-    config = replace(config, smoothing=target.local_noise_std if config.smoothing is None else config.smoothing)
+    config = replace(config, smoothing_std=target.local_noise_std if config.smoothing_std is None else config.smoothing_std)
     return ParticleFlow(target, Resampled(n_projections), config, trajectory_path=trajectory_path,
                         checkpoint_path=checkpoint_path, model_path=model_path, sketch=sketch, progress=progress)

@@ -16,7 +16,7 @@ from .animate import save_grid, save_scatter
 from .flow import FlowConfig, FlowResult
 from .io import write_samples
 from .methods import make_flow
-from .privacy import PrivacySpec, diffusion_gamma, privacy_report, write_report
+from .privacy import PrivacySpec, privacy_report, write_report
 
 __all__ = ["prepare_out_dir", "run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
 
@@ -44,11 +44,8 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
                      trajectory_path=out / "trajectory.h5", checkpoint_path=out / "checkpoint.pt",
                      model_path=out / "model.h5", progress=progress)
     result = flow.run()
-    gamma = diffusion_gamma(drift_clip=config.drift_clip, step_size=config.step_size,
-                            diffusion=config.diffusion, n_particles=config.n_particles) if flow.target.private else None
-    config_record = {"method": method, **flow.describe(), **(run_config or {})}
-    report = privacy_report(method, flow.target, diffusion_gamma=gamma, extra={"run_config": config_record})
-    write_outputs(out, method, result.particles.cpu().numpy(), report, decoder, config_record)
+    report = flow.privacy_report(method, run_config)
+    write_outputs(out, method, result.particles.cpu().numpy(), report, decoder, report["run_config"])
     (out / "checkpoint.pt").unlink(missing_ok=True)
     return result, report
 

@@ -1,4 +1,6 @@
-"""Two gloo processes on CPU against one process: exact mode equal, sketch mode within its bound."""
+"""Two gloo processes on CPU against one process: exact smoothing (all-reduced grid) and exact global
+ranks equal, sketch mode within its bound."""
+from dataclasses import replace
 import math
 
 import pytest
@@ -23,15 +25,16 @@ def _data():
 
 CONFIG = FlowConfig(steps=15, n_particles=N_PARTICLES, step_size=1.0, diffusion=1e-4, record_every=0,
                     checkpoint_every=0, seed=3)
+SAMPLED = replace(CONFIG, smoothing="sampled")  # the rank modes only matter for 004's sampled estimator
 SPEC = PrivacySpec(epsilon=20.0, delta=1e-5)
 
 
-def _worker(rank, world, store_path, out_path, mode, stop_after=None):
+def _worker(rank, world, store_path, out_path, mode, stop_after=None, config=CONFIG):
     dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
     torch.set_num_threads(1)
     data = _data()
     lo, hi = shard_range(N_ROWS, rank, world)
-    flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=SPEC, config=CONFIG,
+    flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=SPEC, config=config,
                                  n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64,
                                  checkpoint_path=f"{out_path}.rank{rank}.ckpt")
     if stop_after is not None:  # an interrupted run: checkpoint, then the processes die
@@ -49,18 +52,28 @@ def _worker(rank, world, store_path, out_path, mode, stop_after=None):
     dist.destroy_process_group()
 
 
-def _run(tmp_path, mode, stop_after=None, tag=""):
+def _run(tmp_path, mode, stop_after=None, tag="", config=CONFIG):
     out = tmp_path / f"{mode}.pt"
-    mp.spawn(_worker, args=(2, str(tmp_path / f"store-{mode}{tag}"), str(out), mode, stop_after), nprocs=2, join=True)
+    mp.spawn(_worker, args=(2, str(tmp_path / f"store-{mode}{tag}"), str(out), mode, stop_after, config),
+             nprocs=2, join=True)
     return None if stop_after is not None else torch.load(out, weights_only=False)
+
+
+def _single(config):
+    flow = make_flow("dpswflow-r", _data(), privacy=SPEC, config=config, n_projections=12, batch_size=200,
+                     privacy_seed=7, progress=False)
+    flow.run()
+    return flow
 
 
 @pytest.fixture(scope="module")
 def single():
-    flow = make_flow("dpswflow-r", _data(), privacy=SPEC, config=CONFIG, n_projections=12, batch_size=200,
-                     privacy_seed=7, progress=False)
-    flow.run()
-    return flow
+    return _single(CONFIG)
+
+
+@pytest.fixture(scope="module")
+def single_sampled():
+    return _single(SAMPLED)
 
 
 def test_shard_ranges_cover_everything_once():
@@ -91,8 +104,14 @@ def test_two_processes_equal_one_in_exact_mode(tmp_path, single):
     assert two["epsilon"] == single.target.epsilon_spent()
 
 
-def test_sketch_mode_stays_within_its_bound(tmp_path, single):
-    two = _run(tmp_path, "sketch")
+def test_exact_global_ranks_equal_one_process_with_sampled_smoothing(tmp_path, single_sampled):
+    two = _run(tmp_path, "exact", config=SAMPLED)
+    torch.testing.assert_close(two["particles"], single_sampled.particles, rtol=0, atol=1e-4)
+
+
+def test_sketch_mode_stays_within_its_bound(tmp_path, single_sampled):
+    single = single_sampled
+    two = _run(tmp_path, "sketch", config=SAMPLED)
     gap = (two["particles"] - single.particles).norm(dim=1)
     # levels are off by at most 1/K + 1/n_r per step; the particles move by a fraction of the
     # quantile spread times that, summed over steps

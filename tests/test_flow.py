@@ -68,9 +68,11 @@ def test_resampled_releases_every_step(gen):
 
 @pytest.mark.parametrize("method,extra", [("dpswflow-r", {"batch_size": 64}), ("dpswflow", {"pool_size": 50}),
                                           ("ldp-flow", {"batch_size": 100})])
-def test_resume_is_bit_identical(method, extra, gen, tmp_path, monkeypatch):
+@pytest.mark.parametrize("smoothing,manifold", [("exact", "sphere"), ("sampled", "ball")])
+def test_resume_is_bit_identical(method, extra, smoothing, manifold, gen, tmp_path, monkeypatch):
     y = _sphere(640, 6, gen)
-    cfg = FlowConfig(steps=20, n_particles=300, diffusion=0.01, record_every=4, checkpoint_every=5, seed=3)
+    cfg = FlowConfig(steps=20, n_particles=300, diffusion=0.01, record_every=4, checkpoint_every=5, seed=3,
+                     smoothing=smoothing, manifold=manifold)
     kwargs = dict(privacy=PrivacySpec(epsilon=8.0, delta=1e-5), n_projections=12, privacy_seed=9,
                   progress=False, **extra)
     full = make_flow(method, y, config=cfg, trajectory_path=tmp_path / "a.h5", **kwargs).run()
@@ -197,10 +199,41 @@ def test_ldp_flow_releases_once_and_deconvolves(gen, monkeypatch):
     results = {}
     for smoothing in (None, 0.0):  # None: smooth the particle side with the release's sigma
         flow = make_flow("ldp-flow", y, privacy=spec, n_projections=40, privacy_seed=0, progress=False,
-                         config=FlowConfig(steps=200, n_particles=3000, smoothing=smoothing))
+                         config=FlowConfig(steps=200, n_particles=3000, smoothing_std=smoothing))
         results[smoothing] = float(sliced_wasserstein(flow.run().particles, held_out, projections=theta))
         assert flow.target.ledger.releases == 1
     assert calls == [(2, 3000), (2, 3000)]  # one release of every row (d x n on identity directions) per run, nothing per step
     noisy = float(sliced_wasserstein(flow.target.released_rows(), held_out, projections=theta))
     assert results[0.0] > 0.8 * noisy  # without particle smoothing the flow just copies the noisy rows
     assert results[None] < 0.5 * results[0.0]  # with it, the flow deconvolves
+
+
+def test_sphere_manifold_keeps_particles_on_the_sphere_at_no_privacy_cost(gen, tmp_path):
+    from swflow.run import run_flow_to_dir
+
+    y = _sphere(800, 5, gen)
+    spec = PrivacySpec(epsilon=4.0, delta=1e-5)
+    reports = {}
+    for manifold in ("sphere", "ball"):
+        out = tmp_path / manifold
+        out.mkdir()
+        result, reports[manifold] = run_flow_to_dir(
+            "dpswflow-r", y, out, privacy=spec, n_projections=10, batch_size=100, privacy_seed=2, progress=False,
+            config=FlowConfig(steps=15, n_particles=400, step_size=2.0, manifold=manifold, record_every=5))
+        norms = result.particles.norm(dim=1)
+        if manifold == "sphere":
+            assert torch.allclose(norms, torch.ones_like(norms), atol=1e-5)
+            frames, _, _ = read_trajectory(out / "trajectory.h5")
+            assert np.allclose(np.linalg.norm(frames, axis=-1), 1.0, atol=1e-5)  # from the first frame on
+        else:
+            assert (norms - 1).abs().max() > 0.05  # the free flow does leave the sphere
+    sphere, ball = reports["sphere"], reports["ball"]
+    assert sphere["epsilon"] == ball["epsilon"] and sphere["ledger"] == ball["ledger"]  # same releases
+    assert "retracted onto the unit sphere" in sphere["particle_post_processing"]
+    assert ball["particle_post_processing"] == "none"
+    assert sphere["run_config"]["manifold"] == "sphere" and sphere["run_config"]["init"] == "sphere"
+
+
+def test_sphere_manifold_refuses_a_contradicting_init():
+    with pytest.raises(ValueError, match="init"):
+        FlowConfig(steps=1, manifold="sphere", init="normal")

@@ -10,7 +10,7 @@ from scipy import stats
 
 from swflow import FlowConfig, make_flow
 from swflow.privacy import (BudgetExhausted, MechanismEvent, NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget,
-                            ReleasePlan, amplified_guarantee, analytic_gaussian_epsilon,
+                            ReleasePlan, analytic_gaussian_epsilon,
                             analytic_gaussian_multiplier, bernstein_bound, calibrate,
                             classical_gaussian_multiplier, clt_bound, diffusion_gamma,
                             epsilon_from_events, noise_multiplier_for, privacy_report,
@@ -245,9 +245,6 @@ def test_diffusion_amplification():
     assert g == pytest.approx(tv, rel=1e-6)
     # it grows with the number of particles
     assert diffusion_gamma(drift_clip=0.05, step_size=1.0, diffusion=0.5, n_particles=10_000) > 0.99
-    eps, delta = amplified_guarantee(2.0, 1e-5, 0.1)
-    assert eps == pytest.approx(math.log(1 + 0.1 * (math.e**2 - 1))) and delta == pytest.approx(1e-6)
-    assert amplified_guarantee(2.0, 1e-5, 1.0) == (pytest.approx(2.0), 1e-5)
 
 
 def test_laplace_scale_is_pure_dp_ratio():

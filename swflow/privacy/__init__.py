@@ -4,7 +4,7 @@ Every noise draw that touches private data happens in :class:`PrivateTarget`, wh
 in a :class:`PrivacyLedger` read by real accountants (dp-accounting, Opacus).
 """
 from .accountants import ACCOUNTANTS, epsilon_from_events
-from .amplification import amplified_guarantee, diffusion_gamma
+from .amplification import diffusion_gamma
 from .calibrate import Calibration, PrivacySpec, ReleasePlan, calibrate, noise_multiplier_for, plan_events
 from .ledger import MechanismEvent, PrivacyLedger
 from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier,
@@ -20,7 +20,7 @@ __all__ = [
     "ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "BudgetExhausted", "Calibration", "LocallyReleasedTarget",
     "MechanismEvent",
     "NoiseSource", "PrivacyLedger", "PrivacySpec", "PrivateTarget", "ReleasePlan",
-    "SensitivityBound", "amplified_guarantee", "analytic_gaussian_epsilon",
+    "SensitivityBound", "analytic_gaussian_epsilon",
     "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",
     "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
     "laplace_scale", "local_gaussian_std", "local_laplace_scale", "noise_multiplier_for", "plan_events", "privacy_report", "projection_sensitivity",
