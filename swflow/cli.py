@@ -40,8 +40,11 @@ def _privacy_args(p: argparse.ArgumentParser) -> None:
                    "must be below 1/n")
     g.add_argument("--adjacency", choices=("replace-one", "zero-out"), default="replace-one",
                    help="replace-one: fixed-size batches, dp-accounting RDP (default, the papers' setting); "
-                   "zero-out: Poisson batches, Opacus accountants")
-    g.add_argument("--accountant", choices=("rdp", "prv"), default="rdp", help="prv only with zero-out")
+                   "zero-out: Poisson batches, dp-accounting PLD for Poisson substitution (a sampled null "
+                   "record still adds a noise column, which Opacus' add/remove bound does not cover)")
+    g.add_argument("--accountant", choices=("rdp", "pld"), default=None,
+                   help="default: the one that covers the adjacency and sampling (rdp for replace-one or "
+                   "full batches, pld for zero-out with Poisson batches); any other is refused")
     g.add_argument("--sensitivity-bound", choices=("spectral", "bernstein", "clt"), default="spectral",
                    help="spectral: ||Theta||_2 of the drawn directions (deterministic, default); bernstein: "
                    "003 Lemma 2 (spends part of delta); clt: the paper's normal approximation (not a proof)")
@@ -149,24 +152,22 @@ METHODS = tuple(REGISTRY)
 
 
 def _local_privacy(args, spec) -> int:
-    """One local Gaussian release per record: y + N(0, σ² I); everything after it is post-processing."""
-    from .privacy import analytic_gaussian_epsilon, local_gaussian_std
+    """One local Gaussian release per record: y + N(0, σ² I), calibrated exactly as the run does."""
+    from .privacy import calibrate_local, statement
 
-    if spec.noise_multiplier is not None:
-        z = spec.noise_multiplier
-        eps, mode = analytic_gaussian_epsilon(noise_multiplier=z, delta=spec.delta), "noise_multiplier"
-    else:
-        z, _ = local_gaussian_std(epsilon=spec.epsilon, delta=spec.delta, norm_bound=spec.norm_bound)
-        eps, mode = spec.epsilon, "epsilon"
-    out = {"method": args.method, "mode": mode, "epsilon": eps, "delta": spec.delta, "adjacency": "local (any two records)",
-           "accountant": "analytic Gaussian mechanism (Balle & Wang 2018), one release per record",
-           "noise_multiplier": z, "sensitivity": 2 * spec.norm_bound, "noise_std": z * 2 * spec.norm_bound,
-           "releases": 1, "dim": args.dim, "norm_bound": spec.norm_bound, "dataset_size": args.dataset_size}
+    cal = calibrate_local(spec, dataset_size=args.dataset_size, dim=args.dim)
+    sensitivity = 2 * spec.norm_bound
+    out = {"method": args.method, "mode": cal.mode, "epsilon": cal.epsilon, "delta": spec.delta,
+           "adjacency": "local (any two values of a record)", "accountant": cal.accountant_name,
+           "noise_multiplier": cal.noise_multiplier, "sensitivity": sensitivity,
+           "noise_std": cal.noise_multiplier * sensitivity, "releases": 1, "dim": args.dim,
+           "norm_bound": spec.norm_bound, "dataset_size": args.dataset_size}
     if args.json:
         print(json.dumps(out))
     else:
-        print(f"({eps:.3f}, {spec.delta:.3g})-local DP per record: y + N(0, sigma^2 I), sigma = {out['noise_std']:.4f} "
-              f"(multiplier {z:.4f} x 2R); no further accounting")
+        print(statement(cal.epsilon, spec.delta, cal.accountant_name, "local (any two values of a record)"))
+        print(f"  each record released once as y + N(0, sigma^2 I), sigma = {out['noise_std']:.4f} "
+              f"(multiplier {cal.noise_multiplier:.4f} x 2R); everything after it is post-processing")
     return 0
 
 
@@ -192,7 +193,10 @@ def _flow_config_args(p: argparse.ArgumentParser) -> None:
                    help="trajectory frame every k steps (0: about 50 frames over the run)")
     g.add_argument("--checkpoint-every", type=int, default=50, help="checkpoint every k steps")
     g.add_argument("--seed", type=int, default=0, help="simulator seed")
-    g.add_argument("--privacy-seed", type=int, default=None, help="privacy-noise seed (default: from the OS)")
+    g.add_argument("--privacy-seed", type=int, default=None,
+                   help="privacy-noise seed, for reproducible experiments only: anyone who knows it can reproduce "
+                   "the noise (privacy.json then says noise_seed_known: true). Default: a fresh secret seed "
+                   "from the OS (under torchrun, drawn by rank 0 and broadcast)")
     g.add_argument("--device", default="cpu", help="cpu or cuda")
     g.add_argument("--shard-mode", choices=("exact", "sketch"), default="exact",
                    help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
@@ -283,18 +287,24 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
 
     if args.method not in ("dpswflow-r", "swf"):
         raise SystemExit(f"under torchrun only dpswflow-r and swf are sharded, not {args.method}")
-    if args.privacy_seed is None or args.secure_noise:
-        raise SystemExit("the ranks must draw the same batch and directions: give --privacy-seed (no --secure-noise)")
+    if args.secure_noise:
+        raise SystemExit("under torchrun the ranks must draw the same batches from one shared privacy seed, "
+                         "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
     backend = "nccl" if args.device.startswith("cuda") else "gloo"
     dist.init_process_group(backend, timeout=timedelta(minutes=10))
     rank, world = dist.get_rank(), dist.get_world_size()
+    # The ranks must share the privacy seed. A typed seed lets anyone who knows it reproduce the noise,
+    # so without --privacy-seed rank 0 draws one from the OS and broadcasts it; nobody sees it.
+    seed = [args.privacy_seed if args.privacy_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1]
+    dist.broadcast_object_list(seed, src=0)
     try:
         lo, hi = shard_range(data.shape[0], rank, world)
         config = _flow_config(args, steps)
         flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=spec,
                                      config=replace(config, record_every=0),
                                      n_projections=args.n_projections, batch_size=batch,
-                                     privacy_seed=args.privacy_seed, mode=args.shard_mode,
+                                     privacy_seed=seed[0], seed_known=args.privacy_seed is not None,
+                                     mode=args.shard_mode,
                                      checkpoint_path=out / f"checkpoint.rank{rank}.pt")
         flow.run()
         particles = flow.gather_particles()

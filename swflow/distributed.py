@@ -164,12 +164,12 @@ class DistributedFlow(ParticleFlow):
 
 def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int, privacy: PrivacySpec,
                           config: FlowConfig, n_projections: int, batch_size: int | None = None,
-                          privacy_seed: int = 0, mode: str = "exact", sketch: int = 256,
-                          checkpoint_path=None) -> DistributedFlow:
+                          privacy_seed: int = 0, seed_known: bool = True, mode: str = "exact",
+                          sketch: int = 256, checkpoint_path=None) -> DistributedFlow:
     """DPSWflow-r (or SWF for ε = ∞) with this rank's shard of the private rows."""
     plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=dataset_size, batch_size=batch_size,
                                          dim=data_shard.shape[1])
     target = ShardedTarget(data_shard, calibrate(privacy, plan), offset=offset, dataset_size=dataset_size,
-                           noise=NoiseSource(privacy_seed), ledger=PrivacyLedger(), batch_size=plan.sample_size)
+                           noise=NoiseSource(privacy_seed, seed_known=seed_known), ledger=PrivacyLedger(), batch_size=plan.sample_size)
     return DistributedFlow(target, Resampled(n_projections), config, mode=mode, sketch=sketch,
                            checkpoint_path=checkpoint_path)

@@ -37,7 +37,7 @@ class SynthesizerParams:
     delta: float = 1e-5
     noise_multiplier: float | None = None
     adjacency: str = "replace-one"
-    accountant: str = "rdp"
+    accountant: str | None = None
     sensitivity_bound: str = "spectral"
     clip: bool = False
     secure_noise: bool = False

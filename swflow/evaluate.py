@@ -76,6 +76,12 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 2000, reference_file: str 
     samples = read_samples(run_dir / "samples.h5")
     ref = load_reference(report.get("run_config", {}), reference_file=reference_file, data_root=data_root)
     latents = samples["latents"]
+    if "autoencoder" in report.get("run_config", {}):
+        # the encoder ends on the unit sphere and the decoder snaps onto it: read particles there too
+        latents = latents / np.maximum(np.linalg.norm(latents, axis=1, keepdims=True), 1e-12)
+        space = "unit sphere of the autoencoder's latent space (samples normalised, as the decoder sees them)"
+    else:
+        space = "the rows' own space (samples as generated)"
     if latents.shape[1] != ref.latents.shape[1]:
         raise ValueError(f"samples have d={latents.shape[1]} but the reference has d={ref.latents.shape[1]}")
     rng = np.random.default_rng(seed)
@@ -83,7 +89,7 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 2000, reference_file: str 
     precision, recall = precision_recall(sub(ref.latents), sub(latents))
     metrics = {"run": str(run_dir), "method": report.get("method"), "statement": report.get("statement"),
                "epsilon": report.get("epsilon"), "delta": report.get("delta"), "reference": ref.description,
-               "n_samples": int(len(latents)),
+               "n_samples": int(len(latents)), "latent_space": space,
                "latent_sw": latent_sw(latents, ref.latents, seed=seed),
                "latent_precision": precision, "latent_recall": recall, "precision_recall_k": 3}
     if n_fid and "images" in samples and ref.images is not None:

@@ -32,7 +32,6 @@ from tqdm.auto import tqdm
 from .drift import LOCAL, DriftResult, clip_rows, exact_smoothed_drift, sampled_drift
 from .io import ReleaseRecorder, TrajectoryWriter
 from .privacy import PrivateTarget, ReleasePlan
-from .sliced import random_directions
 
 __all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "initial_particles"]
 
@@ -125,8 +124,7 @@ class Resampled:
         pass
 
     def next(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device):
-        theta = random_directions(self.n_projections, target.dim, generator=generator,
-                                  device=device, dtype=dtype)
+        theta = target.directions(self.n_projections, generator=generator, device=device, dtype=dtype)
         released, sigma = target.release(theta)
         return theta, released.to(device=device, dtype=dtype), sigma
 
@@ -165,8 +163,7 @@ class Presampled:
     def setup(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device) -> None:
         if self._released is not None:  # restored from a checkpoint: never release again
             return
-        self._theta = random_directions(self.pool_size, target.dim, generator=generator,
-                                        device=device, dtype=dtype)
+        self._theta = target.directions(self.pool_size, generator=generator, device=device, dtype=dtype)
         released, self._sigma = target.release(self._theta)
         self._released = released.to(device=device, dtype=dtype)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 
 from .flow import FlowConfig, ParticleFlow, Presampled, Resampled
-from .privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ReleasePlan,
-                      calibrate, check_rows)
+from .privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate,
+                      calibrate_local, check_rows)
 
 __all__ = ["FLOW_METHODS", "FlowMethod", "make_flow"]
 
@@ -73,12 +73,8 @@ def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
                 model_path, sketch: int | None, progress: bool) -> ParticleFlow:
     """LDP flow: one local Gaussian release of every row, then a flow whose target side is already
     noisy and whose particle side is smoothed with the same σ (what makes it deconvolve)."""
-    if privacy.sensitivity_bound != "spectral":
-        raise ValueError("the local release uses identity directions, whose spectral bound (2R) is exact; "
-                         "leave sensitivity_bound='spectral'")
-    plan = ReleasePlan(releases=1, dataset_size=data.shape[0], sample_size=None, n_projections=data.shape[1],
-                       dim=data.shape[1])
-    target = LocallyReleasedTarget(data.to(device=config.device), calibrate(privacy, plan),
+    target = LocallyReleasedTarget(data.to(device=config.device),
+                                   calibrate_local(privacy, dataset_size=data.shape[0], dim=data.shape[1]),
                                    noise=NoiseSource(privacy_seed, secure=privacy.secure_noise),
                                    ledger=PrivacyLedger(), batch_size=batch_size)
     config = replace(config, smoothing_std=target.local_noise_std if config.smoothing_std is None else config.smoothing_std)

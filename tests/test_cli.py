@@ -141,3 +141,25 @@ def test_generate_ldp_flow_on_digits(tmp_path):
     report = json.loads((out / "privacy.json").read_text())
     assert report["steps"] == 1 and report["epsilon"] <= 6.0 and report["sensitivity"] == pytest.approx(2.0)
     assert report["accountant"].startswith("analytic Gaussian") and (out / "flow.gif").exists()
+
+
+def test_local_dp_calculator_and_run_agree_and_refuse_zero_out(tmp_path, capsys):
+    rows = np.random.default_rng(0).normal(size=(400, 3)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    np.save(tmp_path / "rows.npy", rows)
+    base = ["--epsilon", "4", "--delta", "1e-6"]
+    assert main(["privacy", "--method", "ldp-flow", *base, "--dataset-size", "400", "--dim", "3", "--json"]) == 0
+    calculator = json.loads(capsys.readouterr().out)
+    assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--method", "ldp-flow", *base, "--steps", "3",
+                 "--n-particles", "50", "--out", str(tmp_path / "run")]) == 0
+    run = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    assert run["noise_std"] == pytest.approx(calculator["noise_std"], rel=1e-12)
+    assert run["noise_std"] == pytest.approx(2 * run["noise_multiplier"])  # sensitivity 2R, R = 1
+    capsys.readouterr()
+    for command in (["privacy", "--method", "ldp-flow", "--dataset-size", "400", "--dim", "3"],
+                    ["generate", "--data", str(tmp_path / "rows.npy"), "--method", "ldp-flow", "--steps", "3",
+                     "--out", str(tmp_path / "zero")],
+                    ["generate", "--data", str(tmp_path / "rows.npy"), "--method", "ldp-sinkhorn-gen", "--steps", "3",
+                     "--out", str(tmp_path / "zero-gen")]):
+        assert main([*command, *base, "--adjacency", "zero-out"]) == 2
+        assert "does not apply to a local release" in capsys.readouterr().err

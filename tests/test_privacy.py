@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 from dp_accounting import pld, rdp
-from opacus.accountants import PRVAccountant, RDPAccountant
+from opacus.accountants import RDPAccountant
 from scipy import stats
 
 from swflow import FlowConfig, make_flow
@@ -107,13 +107,40 @@ def test_replace_one_equals_dp_accounting_direct():
     assert ours == pytest.approx(14.84, abs=0.05)  # DESIGN.md: the paper's "ε = 10" setting
 
 
-def test_zero_out_equals_opacus_direct():
-    for name, cls in (("rdp", RDPAccountant), ("prv", PRVAccountant)):
-        spec = PrivacySpec(noise_multiplier=0.9, delta=1e-5, adjacency="zero-out", accountant=name)
-        cal = calibrate(spec, MNIST)
-        acc = cls()
-        acc.history = [(0.9, 250 / 30000, 4200)]
-        assert cal.epsilon == pytest.approx(acc.get_epsilon(cal.delta_accountant), rel=1e-9)
+def _pld_poisson_substitution(z, q, steps, delta):
+    from dp_accounting.pld import pld_privacy_accountant
+
+    acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    acc.compose(dpa.PoissonSampledDpEvent(q, dpa.GaussianDpEvent(z)), steps)
+    return acc.get_epsilon(delta)
+
+
+def test_zero_out_is_accounted_as_poisson_substitution_not_add_remove():
+    # A sampled null record still adds a pure-noise column, so add/remove (Opacus) does not cover
+    # the release; zero-out is recomputed here with dp-accounting's PLD for Poisson substitution.
+    plan = ReleasePlan(releases=4200, dataset_size=30000, sample_size=250, n_projections=70, dim=8)
+    cal = calibrate(PrivacySpec(noise_multiplier=0.67, delta=1e-5, adjacency="zero-out"), plan)
+    assert cal.accountant == "pld"
+    assert cal.epsilon == pytest.approx(_pld_poisson_substitution(0.67, 250 / 30000, 4200, 1e-5), rel=1e-9)
+    assert cal.epsilon == pytest.approx(11.38, abs=0.02)  # the figure in issue 15
+    opacus = RDPAccountant()
+    opacus.history = [(0.67, 250 / 30000, 4200)]
+    assert opacus.get_epsilon(1e-5) < cal.epsilon - 1.5  # what the add/remove bound would have claimed
+
+
+def test_poisson_substitution_pld_bounds_the_column_release():
+    # One step, one record: with probability q its column appears, N(Δ, σ²) in D against N(0, σ²) in
+    # D' (the null record); otherwise neither world has it. That pair's exact hockey-stick divergence
+    # is q·δ_G(ε'), ε' = log(1 + (e^ε − 1)/q), δ_G the Gaussian one (closed form, Balle & Wang).
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    z, q = 0.67, 1 / 120
+    bound = pld.from_gaussian_mechanism(z, sampling_prob=q, neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    mu = 1 / z
+    for eps in (0.0, 0.01, 0.1, 0.5, 1.0, 2.0):
+        inner = math.log1p(math.expm1(eps) / q)
+        exact = q * (stats.norm.cdf(mu / 2 - inner / mu) - math.exp(inner) * stats.norm.cdf(-mu / 2 - inner / mu))
+        assert bound.get_delta_for_epsilon(eps) >= exact * (1 - 1e-9)
 
 
 @pytest.mark.parametrize("target", [10.0, 5.0])
@@ -168,8 +195,12 @@ def test_presampled_epsilon_does_not_depend_on_steps(gen):
 
 
 def test_mismatched_settings_are_refused():
-    with pytest.raises(ValueError, match="PRV accountant"):
-        check_combination(adjacency="replace-one", accountant="prv", sampling="without-replacement")
+    with pytest.raises(ValueError, match="unknown accountant.*Opacus"):
+        check_combination(adjacency="zero-out", accountant="prv", sampling="poisson")
+    with pytest.raises(ValueError, match="accountant='rdp'"):
+        check_combination(adjacency="replace-one", accountant="pld", sampling="without-replacement")
+    with pytest.raises(ValueError, match="accountant='pld'"):
+        check_combination(adjacency="zero-out", accountant="rdp", sampling="poisson")
     with pytest.raises(ValueError, match="does not match"):
         check_combination(adjacency="replace-one", accountant="rdp", sampling="poisson")
     with pytest.raises(ValueError, match="does not match"):
@@ -272,9 +303,9 @@ def test_local_laplace_l1_sensitivity_is_attained():
     assert local_laplace_scale(epsilon=2.0, norm_bound=radius, dim=d) == pytest.approx(math.sqrt(d))
 
 
-def test_zero_out_flow_uses_poisson_batches_and_opacus(gen):
+def test_zero_out_flow_uses_poisson_batches_and_the_substitution_accountant(gen):
     y = torch.nn.functional.normalize(torch.randn(1000, 4, generator=gen), dim=1)
-    spec = PrivacySpec(epsilon=3.0, delta=1e-5, adjacency="zero-out", accountant="prv")
+    spec = PrivacySpec(epsilon=3.0, delta=1e-5, adjacency="zero-out")
     flow = make_flow("dpswflow-r", y, privacy=spec, n_projections=8, batch_size=100, privacy_seed=0,
                      progress=False, config=FlowConfig(steps=25, n_particles=100))
     sizes = []
@@ -284,9 +315,8 @@ def test_zero_out_flow_uses_poisson_batches_and_opacus(gen):
     assert len(set(sizes)) > 1 and abs(np.mean(sizes) - 100) < 15  # Poisson: random sizes, mean q·n
     event = flow.target.ledger.events[0]
     assert event.sampling == "poisson" and flow.target.ledger.releases == 25
-    acc = PRVAccountant()
-    acc.history = [(flow.target.calibration.noise_multiplier, 0.1, 25)]
-    assert flow.target.epsilon_spent() == pytest.approx(acc.get_epsilon(1e-5), rel=1e-9)
+    z = flow.target.calibration.noise_multiplier
+    assert flow.target.epsilon_spent() == pytest.approx(_pld_poisson_substitution(z, 0.1, 25, 1e-5), rel=1e-9)
     assert flow.target.epsilon_spent() <= 3.0
 
 
@@ -303,3 +333,37 @@ def test_ldp_flow_epsilon_is_the_local_gaussian(gen):
     assert report["sensitivity"] == pytest.approx(2.0) and report["steps"] == 1
     assert report["epsilon"] <= 4.0 and report["epsilon"] == pytest.approx(4.0, rel=1e-6)
     assert report["noise_std"] == pytest.approx(sigma, rel=1e-3) and "local" in report["release"]
+
+
+@pytest.mark.parametrize("bound,secret", [("spectral", False), ("bernstein", True)])
+def test_probabilistic_bounds_draw_directions_from_the_secret_stream(bound, secret, gen):
+    from swflow.sliced import random_directions
+
+    y = torch.nn.functional.normalize(torch.randn(400, 5, generator=gen), dim=1)
+    drawn = []
+    for privacy_seed in (1, 2):
+        flow = make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5, sensitivity_bound=bound),
+                         n_projections=6, batch_size=50, privacy_seed=privacy_seed, progress=False,
+                         config=FlowConfig(steps=2, n_particles=20, seed=7))
+        release = flow.target.release
+        flow.target.release = lambda theta, release=release: drawn.append(theta.clone()) or release(theta)
+        flow.run()
+        report = flow.privacy_report("dpswflow-r")
+        assert ("secret privacy-noise stream" in report["directions"]) == secret
+        assert report["noise_seed_known"] is True
+    # the public simulator stream (seed 7, after the initial particles) would give the same Θ for any privacy seed
+    public = torch.Generator().manual_seed(7)
+    torch.randn(20, 5, generator=public, dtype=torch.float64)  # the initial particles come first
+    expected = random_directions(6, 5, generator=public)
+    assert torch.equal(drawn[0], drawn[2]) != secret  # same public seed: same Θ unless drawn in secret
+    assert torch.allclose(drawn[0], expected) != secret
+
+
+def test_noise_seed_known_only_when_a_seed_is_given(gen):
+    y = torch.nn.functional.normalize(torch.randn(200, 3, generator=gen), dim=1)
+    for privacy_seed, known in ((None, False), (3, True)):
+        flow = make_flow("dpswflow", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=4, pool_size=6,
+                         privacy_seed=privacy_seed, progress=False, config=FlowConfig(steps=2, n_particles=20))
+        flow.run()
+        assert flow.privacy_report("dpswflow")["noise_seed_known"] is known
+    assert NoiseSource(5, secure=True).seed_known is False

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from ..flow import Resampled
 from ..privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate, check_rows
-from ..sliced import quantile, random_directions, rank_levels
+from ..sliced import quantile, rank_levels
 from ._generator import MLPGenerator, TrainedGenerator
 
 __all__ = ["GeneratorConfig", "DPSWGen", "make_dpswgen"]
@@ -53,7 +53,8 @@ class DPSWGen(TrainedGenerator):
         self.losses: list[float] = []
 
     def _step(self, opt: torch.optim.Optimizer) -> None:
-        theta = random_directions(self.n_projections, self.target.dim, generator=self.rng, device=self.config.device)
+        theta = self.target.directions(self.n_projections, generator=self.rng, device=self.config.device,
+                                       dtype=torch.float32)
         released, sigma = self.target.release(theta)
         m = released.shape[1]
         if m == 0:  # an empty Poisson batch: the release happened, nothing to learn from

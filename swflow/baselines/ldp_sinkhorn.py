@@ -16,7 +16,7 @@ import ot
 import torch
 from torch import Tensor
 
-from ..privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, ReleasePlan, calibrate,
+from ..privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, calibrate_local,
                        check_rows)
 from ._generator import MLPGenerator, TrainedGenerator
 
@@ -78,10 +78,7 @@ def make_ldp_sinkhorn_gen(data: Tensor, *, privacy: PrivacySpec, config: Sinkhor
                           privacy_seed: int | None = None) -> LDPSinkhornGen:
     """Release every row of ``data`` (m, d) once with local Gaussian noise; the generator sees only that."""
     check_rows(data, name="private data")
-    if not privacy.private:
-        raise ValueError("give a finite epsilon or a noise multiplier for ldp-sinkhorn-gen")
-    plan = ReleasePlan(releases=1, dataset_size=data.shape[0], sample_size=None, n_projections=data.shape[1],
-                       dim=data.shape[1])
-    target = LocallyReleasedTarget(data.to(config.device), calibrate(privacy, plan),
+    target = LocallyReleasedTarget(data.to(config.device),
+                                   calibrate_local(privacy, dataset_size=data.shape[0], dim=data.shape[1]),
                                    noise=NoiseSource(privacy_seed, secure=privacy.secure_noise), ledger=PrivacyLedger())
     return LDPSinkhornGen(target, config)

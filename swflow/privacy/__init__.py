@@ -5,7 +5,8 @@ in a :class:`PrivacyLedger` read by real accountants (dp-accounting, Opacus).
 """
 from .accountants import ACCOUNTANTS, epsilon_from_events
 from .amplification import diffusion_gamma
-from .calibrate import Calibration, PrivacySpec, ReleasePlan, calibrate, noise_multiplier_for, plan_events
+from .calibrate import (Calibration, PrivacySpec, ReleasePlan, calibrate, calibrate_local, noise_multiplier_for,
+                        plan_events)
 from .ledger import MechanismEvent, PrivacyLedger
 from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier,
                          classical_gaussian_multiplier, laplace_scale, local_gaussian_std,
@@ -22,7 +23,7 @@ __all__ = [
     "NoiseSource", "PrivacyLedger", "PrivacySpec", "PrivateTarget", "ReleasePlan",
     "SensitivityBound", "analytic_gaussian_epsilon",
     "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",
-    "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
+    "calibrate_local", "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
     "laplace_scale", "local_gaussian_std", "local_laplace_scale", "noise_multiplier_for", "plan_events", "privacy_report", "projection_sensitivity",
     "spectral_bound", "statement", "write_report",
 ]

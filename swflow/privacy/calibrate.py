@@ -12,12 +12,12 @@ from dataclasses import dataclass
 import torch
 from scipy.optimize import brentq
 
-from .accountants import accountant_name, check_combination, epsilon_from_events
+from .accountants import accountant_name, check_combination, default_accountant, epsilon_from_events
 from .ledger import MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
 from .sensitivity import BOUNDS, SensitivityBound, projection_sensitivity
 
-__all__ = ["PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "noise_multiplier_for"]
+__all__ = ["PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local", "noise_multiplier_for"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,8 @@ class PrivacySpec:
     (report the ε it buys); ``epsilon=inf`` with no multiplier runs without privacy.
 
     adjacency : 'replace-one' (default, the papers' setting) or 'zero-out'
-    accountant : 'rdp' or 'prv' (PRV only with zero-out)
+    accountant : None (default: the one that covers the adjacency and batch sampling), 'rdp'
+        (dp-accounting RDP: replace-one, or no sampling) or 'pld' (dp-accounting PLD: zero-out, Poisson)
     sensitivity_bound : 'spectral' (default: ‖Θ‖₂ of the drawn directions, deterministic),
         'bernstein' (003 Lemma 2, costs δθ per release) or 'clt' (004 Eq. 23, a normal
         approximation that under-covers: offered to reproduce the paper, with a warning)
@@ -40,7 +41,7 @@ class PrivacySpec:
     delta: float = 1e-5
     noise_multiplier: float | None = None
     adjacency: str = "replace-one"
-    accountant: str = "rdp"
+    accountant: str | None = None
     sensitivity_bound: str = "spectral"
     norm_bound: float = 1.0
     clip: bool = False
@@ -161,6 +162,7 @@ class Calibration:
     mode: str  # 'epsilon' | 'noise_multiplier'
     delta_theta: float  # failure probability of the sensitivity bound, per release
     delta_accountant: float
+    accountant: str  # 'rdp' | 'pld', resolved from the spec, adjacency and sampling
     epsilon: float  # accounted ε for the planned releases, at delta_accountant
     accountant_name: str
 
@@ -194,8 +196,9 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
     if n > 1 and spec.delta > 1.0 / (n * math.log(n)):
         warnings.warn(f"delta={spec.delta} is above 1/(n ln n) = {1.0 / (n * math.log(n)):.3g}; "
                       "the usual advice is delta << 1/n", stacklevel=2)
-    check_combination(adjacency=spec.adjacency, accountant=spec.accountant,
-                      sampling=plan.sampling(spec.adjacency))
+    sampling = plan.sampling(spec.adjacency)
+    accountant = spec.accountant or default_accountant(adjacency=spec.adjacency, sampling=sampling)
+    check_combination(adjacency=spec.adjacency, accountant=accountant, sampling=sampling)
     bound = spec.sensitivity_bound
     if bound == "clt":
         if plan.n_projections <= 30:
@@ -210,10 +213,29 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
         z, mode = spec.noise_multiplier, "noise_multiplier"
     else:
         z, mode = noise_multiplier_for(epsilon=spec.epsilon, delta=delta_acc, plan=plan,
-                                       adjacency=spec.adjacency, accountant=spec.accountant), "epsilon"
+                                       adjacency=spec.adjacency, accountant=accountant), "epsilon"
     events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
-    eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=spec.accountant)
+    eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=accountant)
     return Calibration(spec=spec, plan=plan, noise_multiplier=z, mode=mode, delta_theta=delta_theta,
-                       delta_accountant=delta_acc, epsilon=eps,
+                       delta_accountant=delta_acc, accountant=accountant, epsilon=eps,
                        accountant_name=accountant_name(adjacency=spec.adjacency,
-                                                       accountant=spec.accountant, events=events))
+                                                       accountant=accountant, events=events))
+
+
+def calibrate_local(spec: PrivacySpec, *, dataset_size: int, dim: int) -> Calibration:
+    """The local release: every record once as y + N(0, σ² I) on the identity directions.
+
+    Local DP protects any two values of one record, so the sensitivity is 2R whatever adjacency a
+    central run would use; ``zero-out`` (R) is refused rather than silently halving the noise.
+    Used by every local method and by ``swflow privacy``, so the calculator and the run agree.
+    """
+    if not spec.private:
+        raise ValueError("a local release needs a finite epsilon or a noise multiplier")
+    if spec.adjacency != "replace-one":
+        raise ValueError("local DP protects any two values of one record (sensitivity 2R); "
+                         f"adjacency={spec.adjacency!r} does not apply to a local release: leave it 'replace-one'")
+    if spec.sensitivity_bound != "spectral":
+        raise ValueError("the local release uses identity directions, whose spectral bound (2R) is exact; "
+                         "leave sensitivity_bound='spectral'")
+    plan = ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None, n_projections=dim, dim=dim)
+    return calibrate(spec, plan)

@@ -21,8 +21,10 @@ SECURE_CAVEAT = ("privacy noise drawn from the OS CSPRNG (os.urandom, Box-Muller
 class NoiseSource:
     """Privacy noise and subsampling. ``secure=True`` uses ``os.urandom`` instead of a seeded generator."""
 
-    def __init__(self, seed: int | None = None, *, secure: bool = False):
+    def __init__(self, seed: int | None = None, *, secure: bool = False, seed_known: bool | None = None):
         self.secure = secure
+        # a seed somebody typed makes the noise reproducible by whoever knows it (privacy.json says so)
+        self.seed_known = (seed is not None and not secure) if seed_known is None else seed_known
         self._generator = None if secure else torch.Generator().manual_seed(
             seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
 
@@ -42,6 +44,11 @@ class NoiseSource:
         else:
             z = torch.randn(n, generator=self._generator, dtype=torch.float64)
         return (std * z).reshape(shape).to(device=device, dtype=dtype)
+
+    def directions(self, dim: int, count: int) -> torch.Tensor:
+        """``count`` directions uniform on the sphere S^{dim-1}, shape (dim, count), float64, secret."""
+        g = self.gaussian((dim, count), 1.0, dtype=torch.float64)
+        return g / g.norm(dim=0, keepdim=True)
 
     def subset_without_replacement(self, n: int, size: int) -> torch.Tensor:
         """A uniformly random subset of ``size`` indices out of ``n``."""

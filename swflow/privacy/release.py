@@ -112,6 +112,26 @@ class PrivateTarget:
             return 0.0
         return self._calibration.noise_multiplier * self._calibration.sensitivity(theta).value
 
+    @property
+    def secret_directions(self) -> bool:
+        """Whether directions must come from the privacy stream: a probabilistic sensitivity bound
+        (Bernstein, CLT) holds only for directions drawn independently of the neighbouring pair,
+        which a Θ known in advance (public seed) would let an adversary choose against."""
+        return self._calibration is not None and self._calibration.spec.sensitivity_bound != "spectral"
+
+    def directions(self, count: int, *, generator: torch.Generator, device, dtype) -> Tensor:
+        """Directions (d, count) for the next release: from the secret privacy stream when the bound
+        needs it, else from the simulator's public ``generator`` (the spectral bound holds for any Θ)."""
+        if self.secret_directions:
+            return self._noise.directions(self.dim, count).to(device=device, dtype=dtype)
+        from ..sliced import random_directions
+
+        return random_directions(count, self.dim, generator=generator, device=device, dtype=dtype)
+
+    @property
+    def noise_seed_known(self) -> bool:
+        return self._noise.seed_known
+
     def _batch_indices(self) -> Tensor | None:
         """Indices of the next batch among all ``size`` records (None: every record)."""
         m = self.size
@@ -183,7 +203,7 @@ class PrivateTarget:
             return math.inf
         cal = self._calibration
         return epsilon_from_events(tuple(self.ledger.events), delta=cal.delta_accountant,
-                                   adjacency=cal.spec.adjacency, accountant=cal.spec.accountant)
+                                   adjacency=cal.spec.adjacency, accountant=cal.accountant)
 
 
 class LocallyReleasedTarget(PrivateTarget):

@@ -59,6 +59,10 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
             "clipped": spec.clip, "diffusion_gamma": diffusion_gamma,
             "dataset_size": cal.plan.dataset_size, "mode": cal.mode,
             "target_epsilon": _num(spec.epsilon), "secure_noise": spec.secure_noise,
+            "noise_seed_known": target.noise_seed_known,
+            "directions": ("drawn from the secret privacy-noise stream (the probabilistic sensitivity bound needs "
+                           "directions independent of the neighbouring pair)" if target.secret_directions else
+                           "drawn from the public simulator seed (the spectral bound holds for any directions)"),
             "statement": statement(eps, delta, cal.accountant_name, spec.adjacency),
         }
         if spec.secure_noise:
