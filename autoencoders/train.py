@@ -111,7 +111,8 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
         os.replace(tmp, partial)
     model.load_state_dict(state["best_state"])
     weights = out_dir / f"{name}.pt"
-    torch.save(model.state_dict(), weights)
+    torch.save(model.state_dict(), weights.with_suffix(".tmp"))  # swapped in whole, with its metadata below
+    os.replace(weights.with_suffix(".tmp"), weights)
     meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
             "image_shape": list(images.shape[1:]), "latent": config.latent, "latent_norm": 1.0,
             "trained_on": "public split only", "split": split.manifest(), "train_config": asdict(config),
@@ -120,7 +121,9 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
             "test_set": "official test split" if test_images is not None else
             "none (validation MSE is on held-out public rows)",
             "weights_sha256": _sha256(weights)}
-    (out_dir / f"{name}.json").write_text(json.dumps(meta, indent=2) + "\n")
+    tmp_meta = out_dir / f"{name}.json.tmp"
+    tmp_meta.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp_meta, out_dir / f"{name}.json")
     partial.unlink(missing_ok=True)
     return meta
 

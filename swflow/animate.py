@@ -29,6 +29,23 @@ def save_grid(images: np.ndarray, path: str | Path, *, ncol: int = 10) -> Path:
     return Path(path)
 
 
+def save_panels(panels: list[tuple[str, np.ndarray]], path: str | Path, *, ncol: int = 10) -> Path:
+    """Labelled image grids side by side on the same scale: [(title, images (n, C, H, W) in [0, 1]), ...]."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.0))
+    for ax, (title, images) in zip(np.atleast_1d(axes), panels):
+        ax.imshow(image_grid(images, ncol=ncol), interpolation="nearest", cmap="gray", vmin=0, vmax=255)
+        ax.set_title(title, fontsize=10)
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return Path(path)
+
+
 def save_scatter(points: np.ndarray, path: str | Path, *, reference: np.ndarray | None = None,
                  title: str = "") -> Path:
     """Scatter of the first two coordinates (reference points in grey underneath)."""

@@ -19,9 +19,10 @@ import math
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
-from .registry import FLOW_METHOD_NAMES, METHODS as REGISTRY
+from .registry import DEFAULT_LENGTH, FLOW_METHOD_NAMES, METHODS as REGISTRY
 from .registry import GENERATOR_METHOD_NAMES as GENERATOR_METHODS
 
 __all__ = ["main"]
@@ -29,11 +30,20 @@ __all__ = ["main"]
 DEFAULT_DELTA = 1e-5
 
 
+class UsageError(ValueError):
+    """Bad input from the user: reported as `swflow COMMAND: error: ...` with exit status 2."""
+
+
+class RunFailed(RuntimeError):
+    """A run that failed for a reason other than its input (exit status 1)."""
+
+
 def _privacy_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("privacy")
     budget = g.add_mutually_exclusive_group()
-    budget.add_argument("--epsilon", type=float, help="target epsilon: the noise is calibrated to it "
-                        "(inf = no privacy, only with --method swf)")
+    budget.add_argument("--epsilon", type=float, help="target epsilon: the noise is calibrated to it. inf "
+                        "runs the method without noise, and privacy.json then says the run is not private "
+                        "(the papers' eps = inf column; swf is always that)")
     budget.add_argument("--noise-multiplier", type=float,
                         help="noise std / sensitivity; the epsilon it buys is reported instead")
     g.add_argument("--delta", type=float, default=DEFAULT_DELTA, help="total delta (default %(default)g); "
@@ -56,8 +66,9 @@ def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
     g.add_argument("--method", default="dpswflow-r", choices=METHODS,
                    help="; ".join(f"{name}: {summary}" for name, (_, summary) in REGISTRY.items()))
-    g.add_argument("--steps", type=int, help="Euler-Maruyama steps (default: --epochs x n / batch)")
-    g.add_argument("--epochs", type=float, default=None, help="for dpswflow-r: steps = epochs x n / batch")
+    g.add_argument("--steps", type=int, help="Euler-Maruyama (or training) steps. Default: the method's "
+                   "(" + ", ".join(f"{m}: {v} {k}" for m, (k, v) in DEFAULT_LENGTH.items()) + ")")
+    g.add_argument("--epochs", type=float, default=None, help="steps = epochs x n / batch")
     g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
                    "for dpswflow) (default %(default)s)")
     g.add_argument("--pool-size", type=int, default=None, help="dpswflow: directions in the released pool")
@@ -71,25 +82,57 @@ def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
 
 
 def _steps(args, n: int) -> int:
+    """Steps of the run: --steps, else --epochs over n rows in batches, else the method's default."""
+    from .registry import DEFAULT_LENGTH
+
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.steps is not None:
+        if args.steps < 1:
+            raise UsageError(f"--steps must be >= 1, got {args.steps}")
         return args.steps
-    if args.epochs is not None:
-        return max(1, math.ceil(args.epochs * n / args.batch_size))
-    raise SystemExit("give --steps or --epochs")
+    kind, value = ("epochs", args.epochs) if args.epochs is not None else DEFAULT_LENGTH[args.method]
+    if kind == "steps":
+        return value
+    if not value > 0:
+        raise UsageError(f"--epochs must be > 0, got {value}")
+    return max(1, math.ceil(value * n / min(args.batch_size, n)))
 
 
 def _spec(args):
     from .privacy import PrivacySpec
 
+    from .registry import check_budget
+
     eps = args.epsilon
     if eps is None and args.noise_multiplier is None:
         eps = math.inf if args.method == "swf" else None
         if eps is None:
-            raise SystemExit(f"{args.method} is private: give --epsilon or --noise-multiplier")
+            raise UsageError(f"{args.method} is private: give --epsilon or --noise-multiplier")
+    if eps is not None and math.isnan(eps):
+        raise UsageError("--epsilon is NaN: give a number > 0, or inf for no privacy")
+    check_budget(args.method, private=args.noise_multiplier is not None or math.isfinite(eps))
     return PrivacySpec(epsilon=eps, delta=args.delta, noise_multiplier=args.noise_multiplier,
                        adjacency=args.adjacency, accountant=args.accountant,
                        sensitivity_bound=args.sensitivity_bound, clip=getattr(args, "clip", False),
                        secure_noise=args.secure_noise)
+
+
+@contextmanager
+def _staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), commit: bool = True):
+    """Work in a staging directory that replaces ``out`` only once the command has finished
+    (swflow/outdir.py); the checks run before anything on disk changes."""
+    from .outdir import RunDir
+
+    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs)
+    work = run_dir.open()
+    try:
+        yield work
+    except BaseException:
+        run_dir.abandon()
+        raise
+    if commit:
+        run_dir.commit()
 
 
 # -- swflow privacy -----------------------------------------------------------------------------
@@ -100,14 +143,15 @@ def cmd_privacy(args) -> int:
 
     spec = _spec(args)
     if not spec.private:
-        raise SystemExit("nothing to compute: the run is not private")
+        raise UsageError("nothing to compute: the run is not private")
     if args.method in LOCAL_METHODS:
         return _local_privacy(args, spec)
     steps = _steps(args, args.dataset_size)
     resampled = args.method in ("dpswflow-r", "dpswgen", "dpsgd-sw-gen")  # generators release once per step
     strategy = (Resampled(args.n_projections) if resampled else
                 Presampled(args.pool_size or args.n_projections, args.n_projections))
-    batch = args.batch_size if resampled else None
+    # the same rule as generate: a batch that covers every row means full-batch releases
+    batch = args.batch_size if resampled and args.batch_size < args.dataset_size else None
     plan = strategy.plan(steps=steps, dataset_size=args.dataset_size, batch_size=batch, dim=args.dim)
     cal = calibrate(spec, plan)
     if spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
@@ -217,12 +261,11 @@ def cmd_generate(args) -> int:
     import torch
 
     from .data import load_array
-    from .run import prepare_out_dir, run_flow_to_dir, run_generator_to_dir
 
     if (args.data is None) == (args.dataset is None):
-        raise SystemExit("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
+        raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
                          "or --data FILE (.npy/.npz/.h5 rows in the flow's space)")
-    decode, source = None, {"data": str(args.data)}
+    decode, labels, source = None, None, {"data": str(args.data)}
     if args.dataset is not None:
         data, labels, decode, _, meta = _private_latents(args.dataset, args.data_root, args.checkpoint)
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
@@ -230,10 +273,18 @@ def cmd_generate(args) -> int:
         data = torch.from_numpy(load_array(args.data))
     steps = _steps(args, data.shape[0])
     spec = _spec(args)
-    out = prepare_out_dir(args.out, overwrite=args.overwrite, resume=args.resume)
-    t0 = time.perf_counter()
     if args.conditional and args.method not in FLOW_METHOD_NAMES:
-        raise SystemExit(f"--conditional runs one flow per class; {args.method} is not a flow method")
+        raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
+    with _staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data,),
+                 commit=int(os.environ.get("RANK", "0")) == 0) as out:
+        return _generate_into(out, args, data, labels, spec, steps, decode, source, distributed)
+
+
+def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, source: dict, distributed: bool) -> int:
+    from .run import run_flow_to_dir, run_generator_to_dir
+
+    t0 = time.perf_counter()
     if args.method in GENERATOR_METHODS:
         from .baselines import make_generator
 
@@ -249,13 +300,13 @@ def cmd_generate(args) -> int:
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
     batch = args.batch_size if args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0] else None
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun
+    if distributed:
         return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
     if args.conditional:
         from .conditional import run_conditional_to_dir
 
         if args.dataset is None:
-            raise SystemExit("--conditional needs --dataset (its labels split the private rows into classes)")
+            raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
         report = run_conditional_to_dir(args.method, data, labels, out, privacy=spec,
                                         config=_flow_config(args, steps), n_projections=args.n_projections,
                                         pool_size=args.pool_size, batch_size=batch, privacy_seed=args.privacy_seed,
@@ -286,9 +337,9 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
     from .run import write_outputs
 
     if args.method not in ("dpswflow-r", "swf"):
-        raise SystemExit(f"under torchrun only dpswflow-r and swf are sharded, not {args.method}")
+        raise UsageError(f"under torchrun only dpswflow-r and swf are sharded, not {args.method}")
     if args.secure_noise:
-        raise SystemExit("under torchrun the ranks must draw the same batches from one shared privacy seed, "
+        raise UsageError("under torchrun the ranks must draw the same batches from one shared privacy seed, "
                          "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
     backend = "nccl" if args.device.startswith("cuda") else "gloo"
     dist.init_process_group(backend, timeout=timedelta(minutes=10))
@@ -309,7 +360,7 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
         flow.run()
         particles = flow.gather_particles()
     except RuntimeError as err:  # a peer died or timed out: the collective fails on every rank
-        raise SystemExit(f"rank {rank}: the distributed run failed ({err}); every rank checkpointed every "
+        raise RunFailed(f"rank {rank}: the distributed run failed ({err}); every rank checkpointed every "
                          f"--checkpoint-every steps: rerun the same torchrun command with --resume") from err
     if rank == 0:
         report = flow.privacy_report(args.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
@@ -317,6 +368,7 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
         print(f"{report['statement']}\nwrote {out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
     dist.barrier()
     (out / f"checkpoint.rank{rank}.pt").unlink(missing_ok=True)
+    dist.barrier()  # every rank is done with the staging directory before rank 0 swaps it in
     dist.destroy_process_group()
     return 0
 
@@ -410,18 +462,19 @@ def cmd_compare(args) -> int:
 
 def cmd_sample(args) -> int:
     from .model import FlowModel
-    from .run import prepare_out_dir, write_outputs
+    from .run import write_outputs
 
     t0 = time.perf_counter()
     model = FlowModel.from_run_dir(args.run_dir)
-    out = prepare_out_dir(args.out, overwrite=args.overwrite)
-    particles = model.sample(args.n, seed=args.seed, device=args.device, progress=True)
     report = model.privacy_report()
     run_config = {**report.get("run_config", {}), "sampled_from": str(args.run_dir), "n": args.n, "seed": args.seed}
-    write_outputs(out, report["method"], particles.cpu().numpy(), {**report, "run_config": run_config},
-                  _run_decoder(run_config), run_config)
+    decoder = _run_decoder(run_config)
+    with _staged(args.out, overwrite=args.overwrite, inputs=(Path(args.run_dir) / "model.h5",)) as out:
+        chunks = (c.cpu().numpy() for c in model.sample_chunks(args.n, seed=args.seed, device=args.device,
+                                                                 progress=True))
+        write_outputs(out, report["method"], chunks, {**report, "run_config": run_config}, decoder, run_config)
     print(f"{args.n} new particles from {args.run_dir}'s recorded releases (no privacy spent): {report['statement']}"
-          f"\nwrote {out}/ (privacy.json, samples.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
+          f"\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
@@ -446,13 +499,20 @@ def cmd_animate(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    t0 = time.perf_counter()
+    with _staged(args.out, overwrite=args.overwrite, resume=args.resume) as out:
+        _demo_into(out, args)
+    print(f"wrote {args.out}/: privacy_cost.png, samples.png, flow.gif, samples.h5, trajectory.h5, privacy.json, "
+          f"split_manifest.json  ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def _demo_into(out: Path, args) -> None:
     from .data import write_manifest
     from .flow import FlowConfig
     from .privacy import PrivacySpec
-    from .run import prepare_out_dir, run_flow_to_dir
+    from .run import run_flow_to_dir
 
-    t0 = time.perf_counter()
-    out = prepare_out_dir(args.out, overwrite=args.overwrite, resume=args.resume)
     private, _, decode, split, meta = _private_latents("digits", None, None)
     write_manifest(split, out / "split_manifest.json", dataset="digits")
     print(f"digits: autoencoder {meta['name']} ({meta['architecture']}, latent {meta['latent']}) was trained on "
@@ -462,17 +522,43 @@ def cmd_demo(args) -> int:
     spec = PrivacySpec(epsilon=args.epsilon, delta=args.delta)
     config = FlowConfig(steps=args.steps, n_particles=args.n_particles, step_size=1.0, manifold="sphere",
                         record_every=1, checkpoint_every=1, seed=args.seed)
-    _, report = run_flow_to_dir("dpswflow-r", private, out, privacy=spec, config=config, n_projections=64,
-                                batch_size=None, privacy_seed=args.seed, decoder=decode,
-                                run_config={"dataset": "digits", "autoencoder": meta["name"],
-                                            "autoencoder_sha256": meta["weights_sha256"]})
+    result, report = run_flow_to_dir("dpswflow-r", private, out, privacy=spec, config=config, n_projections=64,
+                                     batch_size=None, privacy_seed=args.seed, decoder=decode,
+                                     run_config={"dataset": "digits", "autoencoder": meta["name"],
+                                                 "autoencoder_sha256": meta["weights_sha256"]})
     _write_gif(out, decode)
+    _privacy_cost_picture(out / "privacy_cost.png", private, result.particles, split, decode, config, args.epsilon)
     print(f"{report['statement']}")
     print(f"  noise multiplier {report['noise_multiplier']:.3f}, {report['steps']} releases of all "
           f"{report['dataset_size']} private rows on 64 directions")
-    print(f"wrote {out}/: samples.png, flow.gif, samples.h5, trajectory.h5, privacy.json, "
-          f"split_manifest.json  ({time.perf_counter() - t0:.1f} s)")
-    return 0
+
+
+def _privacy_cost_picture(path: Path, private, particles, split, decode, config, epsilon: float, show: int = 40) -> None:
+    """Panels on one grid: real digits of the PUBLIC split (private rows never reach an output), the
+    same digits through the autoencoder (the decoder's floor), the flow without noise (eps = inf) and
+    the private run's particles."""
+    import math
+    from dataclasses import replace
+
+    from .animate import save_panels
+    from .data import load_dataset
+    from .methods import make_flow
+    from .privacy import PrivacySpec
+
+    import torch
+
+    from autoencoders import load_autoencoder
+
+    public_images = load_dataset("digits")[0][split.public[:show]]
+    model, _ = load_autoencoder("digits")
+    with torch.no_grad():
+        reconstructed = model.decode(model.encoder(torch.from_numpy(public_images))).numpy()
+    free = make_flow("swf", private, privacy=PrivacySpec(epsilon=math.inf), n_projections=64, progress=False,
+                     config=replace(config, record_every=0, checkpoint_every=0)).run().particles
+    save_panels([("real digits (public split)", public_images),
+                 ("the same through the autoencoder", reconstructed),
+                 ("flow without privacy (eps = inf)", decode(free[:show].numpy())),
+                 (f"flow at eps = {epsilon:g}", decode(particles[:show].cpu().numpy()))], path, ncol=8)
 
 
 def cmd_encode(args) -> int:
@@ -488,13 +574,18 @@ def cmd_encode(args) -> int:
     if args.split != "test":
         split = split_indices(len(images), seed=meta["split"]["seed"])
         images = images[split.public if args.split == "public" else split.private]
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise UsageError(f"{out} exists: pass --overwrite to replace it, or choose another --out")
     with torch.no_grad():
         latents = torch.cat([model.encoder(torch.from_numpy(images[i:i + 1024])) for i in range(0, len(images), 1024)])
-    with h5py.File(args.out, "w") as f:
+    tmp = out.with_name(f".{out.name}.tmp")
+    with h5py.File(tmp, "w") as f:
         f.create_dataset("data", data=latents.numpy(), compression="gzip")
         f.attrs["dataset"], f.attrs["split"], f.attrs["autoencoder"] = args.dataset, args.split, meta["name"]
         if args.split == "private":
             f.attrs["warning"] = "PRIVATE: these rows are the private records; never publish this file"
+    os.replace(tmp, out)  # a finished file or none
     print(f"wrote {len(latents)} {args.split} latents (d={latents.shape[1]}) to {args.out}"
           + ("  -- PRIVATE DATA: keep this file confidential" if args.split == "private" else ""))
     return 0
@@ -533,7 +624,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="runs/demo")
     p.add_argument("--epsilon", type=float, default=10.0)
     p.add_argument("--delta", type=float, default=DEFAULT_DELTA)
-    p.add_argument("--steps", type=int, default=6, help="flow steps = private releases (default %(default)s)")
+    p.add_argument("--steps", type=int, default=20, help="flow steps = private releases (default %(default)s; chosen "
+                   "by comparing particles with the public latents)")
     p.add_argument("--n-particles", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
@@ -568,6 +660,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-root")
     p.add_argument("--checkpoint")
     p.add_argument("--out", required=True, help="output .h5 file")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser(
@@ -607,7 +700,9 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="Flow N new particles from mu_0 through the releases a finished run recorded "
                        "in RUN_DIR/model.h5 (directions, sigma, quantile sketches of the noisy projections). "
-                       "This is post-processing: the run's privacy.json covers the new samples.")
+                       "This is post-processing: the run's privacy.json covers the new samples. Particles are "
+                       "made and written in chunks of 50 000 (chunk i > 0 seeded from (seed, i)), so memory "
+                       "stays flat however large N is.")
     p.add_argument("run_dir")
     p.add_argument("--n", type=int, required=True, help="number of new particles")
     p.add_argument("--seed", type=int, default=0)
@@ -676,15 +771,15 @@ def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
         with open(path, "rb") as f:
             table = tomllib.load(f)
     except FileNotFoundError:
-        raise SystemExit(f"config file {path} not found (see experiments/configs/)")
+        raise UsageError(f"config file {path} not found (see experiments/configs/)")
     known = {a.dest for a in parser._actions}
     defaults = {}
     for section, values in table.items():
         if section not in CONFIG_TABLES or not isinstance(values, dict):
-            raise SystemExit(f"{path}: unknown table [{section}]; use {', '.join(CONFIG_TABLES)}")
+            raise UsageError(f"{path}: unknown table [{section}]; use {', '.join(CONFIG_TABLES)}")
         for key, value in values.items():
             if key not in known:
-                raise SystemExit(f"{path}: unknown key {key!r} in [{section}]")
+                raise UsageError(f"{path}: unknown key {key!r} in [{section}]")
             defaults[key] = value
     return defaults
 
@@ -692,19 +787,22 @@ def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "config", None):
-        sub = parser._subparsers._group_actions[0].choices[args.command]
-        defaults = _config_defaults(sub, args.config)
-        if any(getattr(args, key, None) is not None for key in BUDGET_KEYS):
-            # A budget given on the command line replaces the config's (either kind), rather than
-            # clashing with it: --noise-multiplier beside a config's epsilon means "this noise".
-            for key in BUDGET_KEYS:
-                defaults.pop(key, None)
-        sub.set_defaults(**defaults)
-        args = parser.parse_args(argv)
     try:
+        if getattr(args, "config", None):
+            sub = parser._subparsers._group_actions[0].choices[args.command]
+            defaults = _config_defaults(sub, args.config)
+            if any(getattr(args, key, None) is not None for key in BUDGET_KEYS):
+                # A budget given on the command line replaces the config's (either kind), rather than
+                # clashing with it: --noise-multiplier beside a config's epsilon means "this noise".
+                for key in BUDGET_KEYS:
+                    defaults.pop(key, None)
+            sub.set_defaults(**defaults)
+            args = parser.parse_args(argv)
         return args.func(args)
-    except (ValueError, FileNotFoundError, FileExistsError) as err:  # errors a user can act on
+    except RunFailed as err:
+        print(f"swflow {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    except (ValueError, OSError) as err:  # errors a user can act on (bad input, files): no traceback
         print(f"swflow {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -23,7 +23,7 @@ import torch
 from .flow import FlowConfig
 from .io import read_samples
 from .privacy import PrivacySpec, statement
-from .run import prepare_out_dir, run_flow_to_dir, write_outputs
+from .run import run_flow_to_dir, write_outputs
 
 __all__ = ["run_conditional_to_dir", "class_shares", "LABEL_ADJACENCY"]
 
@@ -61,7 +61,7 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
     for c, n_c, particles_c in zip(classes, counts, particles):
         sub = out / "classes" / f"class-{c}"
         if not (sub / "privacy.json").exists():  # finished classes are kept as they are
-            prepare_out_dir(sub, resume=True)
+            sub.mkdir(parents=True, exist_ok=True)  # an interrupted class resumes from its checkpoint
             batch_c = None if batch_size is None else max(1, round(batch_size * n_c / len(labels)))
             run_flow_to_dir(method, data[torch.as_tensor(labels == c)], sub, privacy=privacy,
                             config=replace(config, n_particles=int(particles_c), seed=config.seed + int(c)),

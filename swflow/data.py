@@ -205,6 +205,20 @@ def load_array(path: str | Path) -> np.ndarray:
     arr = np.asarray(arr)
     if arr.ndim != 2:
         raise ValueError(f"{path} holds an array of shape {arr.shape}; need 2-D rows = records")
+    return as_rows(arr, name=str(path))
+
+
+def as_rows(arr: np.ndarray, *, name: str = "data") -> np.ndarray:
+    """Rows as float32, by one stated rule: real floating-point, integer and boolean arrays are
+    converted (integers above 2^24 lose precision: scale them first); complex, object, string and
+    other arrays are refused, never cut to a part of their value."""
+    arr = np.asarray(arr)
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} holds complex numbers: split real and imaginary parts into columns first")
+    if arr.dtype.kind not in "fiub":
+        raise ValueError(f"{name} has dtype {arr.dtype}; need numbers (float, int or bool)")
+    if arr.dtype.kind in "iu" and arr.size and np.abs(arr).max() > 2 ** 24:
+        raise ValueError(f"{name} holds integers above 2^24, which float32 cannot hold exactly: rescale them")
     return arr.astype(np.float32)
 
 

@@ -66,6 +66,9 @@ class SynthesizerParams:
             if self.method != "swf":
                 raise ValueError(f"{self.method} needs epsilon= or noise_multiplier= (epsilon=math.inf: no privacy)")
             self.epsilon = math.inf
+        from .registry import check_budget
+
+        check_budget(self.method, private=self.noise_multiplier is not None or math.isfinite(self.epsilon))
 
     def privacy_spec(self):
         from .privacy import PrivacySpec
@@ -93,7 +96,9 @@ class Synthesizer:
         if self._sampler is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
-        data = torch.as_tensor(np.asarray(data, dtype=np.float32))
+        from .data import as_rows
+
+        data = torch.as_tensor(as_rows(data.detach().cpu().numpy() if isinstance(data, torch.Tensor) else data))
         if data.ndim != 2:
             raise ValueError(f"data must be (rows, dims), got shape {tuple(data.shape)}")
         if self.kind == "flow":

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from .io import read_samples
+from .outdir import atomic_write_text
 from .metrics import (InceptionFeatures, FeatureStats, downstream_accuracy, frechet_distance, latent_sw,
                       precision_recall, reference_stats)
 
@@ -104,7 +105,7 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 2000, reference_file: str 
         metrics["downstream_accuracy"] = downstream_accuracy(samples["images"], samples["labels"], ref.images,
                                                              ref.labels, seed=seed)
         metrics["downstream_note"] = "MLP (256 hidden) trained on the labelled samples, tested on the reference"
-    (run_dir / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    atomic_write_text(run_dir / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return metrics
 
 

@@ -33,7 +33,14 @@ from .drift import LOCAL, DriftResult, clip_rows, exact_smoothed_drift, sampled_
 from .io import ReleaseRecorder, TrajectoryWriter
 from .privacy import PrivateTarget, ReleasePlan
 
-__all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "initial_particles"]
+__all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
+
+#: particles beyond this many times max(1, R) (or not finite) mean the flow diverged
+ESCAPE_FACTOR = 1e4
+
+
+class FlowDiverged(ValueError):
+    """The particles became non-finite or left every sensible bound: nothing is saved as a result."""
 
 INITS = ("normal", "sphere")
 SMOOTHINGS = ("exact", "sampled")
@@ -233,6 +240,9 @@ class ParticleFlow:
         self.model_path, self.sketch = (Path(model_path) if model_path else None), sketch
         self._recorder: ReleaseRecorder | None = None
         self._set_up = False
+        # the scale particles may reach: the rows' bound R, or the initial particles' radius
+        cal = getattr(target, "calibration", None)
+        self._scale = max(float(self.particles.abs().amax()), cal.spec.norm_bound if cal is not None else 1.0)
 
     # -- state ---------------------------------------------------------------------------------
     def describe(self) -> dict:
@@ -261,8 +271,11 @@ class ParticleFlow:
                 "config": asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
-        if state["config"] != asdict(self.config):
-            raise ValueError("checkpoint was written with a different flow configuration")
+        now = asdict(self.config)
+        if state["config"] != now:
+            differ = [f"{k} is {now.get(k)} now but {state['config'].get(k)} in the checkpoint"
+                      for k in sorted(set(now) | set(state["config"])) if now.get(k) != state["config"].get(k)]
+            raise ValueError("cannot resume: the flow configuration differs: " + "; ".join(differ))
         self.step = state["step"]
         self.particles = state["particles"].to(device=self.device, dtype=self.dtype)
         self.generator.set_state(state["generator"])
@@ -328,9 +341,20 @@ class ParticleFlow:
             x = x + math.sqrt(2.0 * cfg.diffusion * cfg.step_size) * self._diffusion_noise()
         if cfg.manifold == "sphere":
             x = x / x.norm(dim=1, keepdim=True).clamp(min=torch.finfo(x.dtype).tiny)
+        self._check_finite(x)
         self.particles = x
         self.step += 1
         return w2
+
+    def _check_finite(self, x: Tensor) -> None:
+        largest = float(x.abs().amax())
+        limit = ESCAPE_FACTOR * max(1.0, self._scale)
+        if not largest <= limit:  # also catches NaN
+            what = "non-finite values (NaN/inf)" if not math.isfinite(largest) else f"coordinates up to {largest:.3g}"
+            raise FlowDiverged(
+                f"the flow diverged at step {self.step + 1}: the particles reached {what}, beyond {limit:g}; "
+                f"nothing was written as a result. Try a smaller step size (e.g. --step-size "
+                f"{self.config.step_size / 10:g}) or more smoothing")
 
     def run(self) -> FlowResult:
         """Run (or continue) to ``config.steps``; checkpoints and frames as configured."""

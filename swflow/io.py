@@ -50,25 +50,45 @@ def read_trajectory(path: str | Path) -> tuple[np.ndarray, np.ndarray, dict]:
         return f["latents"][:], f["steps"][:], json.loads(f.attrs["config"])
 
 
-def write_samples(path: str | Path, latents: np.ndarray, *, config: dict, images: np.ndarray | None = None,
-                  labels: np.ndarray | None = None) -> Path:
-    """samples.h5: ``latents`` (n, d) float32, optional ``images`` (n, C, H, W) in [0, 1] and ``labels``."""
+def write_samples(path: str | Path, latents, *, config: dict, decoder=None,
+                  labels: np.ndarray | None = None) -> np.ndarray | None:
+    """samples.h5: ``latents`` (n, d) float32, ``images`` (n, C, H, W) in [0, 1] when a ``decoder`` maps
+    latents to images, and ``labels``. ``latents`` is one array or an iterable of (n_i, d) chunks, written
+    as they come, so memory stays flat in n. Returns the first chunk's images (for a picture), or None."""
     path = Path(path)
+    chunks = [latents] if isinstance(latents, np.ndarray) else latents
+    first_images = None
     with h5py.File(path, "w") as f:
-        f.create_dataset("latents", data=np.asarray(latents, dtype=np.float32), compression="gzip")
-        if images is not None:
-            f.create_dataset("images", data=np.asarray(images, dtype=np.float32), compression="gzip")
+        for chunk in chunks:
+            chunk = np.asarray(chunk, dtype=np.float32)
+            images = None if decoder is None else np.asarray(decoder(chunk), dtype=np.float32)
+            if "latents" not in f:
+                f.create_dataset("latents", data=chunk, maxshape=(None, chunk.shape[1]), chunks=True,
+                                 compression="gzip")
+                if images is not None:
+                    f.create_dataset("images", data=images, maxshape=(None, *images.shape[1:]), chunks=True,
+                                     compression="gzip")
+                    first_images = images
+                continue
+            for name, values in (("latents", chunk), ("images", images)):
+                if values is not None:
+                    f[name].resize(f[name].shape[0] + len(values), axis=0)
+                    f[name][-len(values):] = values
         if labels is not None:
             f.create_dataset("labels", data=np.asarray(labels))
         f.attrs["config"] = json.dumps(config)
-    return path
+    return first_images
 
 
 def read_samples(path: str | Path) -> dict:
     """Every dataset of samples.h5 as arrays, plus ``config``."""
-    with h5py.File(path, "r") as f:
-        out = {k: f[k][:] for k in f.keys()}
-        out["config"] = json.loads(f.attrs["config"])
+    try:
+        with h5py.File(path, "r") as f:
+            out = {k: f[k][:] for k in f.keys()}
+            out["config"] = json.loads(f.attrs["config"])
+    except (OSError, KeyError) as err:
+        raise ValueError(f"could not read {path} ({err}): the file is truncated or not an swflow samples file; "
+                         "rerun the command that wrote it") from err
     return out
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from .flow import FlowConfig, ParticleFlow, Presampled, Resampled
+from .registry import check_budget
 from .privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate,
                       calibrate_local, check_rows)
 
@@ -45,11 +46,7 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
         raise ValueError(f"unknown flow method {method!r}; choose one of {sorted(FLOW_METHODS)}")
     spec = FLOW_METHODS[method]
     check_rows(data, name="private data")
-    if not spec.private and privacy.private:
-        raise ValueError("swf is not private; use dpswflow-r or dpswflow for a finite epsilon")
-    if spec.strategy == "local" and not privacy.private:
-        raise ValueError("ldp-flow needs a finite epsilon or a noise multiplier (use swf for no privacy)")
-    # dpswflow-r / dpswflow with epsilon = inf run noise-free (the papers' eps = inf column)
+    check_budget(method, private=privacy.private)  # eps = inf runs dpswflow-r / dpswflow noise-free
     if spec.strategy == "local":
         return _local_flow(data, privacy=privacy, config=config, n_projections=n_projections, batch_size=batch_size,
                            privacy_seed=privacy_seed, trajectory_path=trajectory_path,

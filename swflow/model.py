@@ -122,6 +122,18 @@ class FlowModel:
                             config, progress=progress)
         return flow.run().particles
 
+    def sample_chunks(self, n: int, *, seed: int = 0, chunk: int = 50_000, device: str | None = None,
+                      progress: bool = False):
+        """``n`` particles as successive (≤ chunk, d) tensors, so memory stays flat in n. The first chunk
+        is ``sample(min(n, chunk), seed=seed)``; chunk i > 0 has its own seed derived from (seed, i)."""
+        import numpy as np
+
+        if n < 1:
+            raise ValueError(f"n must be >= 1, got {n}")
+        for i, start in enumerate(range(0, n, chunk)):
+            chunk_seed = seed if i == 0 else int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+            yield self.sample(min(chunk, n - start), seed=chunk_seed, device=device, progress=progress)
+
     def privacy_report(self) -> dict:
         """The original run's report (unchanged by sampling) plus the post-processing note."""
         if self.report is None:

@@ -5,7 +5,6 @@ privacy.json, samples.h5, trajectory.h5, samples.png; a checkpoint.pt while the 
 """
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -18,20 +17,12 @@ from .io import write_samples
 from .methods import make_flow
 from .privacy import PrivacySpec, privacy_report, write_report
 
-__all__ = ["prepare_out_dir", "run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
+__all__ = ["run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
 
 
-def prepare_out_dir(out: str | Path, *, overwrite: bool = False, resume: bool = False) -> Path:
-    """Create ``out``; refuse an existing non-empty one unless resuming or overwriting."""
-    out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        if overwrite:
-            shutil.rmtree(out)
-        elif not resume:
-            raise FileExistsError(f"{out} exists and is not empty; pass --resume to continue an "
-                                  "interrupted run there or --overwrite to replace it")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+def _chain(first, rest):
+    yield first
+    yield from rest
 
 
 def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: PrivacySpec, config: FlowConfig,
@@ -65,12 +56,19 @@ def run_generator_to_dir(method: str, model, out: Path, *, n_samples: int, seed:
     return report
 
 
-def write_outputs(out: Path, method: str, latents: np.ndarray, report: dict, decoder, config_record: dict,
+def write_outputs(out: Path, method: str, latents, report: dict, decoder, config_record: dict,
                   labels: np.ndarray | None = None) -> None:
-    """privacy.json, samples.h5 (decoded images and labels when given) and samples.png."""
+    """privacy.json, samples.h5 (decoded images and labels when given) and samples.png. ``latents`` is
+    an (n, d) array or an iterable of chunks (streamed to disk; the picture shows the first chunk)."""
     write_report(report, out)
-    images = decoder(latents) if decoder is not None else None
-    write_samples(out / "samples.h5", latents, config=config_record, images=images, labels=labels)
+    if not isinstance(latents, np.ndarray):
+        chunks = iter(latents)
+        first = next(chunks)
+        latents = first
+        stream = _chain(first, chunks)
+    else:
+        stream = latents
+    images = write_samples(out / "samples.h5", stream, config=config_record, decoder=decoder, labels=labels)
     if images is not None:
         # one row of ten per class for labelled samples
         shown = (images[:100] if labels is None else

@@ -126,10 +126,17 @@ def _tensors(obj):
 def test_samples_h5_round_trip(tmp_path):
     lat = np.random.default_rng(0).standard_normal((10, 3)).astype(np.float32)
     img = np.random.default_rng(1).random((10, 1, 8, 8)).astype(np.float32)
-    write_samples(tmp_path / "s.h5", lat, config={"a": 1}, images=img, labels=np.arange(10))
+    decode = {lat[i].tobytes(): img[i] for i in range(10)}  # a lookup "decoder", so images are checkable
+    write_samples(tmp_path / "s.h5", lat, config={"a": 1}, decoder=lambda z: np.stack([decode[r.tobytes()] for r in z]),
+                  labels=np.arange(10))
     back = read_samples(tmp_path / "s.h5")
     assert np.array_equal(back["latents"], lat) and np.array_equal(back["images"], img)
     assert back["config"] == {"a": 1} and list(back["labels"]) == list(range(10))
+    # streamed in chunks: the same file
+    write_samples(tmp_path / "c.h5", (lat[i:i + 3] for i in range(0, 10, 3)), config={"a": 1},
+                  decoder=lambda z: np.stack([decode[r.tobytes()] for r in z]), labels=np.arange(10))
+    chunked = read_samples(tmp_path / "c.h5")
+    assert np.array_equal(chunked["latents"], lat) and np.array_equal(chunked["images"], img)
 
 
 def test_sphere_init_and_reproducible_seed(gen):

@@ -10,6 +10,12 @@ __all__ = ["ClippedGradientConfig", "DPSGDSWGen", "DPSWGen", "GeneratorConfig", 
 def make_generator(method: str, data, *, privacy, steps: int, n_projections: int, batch_size: int,
                    privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options):
     """A generator baseline by registry name; ``options`` are further fields of its config dataclass."""
+    from ..registry import check_budget
+
+    check_budget(method, private=privacy.private)
+    if data.shape[0] < 2:  # batch statistics (BatchNorm) and a batch to train on need two rows
+        raise ValueError(f"{method} trains a generator on batches: it needs at least 2 private rows, "
+                         f"got {data.shape[0]}")
     common = {"steps": steps, "seed": seed, "device": device, **options}
     if method == "dpswgen":
         return make_dpswgen(data, privacy=privacy, config=GeneratorConfig(**common), n_projections=n_projections,

@@ -72,6 +72,7 @@ class PrivateTarget:
             if calibration.plan.dataset_size != m or calibration.plan.dim != data.shape[1]:
                 raise ValueError("calibration plan does not match the private data's shape")
         self._data = data
+        self._fingerprint = self._fingerprint_of(data, calibration, batch_size, m)
         self._size = m
         self._noise = noise
         self.ledger = ledger
@@ -186,14 +187,33 @@ class PrivateTarget:
         values, sigma = self._noised(self._batch(), theta)
         return sort_rows(values)[0], sigma
 
+    @staticmethod
+    def _fingerprint_of(data: Tensor, calibration: Calibration | None, batch_size: int | None, size: int) -> dict:
+        """What a resumed run must share with its checkpoint: the private rows (as a SHA-256, never the
+        rows), their number, the batch size and the privacy calibration."""
+        import hashlib
+        from dataclasses import asdict
+
+        rows = data.detach().to("cpu", torch.float64).contiguous().numpy()
+        digest = hashlib.sha256(repr(rows.shape).encode() + rows.tobytes()).hexdigest()
+        privacy = None if calibration is None else {
+            **asdict(calibration.spec), "noise_multiplier": calibration.noise_multiplier,
+            "planned_releases": calibration.plan.releases}
+        return {"data_sha256": digest, "dataset_size": size, "batch_size": batch_size, "privacy": privacy}
+
     def noise_state(self) -> dict:
-        """State of the privacy noise source, for an exact resume (checkpoints only, never outputs)."""
-        return self._noise.state_dict()
+        """State of the privacy noise source, for an exact resume (checkpoints only, never outputs),
+        with the fingerprint of the data and privacy settings it belongs to."""
+        return {**self._noise.state_dict(), "fingerprint": self._fingerprint}
 
     def load_state(self, *, ledger: list[dict], noise: dict) -> None:
-        """Restore a checkpoint's ledger and noise state: the spent budget is never reset."""
+        """Restore a checkpoint's ledger and noise state: the spent budget is never reset. Refuses a
+        checkpoint written for other private rows or other privacy settings, saying what differs."""
+        saved = noise.get("fingerprint")
+        if saved is not None and saved != self._fingerprint:
+            raise ValueError("cannot resume: " + _differences(saved, self._fingerprint))
         self.ledger = PrivacyLedger.from_state_dict(ledger)
-        self._noise.load_state_dict(noise)
+        self._noise.load_state_dict({k: v for k, v in noise.items() if k != "fingerprint"})
 
     def epsilon_spent(self) -> float:
         """Accounted ε of what the ledger holds so far (∞ without privacy)."""
@@ -204,6 +224,21 @@ class PrivateTarget:
         cal = self._calibration
         return epsilon_from_events(tuple(self.ledger.events), delta=cal.delta_accountant,
                                    adjacency=cal.spec.adjacency, accountant=cal.accountant)
+
+
+def _differences(saved: dict, now: dict) -> str:
+    """'what differs' between a checkpoint's fingerprint and this run's, for the error message."""
+    parts = []
+    if saved["data_sha256"] != now["data_sha256"]:
+        parts.append("the private rows differ from the checkpoint's (another file, or changed rows)")
+    for key in ("dataset_size", "batch_size"):
+        if saved[key] != now[key]:
+            parts.append(f"{key} is {now[key]} now but {saved[key]} in the checkpoint")
+    old, new = saved["privacy"] or {}, now["privacy"] or {}
+    for key in sorted(set(old) | set(new)):
+        if old.get(key) != new.get(key):
+            parts.append(f"{key} is {new.get(key)} now but {old.get(key)} in the checkpoint")
+    return "; ".join(parts) + ". Resume with the run's own settings and data, or start a new run elsewhere"
 
 
 class LocallyReleasedTarget(PrivateTarget):

@@ -1,0 +1,125 @@
+"""Output directories that only a finished run replaces.
+
+A command writes into a staging sibling ``.NAME.partial`` (checkpoints included) and swaps it in
+for ``NAME`` when it has finished. So an interrupted or failed run never touches a previous result,
+and ``--resume`` continues from the staging directory. Every check runs before anything on disk
+changes:
+
+* an existing ``NAME`` is replaced only with ``--overwrite``, and only if it is an swflow run
+  (it holds ``privacy.json`` or the run marker); never when it contains one of the command's inputs;
+* ``--resume`` continues an interrupted run; a finished run has nothing to resume and says so;
+* an interrupted run is never discarded silently: without ``--resume`` or ``--overwrite`` it is
+  refused, with the two ways forward.
+
+A staging directory that holds no checkpoint when the command fails is removed (no empty output
+folders are left behind); one with a checkpoint stays for ``--resume``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+__all__ = ["MARKER", "RunDir", "atomic_write_text"]
+
+MARKER = ".swflow-run"
+CHECKPOINT_GLOB = "checkpoint*.pt"
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary sibling: readers never see half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return path
+
+
+def _is_run(directory: Path) -> bool:
+    return (directory / "privacy.json").is_file() or (directory / MARKER).is_file()
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    try:
+        path.resolve().relative_to(directory.resolve())
+        return True
+    except ValueError:
+        return False
+
+
+class RunDir:
+    """The output directory of one command: checks, a staging directory, the final swap.
+
+    Parameters
+    ----------
+    final : the directory the user named (``--out``)
+    overwrite, resume : the user's flags
+    inputs : files the command reads; a directory that holds one of them is never replaced
+    """
+
+    def __init__(self, final: str | Path, *, overwrite: bool = False, resume: bool = False,
+                 inputs: tuple[str | Path, ...] = ()):
+        self.final = Path(final)
+        self.staging = self.final.with_name(f".{self.final.name}.partial")
+        self.overwrite, self.resume = overwrite, resume
+        self._check([Path(p) for p in inputs if p is not None])
+
+    def _check(self, inputs: list[Path]) -> None:
+        final, staging = self.final, self.staging
+        if final.exists() and not final.is_dir():
+            raise ValueError(f"--out {final} is a file, not a directory: choose a directory path")
+        for path in inputs:
+            if _inside(path, final) or _inside(path, staging):
+                raise ValueError(f"--out {final} holds the input {path}: write the result somewhere else")
+        occupied = final.is_dir() and any(final.iterdir())
+        if self.resume:
+            if not staging.is_dir() and occupied:
+                if _is_run(final):
+                    raise ValueError(f"{final} is a finished run: there is nothing to resume (its budget is spent); "
+                                     "use --overwrite to replace it with a new run, or another --out")
+                raise ValueError(f"{final} is not empty and holds no interrupted swflow run to resume")
+        elif staging.is_dir() and not self.overwrite:
+            raise ValueError(f"an interrupted run is waiting in {staging}: pass --resume to continue it, or "
+                             "--overwrite to discard it and start over")
+        if occupied and not self.resume:
+            if not self.overwrite:
+                raise ValueError(f"{final} exists and is not empty; pass --resume to continue an interrupted run "
+                                 "there or --overwrite to replace it once the new run has finished")
+            if not _is_run(final):
+                raise ValueError(f"--overwrite replaces only swflow run directories, and {final} holds no "
+                                 "privacy.json: choose another --out (nothing was changed)")
+        if self.resume and occupied and not _is_run(final):
+            raise ValueError(f"{final} is not an swflow run directory: choose another --out")
+
+    def open(self) -> Path:
+        """Create (or, resuming, reuse) the staging directory and return it."""
+        if self.staging.is_dir() and not self.resume:  # --overwrite of an interrupted run of ours
+            shutil.rmtree(self.staging)
+        try:
+            self.staging.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.staging / MARKER, json.dumps({"final": self.final.name}) + "\n")
+        except OSError as err:
+            raise ValueError(f"cannot write the output directory next to {self.final}: {err.strerror or err}") \
+                from err
+        return self.staging
+
+    def commit(self) -> Path:
+        """Swap the finished staging directory in for the final one."""
+        trash = None
+        if self.final.is_dir():
+            if any(self.final.iterdir()):
+                trash = self.final.with_name(f".{self.final.name}.replaced")
+                shutil.rmtree(trash, ignore_errors=True)
+                os.replace(self.final, trash)
+            else:
+                self.final.rmdir()
+        os.replace(self.staging, self.final)
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
+        return self.final
+
+    def abandon(self) -> None:
+        """After a failure: drop the staging directory unless it holds a checkpoint to resume from."""
+        if self.staging.is_dir() and not any(self.staging.rglob(CHECKPOINT_GLOB)):
+            shutil.rmtree(self.staging, ignore_errors=True)

@@ -1,0 +1,248 @@
+"""Runs that never lose data and never change their privacy silently (issue 16): one test per case."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from swflow.cli import main
+from swflow.flow import ParticleFlow
+
+
+def _rows(path, n=300, d=3, seed=0):
+    rows = np.random.default_rng(seed).normal(size=(n, d))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    np.save(path, rows.astype(np.float32))
+    return path
+
+
+def _generate(rows, out, *extra):
+    return main(["generate", "--data", str(rows), "--method", "dpswflow-r", "--epsilon", "8", "--steps", "12",
+                 "--batch-size", "100", "--n-projections", "8", "--n-particles", "200", "--checkpoint-every", "2",
+                 "--privacy-seed", "1", "--out", str(out), *extra])
+
+
+@pytest.fixture
+def finished(tmp_path):
+    rows = _rows(tmp_path / "rows.npy")
+    out = tmp_path / "run"
+    assert _generate(rows, out) == 0
+    return rows, out
+
+
+def _snapshot(directory):
+    return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
+
+
+@pytest.mark.parametrize("bad", [["--epsilon", "1e-9"], ["--delta", "0.5"], ["nan-data"]])
+def test_overwrite_that_fails_leaves_the_finished_run_untouched(finished, bad, tmp_path, capsys):
+    rows, out = finished
+    before = _snapshot(out)
+    if bad == ["nan-data"]:
+        broken = np.load(rows)
+        broken[3, 1] = np.nan
+        np.save(tmp_path / "nan.npy", broken)
+        rows, bad = tmp_path / "nan.npy", []
+    assert _generate(rows, out, "--overwrite", *bad) == 2
+    assert "error:" in capsys.readouterr().err
+    assert _snapshot(out) == before
+    assert not (tmp_path / ".run.partial").exists()  # nothing half-made is left behind
+
+
+def test_overwrite_never_deletes_inputs_or_foreign_directories(tmp_path, capsys):
+    sandbox = tmp_path / "sbx"
+    sandbox.mkdir()
+    rows = _rows(sandbox / "rows.npy")
+    (sandbox / "notes.txt").write_text("mine")
+    assert _generate(rows, sandbox, "--overwrite") == 2
+    assert "holds the input" in capsys.readouterr().err
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert _generate(rows, other, "--overwrite") == 2
+    assert "only swflow run directories" in capsys.readouterr().err
+    assert (sandbox / "rows.npy").exists() and (sandbox / "notes.txt").read_text() == "mine"
+    assert (other / "notes.txt").read_text() == "mine"
+
+
+def test_sample_into_its_own_run_is_refused(finished, capsys):
+    _, out = finished
+    before = _snapshot(out)
+    assert main(["sample", str(out), "--n", "10", "--out", str(out), "--overwrite"]) == 2
+    assert "holds the input" in capsys.readouterr().err
+    assert _snapshot(out) == before
+
+
+def test_overwrite_replaces_a_run_whole_and_drops_stale_metrics(finished):
+    rows, out = finished
+    (out / "metrics.json").write_text("{}")  # derived from the old run
+    assert _generate(rows, out, "--overwrite", "--epsilon", "6") == 0
+    assert not (out / "metrics.json").exists()
+    assert json.loads((out / "privacy.json").read_text())["target_epsilon"] == 6.0
+
+
+def _interrupt_at(monkeypatch, step):
+    original = ParticleFlow.step_once
+
+    def interrupted(self):
+        if self.step == step:
+            raise KeyboardInterrupt
+        return original(self)
+
+    monkeypatch.setattr(ParticleFlow, "step_once", interrupted)
+    return original
+
+
+@pytest.mark.parametrize("change,expected", [(["--epsilon", "3"], "epsilon is 3.0 now but 8.0"),
+                                             (["data"], "private rows differ"),
+                                             (["--n-particles", "150"], "n_particles is 150 now but 200")])
+def test_resume_refuses_other_privacy_settings_or_data(tmp_path, monkeypatch, capsys, change, expected):
+    rows = _rows(tmp_path / "rows.npy")
+    out = tmp_path / "run"
+    original = _interrupt_at(monkeypatch, 7)
+    with pytest.raises(KeyboardInterrupt):
+        _generate(rows, out)
+    monkeypatch.setattr(ParticleFlow, "step_once", original)
+    assert (tmp_path / ".run.partial" / "checkpoint.pt").exists() and not out.exists()
+    if change == ["data"]:
+        rows, change = _rows(tmp_path / "other.npy", seed=5), []
+    assert _generate(rows, out, "--resume", *change) == 2
+    assert expected in capsys.readouterr().err
+    assert _generate(tmp_path / "rows.npy", out) == 2  # an interrupted run is not discarded silently
+    assert "--resume" in capsys.readouterr().err
+    assert _generate(tmp_path / "rows.npy", out, "--resume") == 0  # the run's own settings continue it
+    assert json.loads((out / "privacy.json").read_text())["steps"] == 12
+
+
+def test_resume_of_a_finished_run_is_refused(finished, capsys):
+    rows, out = finished
+    before = _snapshot(out)
+    assert _generate(rows, out, "--resume") == 2
+    assert "finished run" in capsys.readouterr().err
+    assert _snapshot(out) == before
+
+
+def test_a_diverging_flow_is_an_error_not_a_result(tmp_path, capsys):
+    rows = _rows(tmp_path / "rows.npy")
+    assert main(["generate", "--data", str(rows), "--method", "swf", "--steps", "30", "--step-size", "1e6",
+                 "--n-projections", "8", "--n-particles", "100", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "diverged at step" in err and "--step-size" in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_privacy_and_generate_accept_and_refuse_the_same(tmp_path, capsys):
+    rows = _rows(tmp_path / "rows.npy")
+    shape = ["--dataset-size", "300", "--dim", "3", "--steps", "5"]
+    assert main(["privacy", "--method", "swf", "--epsilon", "5", *shape]) == 2
+    assert main(["generate", "--data", str(rows), "--method", "swf", "--epsilon", "5", "--steps", "5",
+                 "--out", str(tmp_path / "a")]) == 2
+    assert capsys.readouterr().err.count("swf is not private") == 2
+    # a batch covering every row means full-batch releases for both
+    assert main(["privacy", "--method", "dpswflow-r", "--epsilon", "5", "--batch-size", "500", *shape, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sample_rate"] == 1.0
+    # epsilon = inf runs the method without noise and says so
+    assert main(["generate", "--data", str(rows), "--method", "dpswflow-r", "--epsilon", "inf", "--steps", "3",
+                 "--n-particles", "50", "--out", str(tmp_path / "free")]) == 0
+    report = json.loads((tmp_path / "free" / "privacy.json").read_text())
+    assert report["private"] is False and "not differentially private" in report["statement"]
+
+
+def test_input_types_follow_one_rule(tmp_path, capsys):
+    np.save(tmp_path / "complex.npy", np.ones((20, 2), dtype=np.complex64))
+    assert main(["generate", "--data", str(tmp_path / "complex.npy"), "--method", "swf", "--steps", "2",
+                 "--out", str(tmp_path / "c")]) == 2
+    assert "complex" in capsys.readouterr().err
+    np.save(tmp_path / "ints.npy", np.eye(20, 2, dtype=np.int64))
+    assert main(["generate", "--data", str(tmp_path / "ints.npy"), "--method", "swf", "--steps", "2",
+                 "--n-particles", "20", "--out", str(tmp_path / "i")]) == 0
+
+
+def test_every_method_has_a_working_default_length(tmp_path):
+    rows = _rows(tmp_path / "rows.npy")
+    assert main(["generate", "--data", str(rows), "--epsilon", "10", "--n-particles", "50", "--n-projections", "8",
+                 "--out", str(tmp_path / "default")]) == 0
+    report = json.loads((tmp_path / "default" / "privacy.json").read_text())
+    assert report["steps"] == 42  # dpswflow-r: 35 epochs of 300 rows in batches of 250
+
+
+@pytest.mark.parametrize("case", ["batch-zero", "out-is-file", "one-row-generator", "truncated-samples"])
+def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
+    rows = _rows(tmp_path / "rows.npy")
+    if case == "batch-zero":
+        argv = ["generate", "--data", str(rows), "--steps", "2", "--batch-size", "0", "--epsilon", "5",
+                "--out", str(tmp_path / "x")]
+    elif case == "out-is-file":
+        (tmp_path / "file").write_text("")
+        argv = ["generate", "--data", str(rows), "--method", "swf", "--steps", "2", "--out", str(tmp_path / "file")]
+    elif case == "one-row-generator":
+        np.save(tmp_path / "one.npy", np.load(rows)[:1])
+        argv = ["generate", "--data", str(tmp_path / "one.npy"), "--method", "dpswgen", "--epsilon", "5", "--delta",
+                "0.1", "--steps", "2", "--out", str(tmp_path / "g")]
+    else:
+        assert _generate(rows, tmp_path / "run") == 0
+        data = (tmp_path / "run" / "samples.h5").read_bytes()
+        (tmp_path / "run" / "samples.h5").write_bytes(data[: len(data) // 3])
+        argv = ["evaluate", str(tmp_path / "run"), "--reference", str(rows)]
+        capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"swflow {argv[0]}: error:") and "Traceback" not in err
+    leftovers = {p.name for p in tmp_path.iterdir()} - {"rows.npy", "file", "one.npy", "run"}
+    assert not leftovers, leftovers  # no empty output folders
+
+
+@pytest.mark.slow
+def test_killed_again_and_again_the_resumed_run_is_bit_identical(tmp_path):
+    """SIGKILL at random moments, resume each time: the result equals an uninterrupted run's."""
+    rows = _rows(tmp_path / "rows.npy", n=2000, d=4)
+    argv = [sys.executable, "-m", "swflow.cli", "generate", "--data", str(rows), "--method", "dpswflow-r",
+            "--epsilon", "8", "--steps", "1500", "--batch-size", "200", "--n-projections", "16",
+            "--n-particles", "3000", "--checkpoint-every", "7", "--privacy-seed", "3", "--seed", "2"]
+    subprocess.run([*argv, "--out", str(tmp_path / "clean")], check=True, capture_output=True)
+    rng = np.random.default_rng(0)
+    out, kills = tmp_path / "killed", 0
+    for _ in range(3):  # three kills at random moments, then the run may finish
+        resume = ["--resume"] if (tmp_path / ".killed.partial").exists() else []
+        proc = subprocess.Popen([*argv, "--out", str(out), *resume], stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            proc.wait(timeout=float(rng.uniform(4.0, 12.0)))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            kills += 1
+        time.sleep(0.1)
+    if not (out / "privacy.json").exists():
+        subprocess.run([*argv, "--out", str(out), "--resume"], check=True, capture_output=True)
+    assert kills >= 2
+    with h5py.File(tmp_path / "clean" / "samples.h5") as a, h5py.File(out / "samples.h5") as b:
+        assert np.array_equal(a["latents"][:], b["latents"][:])
+    clean = json.loads((tmp_path / "clean" / "privacy.json").read_text())
+    killed = json.loads((out / "privacy.json").read_text())
+    assert clean["epsilon"] == killed["epsilon"] and clean["ledger"] == killed["ledger"]
+
+
+def test_sample_streams_large_n_in_chunks_with_flat_memory(finished, tmp_path):
+    from swflow.model import FlowModel
+
+    _, run = finished
+    model = FlowModel.from_run_dir(run)
+    chunks = list(model.sample_chunks(25, seed=4, chunk=10))
+    assert [len(c) for c in chunks] == [10, 10, 5]
+    assert torch_equal(chunks[0], model.sample(10, seed=4))  # small n is unchanged by chunking
+    assert not torch_equal(chunks[1], chunks[0])  # each chunk has its own seed
+    assert main(["sample", str(run), "--n", "120000", "--out", str(tmp_path / "big")]) == 0
+    with h5py.File(tmp_path / "big" / "samples.h5") as f:
+        assert f["latents"].shape == (120_000, 3) and np.isfinite(f["latents"][-5:]).all()
+
+
+def torch_equal(a, b):
+    import torch
+
+    return torch.equal(a, b)
