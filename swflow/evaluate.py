@@ -98,7 +98,7 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 2000, reference_file: str 
         extractor = InceptionFeatures(device=device)
         real = reference_stats(ref.images[:n], key=f"{ref.key}-{n}", extractor=extractor, progress=progress)
         fake = FeatureStats.of(extractor(samples["images"][:n], progress=progress))
-        metrics.update(fid=frechet_distance(real, fake), fid_n=n,
+        metrics.update(fid=frechet_distance(real, fake), fid_n=n, fid_backend=extractor.backend,
                        fid_note=f"FID on {n} samples vs the first {n} reference images; FID is biased upward at "
                                 "small n, so compare only numbers with the same fid_n")
     if "labels" in samples and "images" in samples and ref.labels is not None:

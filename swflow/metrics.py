@@ -93,13 +93,46 @@ def fid_weights_path() -> Path:
     return path
 
 
-class InceptionFeatures:
-    """pool3 features (n, 2048) of images (n, C, H, W) in [0, 1], C ∈ {1, 3}, batched on CPU or GPU."""
+FID_BACKENDS = ("auto", "onnxruntime", "torch")
 
-    def __init__(self, *, device: str = "cpu", batch_size: int = 64):
+
+def _onnx_session(model: torch.jit.ScriptModule, example: torch.Tensor):
+    """The TorchScript Inception exported to ONNX in memory (≈ 2 s) and loaded by ONNX Runtime, which
+    runs it 2.0–2.3× faster on the 2-core CPU with features equal to 1.5e-6 (experiments/bench_fid.py)."""
+    import io
+    import warnings
+
+    import onnxruntime as ort
+
+    buffer = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
+        torch.onnx.export(model, (example,), buffer, input_names=["x"], output_names=["f"],
+                          dynamic_axes={"x": {0: "n"}, "f": {0: "n"}}, dynamo=False)
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.log_severity_level = 3
+    return ort.InferenceSession(buffer.getvalue(), options, providers=["CPUExecutionProvider"])
+
+
+class InceptionFeatures:
+    """pool3 features (n, 2048) of images (n, C, H, W) in [0, 1], C ∈ {1, 3}, batched on CPU or GPU.
+
+    ``backend``: 'torch' runs the TorchScript weights; 'onnxruntime' runs the same network exported to
+    ONNX (CPU); 'auto' picks ONNX Runtime on the CPU when it is installed, torch otherwise."""
+
+    def __init__(self, *, device: str = "cpu", batch_size: int = 64, backend: str = "auto"):
+        if backend not in FID_BACKENDS:
+            raise ValueError(f"backend must be one of {FID_BACKENDS}, got {backend!r}")
         self.device = torch.device(device)
         self.batch_size = batch_size
         self.model = torch.jit.load(str(fid_weights_path()), map_location=self.device).eval()
+        self._session = None
+        if backend == "onnxruntime" or (backend == "auto" and self.device.type == "cpu" and _has_onnxruntime()):
+            if self.device.type != "cpu":
+                raise ValueError("the onnxruntime backend runs on the CPU; use backend='torch' with cuda")
+            self._session = _onnx_session(self.model, self._prepare(np.zeros((2, 1, 8, 8), np.float32)))
+        self.backend = "onnxruntime" if self._session is not None else "torch"
 
     def _prepare(self, batch: np.ndarray) -> torch.Tensor:
         x = torch.as_tensor(batch, dtype=torch.float32, device=self.device)
@@ -119,9 +152,20 @@ class InceptionFeatures:
         with torch.inference_mode():
             for i in tqdm(range(0, len(images), self.batch_size), desc="inception", unit="batch",
                           disable=not progress, leave=False):
-                feats = self.model(self._prepare(images[i:i + self.batch_size]))
-                out.append(feats.reshape(len(feats), -1).double().cpu().numpy())
+                x = self._prepare(images[i:i + self.batch_size])
+                if self._session is not None:
+                    feats = self._session.run(None, {"x": x.numpy()})[0]
+                    out.append(feats.reshape(len(feats), -1).astype(np.float64))
+                else:
+                    feats = self.model(x)
+                    out.append(feats.reshape(len(feats), -1).double().cpu().numpy())
         return np.concatenate(out)
+
+
+def _has_onnxruntime() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnx") is not None
 
 
 def reference_stats(images: np.ndarray, *, key: str, extractor: InceptionFeatures | None = None,

@@ -93,3 +93,16 @@ def test_fid_with_inception_is_zero_for_a_set_and_grows_with_noise():
     fid_small, fid_large = frechet_distance(stats[0], stats[1]), frechet_distance(stats[0], stats[2])
     assert abs(self_fid) < 1e-3 * fid_small
     assert 0 < fid_small < fid_large
+
+
+def test_onnxruntime_backend_matches_the_torch_weights():
+    # The fast CPU backend must give the reference network's features (to 1e-3 of their scale).
+    pytest.importorskip("onnxruntime")
+    from swflow.data import load_dataset
+    from swflow.metrics import InceptionFeatures
+
+    images = load_dataset("digits")[0][:6]
+    reference = InceptionFeatures(backend="torch")(images)
+    fast = InceptionFeatures(backend="onnxruntime")
+    assert fast.backend == "onnxruntime" and InceptionFeatures(backend="auto").backend == "onnxruntime"
+    assert np.abs(fast(images) - reference).max() <= 1e-3 * np.abs(reference).max()
