@@ -29,40 +29,42 @@ def save_grid(images: np.ndarray, path: str | Path, *, ncol: int = 10) -> Path:
     return Path(path)
 
 
-def save_panels(panels: list[tuple[str, np.ndarray]], path: str | Path, *, ncol: int = 10) -> Path:
-    """Labelled image grids side by side on the same scale: [(title, images (n, C, H, W) in [0, 1]), ...]."""
+def _pyplot():
+    """matplotlib.pyplot without a display."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 4.0))
+    return plt
+
+
+def _save_figure(fig, path: str | Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    _pyplot().close(fig)
+    return Path(path)
+
+
+def save_panels(panels: list[tuple[str, np.ndarray]], path: str | Path, *, ncol: int = 10) -> Path:
+    """Labelled image grids side by side on the same scale: [(title, images (n, C, H, W) in [0, 1]), ...]."""
+    fig, axes = _pyplot().subplots(1, len(panels), figsize=(3.6 * len(panels), 4.0))
     for ax, (title, images) in zip(np.atleast_1d(axes), panels):
         ax.imshow(image_grid(images, ncol=ncol), interpolation="nearest", cmap="gray", vmin=0, vmax=255)
         ax.set_title(title, fontsize=10)
         ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return _save_figure(fig, path)
 
 
 def save_scatter(points: np.ndarray, path: str | Path, *, reference: np.ndarray | None = None,
                  title: str = "") -> Path:
     """Scatter of the first two coordinates (reference points in grey underneath)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(4.5, 4.5))
+    fig, ax = _pyplot().subplots(figsize=(4.5, 4.5))
     if reference is not None:
         ax.scatter(reference[:, 0], reference[:, 1], s=2, color="0.75", label="target")
     ax.scatter(points[:, 0], points[:, 1], s=2, color="C0", alpha=0.6, label="particles")
     ax.set_title(title, fontsize=9)
     ax.set_aspect("equal")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return Path(path)
+    return _save_figure(fig, path)
 
 
 def save_gif(frames: list[np.ndarray], path: str | Path, *, duration_ms: int = 120) -> Path:
@@ -94,10 +96,7 @@ def scatter_frames(latents: np.ndarray, steps: np.ndarray, *, frames: int = 50, 
                    size: float = 4.5, max_points: int = 5000) -> list[np.ndarray]:
     """2-D particles at ``frames`` moments over the level sets of a Gaussian KDE of ``reference``
     (held-out or public rows, never the private target)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     keep = _frame_indices(len(latents), frames)
     shown = latents[:, :max_points, :2]
     lo, hi = shown.reshape(-1, 2).min(0), shown.reshape(-1, 2).max(0)

@@ -83,8 +83,6 @@ def _shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
 
 def _steps(args, n: int) -> int:
     """Steps of the run: --steps, else --epochs over n rows in batches, else the method's default."""
-    from .registry import DEFAULT_LENGTH
-
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.steps is not None:
@@ -101,7 +99,6 @@ def _steps(args, n: int) -> int:
 
 def _spec(args):
     from .privacy import PrivacySpec
-
     from .registry import check_budget
 
     eps = args.epsilon

@@ -93,7 +93,15 @@ class RunDir:
             raise ValueError(f"{final} is not an swflow run directory: choose another --out")
 
     def open(self) -> Path:
-        """Create (or, resuming, reuse) the staging directory and return it."""
+        """Create (or, resuming, reuse) the staging directory and return it.
+
+        A staging directory whose run had finished (outputs written, checkpoint removed) before the
+        swap was interrupted is swapped in now and never run again: that would spend the budget twice."""
+        if self.resume and (self.staging / "privacy.json").is_file() and \
+                not any(self.staging.rglob(CHECKPOINT_GLOB)):
+            self.commit()
+            raise ValueError(f"the run in {self.staging} had finished before it was interrupted; it is now "
+                             f"{self.final} (nothing was run again)")
         if self.staging.is_dir() and not self.resume:  # --overwrite of an interrupted run of ours
             shutil.rmtree(self.staging)
         try:

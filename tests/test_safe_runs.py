@@ -246,3 +246,13 @@ def torch_equal(a, b):
     import torch
 
     return torch.equal(a, b)
+
+
+def test_a_run_killed_between_its_outputs_and_the_swap_is_never_run_again(finished, tmp_path, capsys):
+    rows, out = finished
+    staging = tmp_path / ".run.partial"
+    os.replace(out, staging)  # as if killed right before the final swap
+    before = _snapshot(staging)
+    assert _generate(rows, out, "--resume") == 2
+    assert "nothing was run again" in capsys.readouterr().err
+    assert _snapshot(out) == before and not staging.exists()
