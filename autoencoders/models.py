@@ -5,6 +5,8 @@ private latents have norm exactly R = 1, which the privacy package relies on.
 """
 from __future__ import annotations
 
+import numpy as np
+import torch
 from torch import Tensor, nn
 
 __all__ = ["ARCHITECTURES", "SphereAutoencoder", "build"]
@@ -36,6 +38,17 @@ class SphereAutoencoder(nn.Module):
         post-processing of the particles: no privacy cost, and the particles themselves are kept.
         """
         return self.decoder(nn.functional.normalize(z, dim=1))
+
+    @torch.no_grad()
+    def encode_images(self, images: np.ndarray, *, batch_size: int = 1024) -> np.ndarray:
+        """Latents (n, latent) on the unit sphere of images (n, C, H, W) in [0, 1]: batched, no gradients."""
+        return torch.cat([self.encoder(torch.as_tensor(images[i:i + batch_size]))
+                          for i in range(0, len(images), batch_size)]).numpy()
+
+    @torch.no_grad()
+    def decode_images(self, latents: np.ndarray) -> np.ndarray:
+        """Images (n, C, H, W) of latents (n, latent), decoded on the sphere (see :meth:`decode`)."""
+        return self.decode(torch.as_tensor(latents)).numpy()
 
 
 def liutkus32(channels: int = 1, latent: int = 8) -> SphereAutoencoder:

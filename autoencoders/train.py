@@ -128,8 +128,9 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     return meta
 
 
-def load_autoencoder(name_or_path: str | Path) -> tuple[SphereAutoencoder, dict]:
-    """Load ``checkpoints/NAME.pt`` (or a path to a .pt) with its JSON metadata, checking the sha256."""
+def load_autoencoder(name_or_path: str | Path, *, expected_sha256: str | None = None) -> tuple[SphereAutoencoder, dict]:
+    """Load ``checkpoints/NAME.pt`` (or a path to a .pt) with its JSON metadata, checking the sha256
+    against the metadata and, for a run's autoencoder, against the ``expected_sha256`` the run recorded."""
     path = Path(name_or_path)
     if path.suffix != ".pt":
         path = CHECKPOINT_DIR / f"{name_or_path}.pt"
@@ -140,6 +141,8 @@ def load_autoencoder(name_or_path: str | Path) -> tuple[SphereAutoencoder, dict]
     meta = json.loads(meta_path.read_text())
     if _sha256(path) != meta["weights_sha256"]:
         raise ValueError(f"{path} does not match the sha256 in {meta_path.name}: corrupt or replaced weights")
+    if expected_sha256 is not None and meta["weights_sha256"] != expected_sha256:
+        raise ValueError(f"checkpoint {meta['name']} is not the autoencoder the run used (sha256 differs)")
     model = build(meta["architecture"], channels=meta["channels"], latent=meta["latent"])
     model.load_state_dict(torch.load(path, weights_only=True))
     model.eval()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from swflow.cli import _private_latents
+from swflow.cli.autoencoder import private_latents as _private_latents
 from swflow.flow import FlowConfig
 from swflow.methods import make_flow
 from swflow.metrics import latent_sw

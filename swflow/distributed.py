@@ -24,7 +24,6 @@ experiments/bench_distributed.py).
 """
 from __future__ import annotations
 
-import math
 
 import torch
 import torch.distributed as dist

@@ -42,16 +42,13 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
     if "dataset" not in run_config:
         raise ValueError("the run was made from --data rows: give --reference FILE with held-out rows "
                          "in the same space (never the private rows themselves)")
-    import torch
 
     from autoencoders import load_autoencoder
 
     from .data import load_dataset, split_indices
 
     dataset = run_config["dataset"]
-    model, meta = load_autoencoder(run_config["autoencoder"])
-    if meta["weights_sha256"] != run_config.get("autoencoder_sha256"):
-        raise ValueError(f"checkpoint {meta['name']} is not the autoencoder the run used (sha256 differs)")
+    model, meta = load_autoencoder(run_config["autoencoder"], expected_sha256=run_config.get("autoencoder_sha256"))
     try:
         images, labels = load_dataset(dataset, part="test", root=data_root)
         description, part = f"{dataset} test part ({len(images)} images)", "test"
@@ -60,9 +57,7 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
         public = split_indices(len(images), seed=meta["split"]["seed"]).public
         images, labels = images[public], labels[public]
         description, part = f"{dataset} public split ({len(images)} images; it has no test part)", "public"
-    with torch.no_grad():
-        latents = torch.cat([model.encoder(torch.from_numpy(images[i:i + 1024]))
-                             for i in range(0, len(images), 1024)]).numpy()
+    latents = model.encode_images(images)
     return Reference(latents, images, labels, description, f"{dataset}-{part}")
 
 

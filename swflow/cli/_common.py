@@ -1,0 +1,163 @@
+"""What every command shares: errors, budget and shape options, run lengths, staged output directories."""
+from __future__ import annotations
+
+import argparse
+import math
+from contextlib import contextmanager
+
+from ..registry import DEFAULT_LENGTH, METHODS as REGISTRY
+
+
+DEFAULT_DELTA = 1e-5
+
+
+METHODS = tuple(REGISTRY)
+
+
+LOCAL_METHODS = ("ldp-flow", "ldp-sinkhorn-gen")
+
+
+DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
+
+
+class UsageError(ValueError):
+    """Bad input from the user: reported as `swflow COMMAND: error: ...` with exit status 2."""
+
+
+class RunFailed(RuntimeError):
+    """A run that failed for a reason other than its input (exit status 1)."""
+
+
+def privacy_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("privacy")
+    budget = g.add_mutually_exclusive_group()
+    budget.add_argument("--epsilon", type=float, help="target epsilon: the noise is calibrated to it. inf "
+                        "runs the method without noise, and privacy.json then says the run is not private "
+                        "(the papers' eps = inf column; swf is always that)")
+    budget.add_argument("--noise-multiplier", type=float,
+                        help="noise std / sensitivity; the epsilon it buys is reported instead")
+    g.add_argument("--delta", type=float, default=DEFAULT_DELTA, help="total delta (default %(default)g); "
+                   "must be below 1/n")
+    g.add_argument("--adjacency", choices=("replace-one", "zero-out"), default="replace-one",
+                   help="replace-one: fixed-size batches, dp-accounting RDP (default, the papers' setting); "
+                   "zero-out: Poisson batches, dp-accounting PLD for Poisson substitution (a sampled null "
+                   "record still adds a noise column, which Opacus' add/remove bound does not cover)")
+    g.add_argument("--accountant", choices=("rdp", "pld"), default=None,
+                   help="default: the one that covers the adjacency and sampling (rdp for replace-one or "
+                   "full batches, pld for zero-out with Poisson batches); any other is refused")
+    g.add_argument("--sensitivity-bound", choices=("spectral", "bernstein", "clt"), default="spectral",
+                   help="spectral: ||Theta||_2 of the drawn directions (deterministic, default); bernstein: "
+                   "003 Lemma 2 (spends part of delta); clt: the paper's normal approximation (not a proof)")
+    g.add_argument("--secure-noise", action="store_true",
+                   help="draw privacy noise from the OS CSPRNG (not reproducible)")
+
+
+def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
+    g = p.add_argument_group("flow shape")
+    g.add_argument("--method", default="dpswflow-r", choices=METHODS,
+                   help="; ".join(f"{name}: {summary}" for name, (_, summary) in REGISTRY.items()))
+    g.add_argument("--steps", type=int, help="Euler-Maruyama (or training) steps. Default: the method's "
+                   "(" + ", ".join(f"{m}: {v} {k}" for m, (k, v) in DEFAULT_LENGTH.items()) + ")")
+    g.add_argument("--epochs", type=float, default=None, help="steps = epochs x n / batch")
+    g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
+                   "for dpswflow) (default %(default)s)")
+    g.add_argument("--pool-size", type=int, default=None, help="dpswflow: directions in the released pool")
+    g.add_argument("--batch-size", type=int, default=250, help="dpswflow-r and generators: private rows per step")
+    g.add_argument("--activation-clip", type=float, default=1.0, help="dpsgd-sw-gen: M, bound on generated norms")
+    g.add_argument("--jacobian-clip", type=float, default=1.0,
+                   help="dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm")
+    if with_data_shape:
+        g.add_argument("--dataset-size", type=int, required=True, help="number of private records n")
+        g.add_argument("--dim", type=int, required=True, help="dimension d of the rows")
+
+
+def run_steps(args, n: int) -> int:
+    """Steps of the run: --steps, else --epochs over n rows in batches, else the method's default."""
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.steps is not None:
+        if args.steps < 1:
+            raise UsageError(f"--steps must be >= 1, got {args.steps}")
+        return args.steps
+    kind, value = ("epochs", args.epochs) if args.epochs is not None else DEFAULT_LENGTH[args.method]
+    if kind == "steps":
+        return value
+    if not value > 0:
+        raise UsageError(f"--epochs must be > 0, got {value}")
+    return max(1, math.ceil(value * n / min(args.batch_size, n)))
+
+
+def privacy_spec(args):
+    from ..privacy import PrivacySpec
+    from ..registry import check_budget
+
+    eps = args.epsilon
+    if eps is None and args.noise_multiplier is None:
+        eps = math.inf if args.method == "swf" else None
+        if eps is None:
+            raise UsageError(f"{args.method} is private: give --epsilon or --noise-multiplier")
+    if eps is not None and math.isnan(eps):
+        raise UsageError("--epsilon is NaN: give a number > 0, or inf for no privacy")
+    check_budget(args.method, private=args.noise_multiplier is not None or math.isfinite(eps))
+    return PrivacySpec(epsilon=eps, delta=args.delta, noise_multiplier=args.noise_multiplier,
+                       adjacency=args.adjacency, accountant=args.accountant,
+                       sensitivity_bound=args.sensitivity_bound, clip=getattr(args, "clip", False),
+                       secure_noise=args.secure_noise)
+
+
+@contextmanager
+def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), commit: bool = True):
+    """Work in a staging directory that replaces ``out`` only once the command has finished
+    (swflow/outdir.py); the checks run before anything on disk changes."""
+    from ..outdir import RunDir
+
+    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs)
+    work = run_dir.open()
+    try:
+        yield work
+    except BaseException:
+        run_dir.abandon()
+        raise
+    if commit:
+        run_dir.commit()
+
+
+def flow_config_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("simulator")
+    g.add_argument("--n-particles", type=int, default=10_000, help="particles (default %(default)s)")
+    g.add_argument("--step-size", type=float, default=1.0, help="h (default %(default)s)")
+    g.add_argument("--diffusion", type=float, default=0.0, help="lambda (default %(default)s)")
+    g.add_argument("--init", choices=("normal", "sphere"), default=None,
+                   help="mu_0 (default: sphere on the sphere manifold, normal in the ball)")
+    g.add_argument("--manifold", choices=("sphere", "ball"), default=None,
+                   help="sphere: particles start on the unit sphere and are retracted onto it after each step "
+                   "(post-processing, no privacy cost; for rows on the sphere, as every shipped autoencoder "
+                   "makes them); ball: particles move freely (default: sphere with --dataset, ball with --data)")
+    g.add_argument("--smoothing", choices=("exact", "sampled"), default="exact",
+                   help="particle-side smoothing: exact Gaussian expectation on a grid (default), or 004's "
+                   "one random draw per particle and direction (to reproduce the paper)")
+    g.add_argument("--smoothing-std", type=float, default=None,
+                   help="particle-side smoothing std (default: the release's noise std)")
+    g.add_argument("--drift-clip", type=float, default=None, help="clip each particle's drift to this norm")
+    g.add_argument("--record-every", type=int, default=0,
+                   help="trajectory frame every k steps (0: about 50 frames over the run)")
+    g.add_argument("--checkpoint-every", type=int, default=50, help="checkpoint every k steps")
+    g.add_argument("--seed", type=int, default=0, help="simulator seed")
+    g.add_argument("--privacy-seed", type=int, default=None,
+                   help="privacy-noise seed, for reproducible experiments only: anyone who knows it can reproduce "
+                   "the noise (privacy.json then says noise_seed_known: true). Default: a fresh secret seed "
+                   "from the OS (under torchrun, drawn by rank 0 and broadcast)")
+    g.add_argument("--device", default="cpu", help="cpu or cuda")
+    g.add_argument("--shard-mode", choices=("exact", "sketch"), default="exact",
+                   help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
+
+
+def flow_config(args, steps: int):
+    from ..flow import FlowConfig
+
+    record_every = args.record_every or max(1, steps // 50)
+    manifold = args.manifold or ("sphere" if getattr(args, "dataset", None) else "ball")
+    return FlowConfig(steps=steps, n_particles=args.n_particles, step_size=args.step_size,
+                      diffusion=args.diffusion, init=args.init, manifold=manifold, smoothing=args.smoothing,
+                      smoothing_std=args.smoothing_std, drift_clip=args.drift_clip, record_every=record_every,
+                      checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device)

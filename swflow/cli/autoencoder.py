@@ -1,0 +1,217 @@
+"""The autoencoder side of the command line: private latents of a dataset, decoders of runs,
+`swflow demo`, `swflow encode` and `swflow train-ae`."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from ._common import DEFAULT_DELTA, DATASETS, UsageError, staged
+
+
+AE_DEFAULTS = {"digits": ("digits8", 8), "fashion-mnist": ("liutkus32", 8), "mnist": ("liutkus32", 8),
+               "celeba": ("dcgan64", 48)}
+
+
+def private_latents(dataset: str, root, checkpoint: str | None):
+    """Encode the private split of ``dataset`` with the autoencoder trained on its public split.
+
+    Returns (latents, labels, decode, split, autoencoder metadata) of the private rows."""
+    import torch
+
+    from autoencoders import load_autoencoder
+
+    from ..data import load_dataset, split_indices
+
+    images, labels = load_dataset(dataset, root=root)
+    model, meta = load_autoencoder(checkpoint or dataset)
+    if meta["dataset"] != dataset or tuple(meta["image_shape"]) != tuple(images.shape[1:]):
+        raise ValueError(f"checkpoint {meta['name']} was trained on {meta['dataset']} {meta['image_shape']}, "
+                         f"not on {dataset} {list(images.shape[1:])}")
+    split = split_indices(len(images), seed=meta["split"]["seed"])
+    if split.manifest() != meta["split"]:
+        raise ValueError(f"the {dataset} split does not match the one the autoencoder was trained with "
+                         "(different data files?); retrain with `swflow train-ae`")
+    latents = torch.from_numpy(model.encode_images(images[split.private]))
+    return latents, labels[split.private], model.decode_images, split, meta
+
+
+MAX_GIF_FRAMES = 50
+
+
+def write_gif(out: Path, decode) -> None:
+    from ..animate import animate_trajectory
+
+    animate_trajectory(out / "trajectory.h5", out / "flow.gif", decode=decode, frames=MAX_GIF_FRAMES)
+
+
+def run_decoder(run_config: dict):
+    """The decoder of the autoencoder a run used (sha256 checked), or None for --data runs."""
+    if "autoencoder" not in run_config:
+        return None
+    from autoencoders import load_autoencoder
+
+    model, _ = load_autoencoder(run_config["autoencoder"], expected_sha256=run_config.get("autoencoder_sha256"))
+    return model.decode_images
+
+
+def cmd_demo(args) -> int:
+    t0 = time.perf_counter()
+    with staged(args.out, overwrite=args.overwrite, resume=args.resume) as out:
+        _demo_into(out, args)
+    print(f"wrote {args.out}/: privacy_cost.png, samples.png, flow.gif, samples.h5, trajectory.h5, privacy.json, "
+          f"split_manifest.json  ({time.perf_counter() - t0:.1f} s)")
+    return 0
+
+
+def _demo_into(out: Path, args) -> None:
+    from ..data import write_manifest
+    from ..flow import FlowConfig
+    from ..privacy import PrivacySpec
+    from ..run import run_flow_to_dir
+
+    private, _, decode, split, meta = private_latents("digits", None, None)
+    write_manifest(split, out / "split_manifest.json", dataset="digits")
+    print(f"digits: autoencoder {meta['name']} ({meta['architecture']}, latent {meta['latent']}) was trained on "
+          f"the {len(split.public)} public rows; the {len(split.private)} private rows are the flow's target")
+    # Few full-batch releases beat many small ones at this data size; these settings were chosen
+    # by comparing particles with the *public* latents, so they cost no private data.
+    spec = PrivacySpec(epsilon=args.epsilon, delta=args.delta)
+    config = FlowConfig(steps=args.steps, n_particles=args.n_particles, step_size=1.0, manifold="sphere",
+                        record_every=1, checkpoint_every=1, seed=args.seed)
+    result, report = run_flow_to_dir("dpswflow-r", private, out, privacy=spec, config=config, n_projections=64,
+                                     batch_size=None, privacy_seed=args.seed, decoder=decode,
+                                     run_config={"dataset": "digits", "autoencoder": meta["name"],
+                                                 "autoencoder_sha256": meta["weights_sha256"]})
+    write_gif(out, decode)
+    _privacy_cost_picture(out / "privacy_cost.png", private, result.particles, split, decode, config, args.epsilon)
+    print(f"{report['statement']}")
+    print(f"  noise multiplier {report['noise_multiplier']:.3f}, {report['steps']} releases of all "
+          f"{report['dataset_size']} private rows on 64 directions")
+
+
+def _privacy_cost_picture(path: Path, private, particles, split, decode, config, epsilon: float, show: int = 40) -> None:
+    """Panels on one grid: real digits of the PUBLIC split (private rows never reach an output), the
+    same digits through the autoencoder (the decoder's floor), the flow without noise (eps = inf) and
+    the private run's particles."""
+    import math
+    from dataclasses import replace
+
+    from ..animate import save_panels
+    from ..data import load_dataset
+    from ..methods import make_flow
+    from ..privacy import PrivacySpec
+
+    import torch
+
+    from autoencoders import load_autoencoder
+
+    public_images = load_dataset("digits")[0][split.public[:show]]
+    model, _ = load_autoencoder("digits")
+    with torch.no_grad():
+        reconstructed = model.decode_images(model.encode_images(public_images))
+    free = make_flow("swf", private, privacy=PrivacySpec(epsilon=math.inf), n_projections=64, progress=False,
+                     config=replace(config, record_every=0, checkpoint_every=0)).run().particles
+    save_panels([("real digits (public split)", public_images),
+                 ("the same through the autoencoder", reconstructed),
+                 ("flow without privacy (eps = inf)", decode(free[:show].numpy())),
+                 (f"flow at eps = {epsilon:g}", decode(particles[:show].cpu().numpy()))], path, ncol=8)
+
+
+def cmd_encode(args) -> int:
+    import h5py
+    import torch
+
+    from autoencoders import load_autoencoder
+
+    from ..data import load_dataset, split_indices
+
+    images, _ = load_dataset(args.dataset, part="test" if args.split == "test" else "train", root=args.data_root)
+    model, meta = load_autoencoder(args.checkpoint or args.dataset)
+    if args.split != "test":
+        split = split_indices(len(images), seed=meta["split"]["seed"])
+        images = images[split.public if args.split == "public" else split.private]
+    out = Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise UsageError(f"{out} exists: pass --overwrite to replace it, or choose another --out")
+    latents = torch.from_numpy(model.encode_images(images))
+    tmp = out.with_name(f".{out.name}.tmp")
+    with h5py.File(tmp, "w") as f:
+        f.create_dataset("data", data=latents.numpy(), compression="gzip")
+        f.attrs["dataset"], f.attrs["split"], f.attrs["autoencoder"] = args.dataset, args.split, meta["name"]
+        if args.split == "private":
+            f.attrs["warning"] = "PRIVATE: these rows are the private records; never publish this file"
+    os.replace(tmp, out)  # a finished file or none
+    print(f"wrote {len(latents)} {args.split} latents (d={latents.shape[1]}) to {args.out}"
+          + ("  -- PRIVATE DATA: keep this file confidential" if args.split == "private" else ""))
+    return 0
+
+
+def cmd_train_ae(args) -> int:
+    from autoencoders import CHECKPOINT_DIR, TrainConfig, train_autoencoder
+
+    from ..data import load_dataset, split_indices
+
+    images, _ = load_dataset(args.dataset, root=args.data_root)
+    try:
+        test, _ = load_dataset(args.dataset, part="test", root=args.data_root)
+    except (ValueError, FileNotFoundError):
+        test = None
+    arch, latent = AE_DEFAULTS[args.dataset]
+    config = TrainConfig(architecture=args.architecture or arch, latent=args.latent or latent,
+                         epochs=args.epochs, batch_size=args.batch_size, patience=args.patience, seed=args.seed)
+    split = split_indices(len(images), public_fraction=args.public_fraction, seed=args.split_seed)
+    meta = train_autoencoder(args.name or args.dataset, images, split, dataset=args.dataset, config=config,
+                             test_images=test, out_dir=Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR)
+    print(json.dumps({k: meta[k] for k in ("name", "architecture", "latent", "epochs_run", "validation_mse",
+                                           "test_mse", "weights_sha256")}, indent=2))
+    return 0
+
+
+def register(sub) -> None:
+    """Add this module's commands to the `swflow` parser."""
+    p = sub.add_parser("demo", help="embedded digits end to end: DPSWflow-r at eps = 10",
+                       description="Take scikit-learn's digits, the shipped autoencoder trained on their "
+                       "public half, run DPSWflow-r on the private half's latents and write samples, "
+                       "trajectory, an animated GIF and privacy.json.")
+    p.add_argument("--out", default="runs/demo")
+    p.add_argument("--epsilon", type=float, default=10.0)
+    p.add_argument("--delta", type=float, default=DEFAULT_DELTA)
+    p.add_argument("--steps", type=int, default=20, help="flow steps = private releases (default %(default)s; chosen "
+                   "by comparing particles with the public latents)")
+    p.add_argument("--n-particles", type=int, default=2000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
+    p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("train-ae", help="train an autoencoder on a dataset's public split",
+                       description="Train the dataset's autoencoder (004 App. C.2) on the public half of its "
+                       "training set and write checkpoints/NAME.pt + NAME.json. Fashion-MNIST is found where "
+                       "Debian's dataset-fashion-mnist puts it; MNIST and CelebA need --data-root.",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--dataset", required=True, choices=DATASETS)
+    p.add_argument("--data-root", help="directory with the dataset's files")
+    p.add_argument("--name", help="checkpoint name (default: the dataset's)")
+    p.add_argument("--architecture", choices=("liutkus32", "dcgan64", "digits8"), help="default: the dataset's")
+    p.add_argument("--latent", type=int, help="latent size (default: 8, 48 for CelebA)")
+    p.add_argument("--epochs", type=int, default=20)
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--patience", type=int, default=3, help="early stopping on validation MSE")
+    p.add_argument("--public-fraction", type=float, default=0.5)
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out-dir", help="default: the repository's checkpoints/")
+    p.set_defaults(func=cmd_train_ae)
+    p = sub.add_parser("encode", help="encode a split of a dataset to latents (HDF5)",
+                       description="Encode the public, private or test split with the dataset's autoencoder into "
+                       "an HDF5 file (dataset 'data', rows = records) that `swflow generate --data` accepts. "
+                       "The private split's file holds private records: keep it confidential.")
+    p.add_argument("--dataset", required=True, choices=DATASETS)
+    p.add_argument("--split", choices=("public", "private", "test"), default="private")
+    p.add_argument("--data-root")
+    p.add_argument("--checkpoint")
+    p.add_argument("--out", required=True, help="output .h5 file")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --out file")
+    p.set_defaults(func=cmd_encode)

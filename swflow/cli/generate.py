@@ -1,0 +1,164 @@
+"""`swflow generate`: a method on a dataset's private split or on private vectors, into a run directory."""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+
+from ..registry import FLOW_METHOD_NAMES, GENERATOR_METHOD_NAMES as GENERATOR_METHODS
+from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, privacy_spec,
+                      run_steps, shape_args, staged)
+from .autoencoder import private_latents, write_gif
+
+
+def cmd_generate(args) -> int:
+    import torch
+
+    from ..data import load_array
+
+    if (args.data is None) == (args.dataset is None):
+        raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
+                         "or --data FILE (.npy/.npz/.h5 rows in the flow's space)")
+    decode, labels, source = None, None, {"data": str(args.data)}
+    if args.dataset is not None:
+        data, labels, decode, _, meta = private_latents(args.dataset, args.data_root, args.checkpoint)
+        source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
+    else:
+        data = torch.from_numpy(load_array(args.data))
+    steps = run_steps(args, data.shape[0])
+    spec = privacy_spec(args)
+    if args.conditional and args.method not in FLOW_METHOD_NAMES:
+        raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
+    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
+    with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data,),
+                 commit=int(os.environ.get("RANK", "0")) == 0) as out:
+        return _generate_into(out, args, data, labels, spec, steps, decode, source, distributed)
+
+
+def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, source: dict, distributed: bool) -> int:
+    from ..run import run_flow_to_dir, run_generator_to_dir
+
+    t0 = time.perf_counter()
+    if args.method in GENERATOR_METHODS:
+        from ..baselines import make_generator
+
+        batch = min(args.batch_size, data.shape[0])
+        clips = ({"activation_clip": args.activation_clip, "jacobian_clip": args.jacobian_clip}
+                 if args.method == "dpsgd-sw-gen" else {})
+        model = make_generator(args.method, data, privacy=spec, steps=steps, n_projections=args.n_projections,
+                               batch_size=batch, privacy_seed=args.privacy_seed, seed=args.seed, device=args.device,
+                               **clips)
+        report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
+                                      decoder=decode, run_config={**source, "steps": steps, "batch_size": batch})
+        print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
+              f"in {time.perf_counter() - t0:.1f} s")
+        return 0
+    batch = args.batch_size if args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0] else None
+    if distributed:
+        return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
+    if args.conditional:
+        from ..conditional import run_conditional_to_dir
+
+        if args.dataset is None:
+            raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
+        report = run_conditional_to_dir(args.method, data, labels, out, privacy=spec,
+                                        config=flow_config(args, steps), n_projections=args.n_projections,
+                                        pool_size=args.pool_size, batch_size=batch, privacy_seed=args.privacy_seed,
+                                        decoder=decode, run_config=source)
+        print(f"{report['statement']}\n  {report['labels_note'] if report['private'] else ''}\n"
+              f"wrote {out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
+              f"classes/) in {time.perf_counter() - t0:.1f} s")
+        return 0
+    _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=flow_config(args, steps),
+                                n_projections=args.n_projections, pool_size=args.pool_size, batch_size=batch,
+                                privacy_seed=args.privacy_seed, decoder=decode, run_config=source)
+    if decode is not None:
+        write_gif(out, decode)
+    print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
+          f"in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0) -> int:
+    """`torchrun --nproc-per-node N swflow generate ...`: particles and private rows sharded over the
+    ranks (gloo on CPU, NCCL on CUDA), exact global ranks; rank 0 writes the outputs."""
+    from dataclasses import replace
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    from ..distributed import make_distributed_flow, shard_range
+    from ..run import write_outputs
+
+    if args.method not in ("dpswflow-r", "swf"):
+        raise UsageError(f"under torchrun only dpswflow-r and swf are sharded, not {args.method}")
+    if args.secure_noise:
+        raise UsageError("under torchrun the ranks must draw the same batches from one shared privacy seed, "
+                         "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
+    backend = "nccl" if args.device.startswith("cuda") else "gloo"
+    dist.init_process_group(backend, timeout=timedelta(minutes=10))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    # The ranks must share the privacy seed. A typed seed lets anyone who knows it reproduce the noise,
+    # so without --privacy-seed rank 0 draws one from the OS and broadcasts it; nobody sees it.
+    seed = [args.privacy_seed if args.privacy_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1]
+    dist.broadcast_object_list(seed, src=0)
+    try:
+        lo, hi = shard_range(data.shape[0], rank, world)
+        config = flow_config(args, steps)
+        flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=spec,
+                                     config=replace(config, record_every=0),
+                                     n_projections=args.n_projections, batch_size=batch,
+                                     privacy_seed=seed[0], seed_known=args.privacy_seed is not None,
+                                     mode=args.shard_mode,
+                                     checkpoint_path=out / f"checkpoint.rank{rank}.pt")
+        flow.run()
+        particles = flow.gather_particles()
+    except RuntimeError as err:  # a peer died or timed out: the collective fails on every rank
+        raise RunFailed(f"rank {rank}: the distributed run failed ({err}); every rank checkpointed every "
+                         f"--checkpoint-every steps: rerun the same torchrun command with --resume") from err
+    if rank == 0:
+        report = flow.privacy_report(args.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
+        write_outputs(out, args.method, particles.cpu().numpy(), report, decode, report["run_config"])
+        print(f"{report['statement']}\nwrote {out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
+    dist.barrier()
+    (out / f"checkpoint.rank{rank}.pt").unlink(missing_ok=True)
+    dist.barrier()  # every rank is done with the staging directory before rank 0 swaps it in
+    dist.destroy_process_group()
+    return 0
+
+
+def register(sub) -> None:
+    """Add this module's commands to the `swflow` parser."""
+    p = sub.add_parser(
+        "generate", help="run a flow on a dataset's private split or on private vectors",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run a flow on private data and write privacy.json, samples.h5, trajectory.h5 and "
+        "samples.png\n(plus flow.gif when an autoencoder decodes the particles).\n\n"
+        "  --dataset NAME  the private half of NAME's training set, encoded by checkpoints/NAME.pt\n"
+        "  --data FILE     rows of a .npy/.npz/.h5 file, already in the flow's space; rows must lie\n"
+        "                  in the unit ball (the sensitivity bound needs it) unless --clip\n\n"
+        "examples:\n"
+        "  swflow generate --config experiments/configs/fashion-mnist-dpswflow.toml --out runs/fm\n"
+        "  swflow generate --dataset digits --method dpswflow-r --epsilon 5 --epochs 10 --batch-size 100 --out runs/d\n"
+        "  swflow generate --data rows.npy --clip --method dpswflow --epsilon 8 --steps 500 \\\n"
+        "      --n-projections 25 --pool-size 31 --out runs/x\n\n"
+        "Give --epsilon to calibrate the noise, or --noise-multiplier to see the epsilon it buys.")
+    p.add_argument("--dataset", choices=DATASETS,
+                   help="run on the private split of a dataset, in the latent space of its autoencoder")
+    p.add_argument("--data-root", help="directory holding the dataset's files (see `swflow train-ae --help`)")
+    p.add_argument("--checkpoint", help="autoencoder name in checkpoints/ or path to a .pt (default: the dataset's)")
+    p.add_argument("--data", help=".npy/.npz/.h5 file, rows = private records in the flow's space")
+    p.add_argument("--config", help="TOML file with [run] [privacy] [shape] [flow] tables (paper settings in "
+                   "experiments/configs/); command-line flags override it")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--clip", action="store_true", help="clip rows to the unit ball instead of refusing them")
+    p.add_argument("--conditional", action="store_true",
+                   help="one flow per class of --dataset (labelled samples; same epsilon by parallel composition, "
+                   "labels and class counts treated as public)")
+    p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--resume", action="store_true")
+    shape_args(p, with_data_shape=False)
+    privacy_args(p)
+    flow_config_args(p)
+    p.set_defaults(func=cmd_generate)
