@@ -20,7 +20,7 @@ import torch
 
 from swflow import FlowConfig, sliced_wasserstein
 from swflow.flow import ParticleFlow, Resampled
-from swflow.privacy import NoiseSource, PrivacyLedger, PrivateTarget
+from swflow.privacy import FixedNoiseTarget
 
 PAPER = {0.0: 0.08, 0.5: 0.81, 1.0: None}
 CENTERS = torch.tensor([[0.0, 0.0], [2.0, 2.0], [-2.0, 2.0], [2.0, -2.0], [-2.0, -2.0]])
@@ -30,23 +30,10 @@ def mixture(n: int, generator: torch.Generator, std: float = 0.2) -> torch.Tenso
     return CENTERS[torch.randint(0, 5, (n,), generator=generator)] + std * torch.randn(n, 2, generator=generator)
 
 
-class _FixedNoiseTarget(PrivateTarget):
-    """Target whose release carries a fixed smoothing std σ (no calibration: an experiment knob)."""
-
-    def __init__(self, data, sigma, seed):
-        super().__init__(data, None, noise=NoiseSource(seed), ledger=PrivacyLedger())
-        self.sigma = sigma
-
-    def release(self, theta):
-        values = theta.T @ self._data.T
-        values = values + self._noise.gaussian(tuple(values.shape), self.sigma)
-        return values.sort(dim=1).values, self.sigma
-
-
 def run(sigma: float, *, n: int, steps: int, seed: int, snapshots=(1, 10, 200)):
     gen = torch.Generator().manual_seed(seed)
     target = mixture(n, gen)
-    flow = ParticleFlow(_FixedNoiseTarget(target, sigma, seed), Resampled(200),
+    flow = ParticleFlow(FixedNoiseTarget(target, sigma, seed=seed), Resampled(200),
                         FlowConfig(steps=steps, n_particles=n, step_size=1.0, diffusion=0.001, seed=seed),
                         progress=False)
     flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)

@@ -29,9 +29,9 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from .drift import DriftResult, _pull_back
+from .drift import DriftResult, pull_back
 from .flow import FlowConfig, ParticleFlow, Resampled
-from .privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate
+from .privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ShardedTarget, calibrate
 from .sliced import cdf, quantile, rank_levels, sort_rows
 
 __all__ = ["ShardedTarget", "DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
@@ -82,32 +82,6 @@ def level_error_bound(sketch: int, smallest_shard: int) -> float:
     return 1.0 / sketch + 1.0 / smallest_shard
 
 
-class ShardedTarget(PrivateTarget):
-    """Rows [offset, offset + len(shard)) of a private set of ``dataset_size`` records."""
-
-    def __init__(self, shard: Tensor, calibration, *, offset: int, dataset_size: int, noise: NoiseSource,
-                 ledger: PrivacyLedger, batch_size: int | None = None):
-        super().__init__(shard, calibration, noise=noise, ledger=ledger, batch_size=batch_size,
-                         dataset_size=dataset_size)
-        self.offset = offset
-
-    def release(self, theta: Tensor) -> tuple[Tensor, float]:
-        self._check_budget()
-        idx = self._batch_indices()
-        if idx is None:
-            idx = torch.arange(self.size)
-        mine = (idx >= self.offset) & (idx < self.offset + self._data.shape[0])
-        theta = theta.to(device=self._data.device, dtype=self._data.dtype)
-        values = theta.new_zeros(theta.shape[1], idx.numel())
-        values[:, mine] = theta.T @ self._data[idx[mine] - self.offset].T
-        sigma = 0.0
-        if self._calibration is not None:
-            values, sigma = self._privatize(values, self._calibration.sensitivity(theta))
-            values = values * mine.to(values.dtype)  # this rank's columns only: each record noised once
-        dist.all_reduce(values)
-        return sort_rows(values)[0], sigma
-
-
 class DistributedFlow(ParticleFlow):
     """ParticleFlow whose particles are sharded across the ranks of the default process group."""
 
@@ -154,7 +128,7 @@ class DistributedFlow(ParticleFlow):
         values, order = sort_rows(noisy_proj)
         displacement_sorted = quantile(released, self._levels(values)) - values
         displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
-        return _pull_back(displacement, theta, self._reduce)
+        return pull_back(displacement, theta, self._reduce)
 
     def gather_particles(self) -> Tensor:
         """All particles (n, d), in the single-process order, on every rank."""

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from .sliced import quantile, rank_levels, sort_rows
 
-__all__ = ["DriftResult", "GridReduce", "LOCAL", "exact_smoothed_drift", "sampled_drift", "clip_rows",
+__all__ = ["DriftResult", "GridReduce", "LOCAL", "exact_smoothed_drift", "sampled_drift", "pull_back", "clip_rows",
            "grid_spacing_ratio"]
 
 #: Grid spacing Δ ≤ σ / SPACING_RATIO (the error bound below is quadratic in Δ/σ).
@@ -78,7 +78,7 @@ def _check_shapes(proj: Tensor, target_sorted: Tensor, theta: Tensor) -> None:
                          f"theta {theta.shape[1]}")
 
 
-def _pull_back(displacement: Tensor, theta: Tensor, reduce: GridReduce) -> DriftResult:
+def pull_back(displacement: Tensor, theta: Tensor, reduce: GridReduce) -> DriftResult:
     """(k, n) displacements -> drift (n, d) and the all-particle RMS displacement."""
     k, n = displacement.shape
     drift = (theta @ displacement).T / k
@@ -106,7 +106,7 @@ def sampled_drift(noisy_particle_proj: Tensor, target_sorted: Tensor, theta: Ten
     levels = rank_levels(n, device=values.device, dtype=values.dtype)
     displacement_sorted = quantile(target_sorted, levels) - values
     displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
-    return _pull_back(displacement, theta, LOCAL)
+    return pull_back(displacement, theta, LOCAL)
 
 
 def grid_spacing_ratio(width: float, noise_std: float) -> tuple[int, float]:
@@ -208,7 +208,7 @@ def exact_smoothed_drift(particles: Tensor, target_sorted: Tensor, theta: Tensor
     on_grid = smoothed - (start + torch.arange(points, dtype=work, device=device) / inv_spacing)
     slope = torch.diff(on_grid, dim=1, append=on_grid[:, -1:])
     displacement = torch.addcmul(on_grid.to(dtype).gather(1, cell), w, slope.to(dtype).gather(1, cell))
-    return _pull_back(displacement, theta, reduce)
+    return pull_back(displacement, theta, reduce)
 
 
 def clip_rows(x: Tensor, max_norm: float) -> Tensor:

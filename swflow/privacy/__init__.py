@@ -14,11 +14,12 @@ from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier
 from .noise import NoiseSource
 from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
 from .report import privacy_report, statement, write_report
+from .targets import FixedNoiseTarget, ShardedTarget
 from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound,
                           projection_sensitivity, spectral_bound)
 
 __all__ = [
-    "ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "BudgetExhausted", "Calibration", "LocallyReleasedTarget",
+    "ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "BudgetExhausted", "Calibration", "FixedNoiseTarget", "ShardedTarget", "LocallyReleasedTarget",
     "MechanismEvent",
     "NoiseSource", "PrivacyLedger", "PrivacySpec", "PrivateTarget", "ReleasePlan",
     "SensitivityBound", "analytic_gaussian_epsilon",
