@@ -20,7 +20,7 @@ import torch
 
 from swflow import FlowConfig
 from swflow.flow import ParticleFlow, Resampled
-from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ReleasePlan, calibrate
+from swflow.privacy import PrivacySpec, ReleasePlan, private_target
 from swflow.sliced import random_directions
 
 GRID = 30_000
@@ -54,8 +54,7 @@ def make_flow(n, d, k, batch, device, steps, smoothing="exact"):
     y = torch.randn(30_000, d, generator=gen)
     y = y / y.norm(dim=1, keepdim=True)
     plan = ReleasePlan(releases=steps, dataset_size=30_000, sample_size=batch, n_projections=k, dim=d)
-    target = PrivateTarget(y.to(device), calibrate(PrivacySpec(noise_multiplier=0.77, delta=1e-6), plan),
-                           noise=NoiseSource(0), ledger=PrivacyLedger(), batch_size=batch)
+    target = private_target(y, PrivacySpec(noise_multiplier=0.77, delta=1e-6), plan, privacy_seed=0, device=device)
     flow = ParticleFlow(target, Resampled(k), FlowConfig(steps=steps, n_particles=n, device=device,
                                                                     smoothing=smoothing, manifold="sphere"), progress=False)
     flow.strategy.setup(target, flow.generator, dtype=flow.dtype, device=flow.device)

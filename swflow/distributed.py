@@ -31,10 +31,10 @@ from torch import Tensor
 
 from .drift import DriftResult, pull_back
 from .flow import FlowConfig, ParticleFlow, Resampled
-from .privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ShardedTarget, calibrate
+from .privacy import PrivacySpec, PrivateTarget, sharded_target
 from .sliced import cdf, quantile, rank_levels, sort_rows
 
-__all__ = ["ShardedTarget", "DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
+__all__ = ["DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
            "sketch_levels", "level_error_bound"]
 
 
@@ -142,7 +142,7 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
     """DPSWflow-r (or SWF for ε = ∞) with this rank's shard of the private rows."""
     plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=dataset_size, batch_size=batch_size,
                                          dim=data_shard.shape[1])
-    target = ShardedTarget(data_shard, calibrate(privacy, plan), offset=offset, dataset_size=dataset_size,
-                           noise=NoiseSource(privacy_seed, seed_known=seed_known), ledger=PrivacyLedger(), batch_size=plan.sample_size)
+    target = sharded_target(data_shard, privacy, plan, offset=offset, privacy_seed=privacy_seed,
+                            seed_known=seed_known)
     return DistributedFlow(target, Resampled(n_projections), config, mode=mode, sketch=sketch,
                            checkpoint_path=checkpoint_path)

@@ -8,8 +8,7 @@ import torch
 
 from .flow import FlowConfig, ParticleFlow, Presampled, Resampled
 from .registry import check_budget
-from .privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate,
-                      calibrate_local, check_rows)
+from .privacy import PrivacySpec, check_rows, local_target, private_target
 
 __all__ = ["FLOW_METHODS", "FlowMethod", "make_flow"]
 
@@ -57,10 +56,7 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
         strategy = Presampled(pool_size if pool_size is not None else n_projections, n_projections)
     plan = strategy.plan(steps=config.steps, dataset_size=data.shape[0], batch_size=batch_size,
                          dim=data.shape[1])
-    calibration = calibrate(privacy, plan)
-    target = PrivateTarget(data.to(device=config.device), calibration,
-                           noise=NoiseSource(privacy_seed, secure=privacy.secure_noise),
-                           ledger=PrivacyLedger(), batch_size=plan.sample_size)
+    target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
     return ParticleFlow(target, strategy, config, trajectory_path=trajectory_path,
                         checkpoint_path=checkpoint_path, model_path=model_path, sketch=sketch, progress=progress)
 
@@ -70,10 +66,7 @@ def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
                 model_path, sketch: int | None, progress: bool) -> ParticleFlow:
     """LDP flow: one local Gaussian release of every row, then a flow whose target side is already
     noisy and whose particle side is smoothed with the same σ (what makes it deconvolve)."""
-    target = LocallyReleasedTarget(data.to(device=config.device),
-                                   calibrate_local(privacy, dataset_size=data.shape[0], dim=data.shape[1]),
-                                   noise=NoiseSource(privacy_seed, secure=privacy.secure_noise),
-                                   ledger=PrivacyLedger(), batch_size=batch_size)
+    target = local_target(data, privacy, privacy_seed=privacy_seed, batch_size=batch_size, device=config.device)
     config = replace(config, smoothing_std=target.local_noise_std if config.smoothing_std is None else config.smoothing_std)
     return ParticleFlow(target, Resampled(n_projections), config, trajectory_path=trajectory_path,
                         checkpoint_path=checkpoint_path, model_path=model_path, sketch=sketch, progress=progress)

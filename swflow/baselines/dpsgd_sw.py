@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, jacrev, vmap
 
 from ..flow import Resampled
-from ..privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate, check_rows
+from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..privacy.sensitivity import SensitivityBound
 from ..sliced import random_directions
 from ._generator import TrainedGenerator
@@ -178,7 +178,5 @@ def make_dpsgd_sw_gen(data: Tensor, *, privacy: PrivacySpec, config: ClippedGrad
                          "size; use adjacency='replace-one'")
     plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=data.shape[0], batch_size=batch_size,
                                          dim=data.shape[1])
-    target = PrivateTarget(data.to(config.device), calibrate(privacy, plan),
-                           noise=NoiseSource(privacy_seed, secure=privacy.secure_noise), ledger=PrivacyLedger(),
-                           batch_size=plan.sample_size)
+    target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
     return DPSGDSWGen(target, n_projections, config)

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from ..flow import Resampled
-from ..privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, calibrate, check_rows
+from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..sliced import quantile, rank_levels
 from ._generator import MLPGenerator, TrainedGenerator
 
@@ -78,7 +78,5 @@ def make_dpswgen(data: Tensor, *, privacy: PrivacySpec, config: GeneratorConfig,
     check_rows(data, name="private data")
     plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=data.shape[0], batch_size=batch_size,
                                          dim=data.shape[1])
-    target = PrivateTarget(data.to(config.device), calibrate(privacy, plan),
-                           noise=NoiseSource(privacy_seed, secure=privacy.secure_noise), ledger=PrivacyLedger(),
-                           batch_size=plan.sample_size)
+    target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
     return DPSWGen(target, n_projections, config)

@@ -16,8 +16,7 @@ import ot
 import torch
 from torch import Tensor
 
-from ..privacy import (LocallyReleasedTarget, NoiseSource, PrivacyLedger, PrivacySpec, calibrate_local,
-                       check_rows)
+from ..privacy import LocallyReleasedTarget, PrivacySpec, check_rows, local_target
 from ._generator import MLPGenerator, TrainedGenerator
 
 __all__ = ["SinkhornConfig", "LDPSinkhornGen", "make_ldp_sinkhorn_gen"]
@@ -78,7 +77,5 @@ def make_ldp_sinkhorn_gen(data: Tensor, *, privacy: PrivacySpec, config: Sinkhor
                           privacy_seed: int | None = None) -> LDPSinkhornGen:
     """Release every row of ``data`` (m, d) once with local Gaussian noise; the generator sees only that."""
     check_rows(data, name="private data")
-    target = LocallyReleasedTarget(data.to(config.device),
-                                   calibrate_local(privacy, dataset_size=data.shape[0], dim=data.shape[1]),
-                                   noise=NoiseSource(privacy_seed, secure=privacy.secure_noise), ledger=PrivacyLedger())
+    target = local_target(data, privacy, privacy_seed=privacy_seed, device=config.device)
     return LDPSinkhornGen(target, config)

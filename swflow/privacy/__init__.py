@@ -14,7 +14,7 @@ from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier
 from .noise import NoiseSource
 from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
 from .report import privacy_report, statement, write_report
-from .targets import FixedNoiseTarget, ShardedTarget
+from .targets import FixedNoiseTarget, ShardedTarget, local_target, private_target, sharded_target
 from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound,
                           projection_sensitivity, spectral_bound)
 
@@ -24,7 +24,7 @@ __all__ = [
     "NoiseSource", "PrivacyLedger", "PrivacySpec", "PrivateTarget", "ReleasePlan",
     "SensitivityBound", "analytic_gaussian_epsilon",
     "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",
-    "calibrate_local", "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
+    "calibrate_local", "classical_gaussian_multiplier", "clt_bound", "local_target", "private_target", "sharded_target", "diffusion_gamma", "epsilon_from_events",
     "laplace_scale", "local_gaussian_std", "local_laplace_scale", "noise_multiplier_for", "plan_events", "privacy_report", "projection_sensitivity",
     "spectral_bound", "statement", "write_report",
 ]

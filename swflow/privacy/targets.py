@@ -1,5 +1,13 @@
-"""Private targets for special set-ups, built on :class:`PrivateTarget` inside the privacy package
-(nothing outside it touches a target's private rows or noise).
+"""How private rows are put behind a release mechanism: one constructor per kind of target, and
+the targets for special set-ups (nothing outside this package touches a target's rows or noise).
+
+Every constructor does the same three things: calibrate the spec for the plan, start a fresh
+ledger, and draw privacy noise from its own source (a fresh OS seed unless one is given; the OS
+CSPRNG with ``secure_noise``).
+
+* :func:`private_target`: projections of (batches of) the rows, the central mechanisms.
+* :func:`local_target`: every row released once as y + N(0, σ² I), local DP.
+* :func:`sharded_target`: one rank's shard under torch.distributed (shared seed across ranks).
 
 * :class:`ShardedTarget`: one rank's shard of the private rows under torch.distributed.
 * :class:`FixedNoiseTarget`: projections with a fixed noise std and NO privacy claim, for
@@ -12,11 +20,12 @@ import torch.distributed as dist
 from torch import Tensor
 
 from ..sliced import project, sort_rows
+from .calibrate import PrivacySpec, ReleasePlan, calibrate, calibrate_local
 from .ledger import PrivacyLedger
 from .noise import NoiseSource
-from .release import PrivateTarget
+from .release import LocallyReleasedTarget, PrivateTarget
 
-__all__ = ["ShardedTarget", "FixedNoiseTarget"]
+__all__ = ["ShardedTarget", "FixedNoiseTarget", "private_target", "local_target", "sharded_target"]
 
 
 class ShardedTarget(PrivateTarget):
@@ -58,3 +67,31 @@ class FixedNoiseTarget(PrivateTarget):
         values = values + self._noise.gaussian(tuple(values.shape), self.noise_std_value, device=values.device,
                                                dtype=values.dtype)
         return sort_rows(values)[0], self.noise_std_value
+
+
+def private_target(data: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, privacy_seed: int | None = None,
+                   device=None) -> PrivateTarget:
+    """Rows ``data`` (m, d) behind the projection-release mechanism that ``spec`` and ``plan`` call for."""
+    return PrivateTarget(data if device is None else data.to(device), calibrate(spec, plan),
+                         noise=NoiseSource(privacy_seed, secure=spec.secure_noise), ledger=PrivacyLedger(),
+                         batch_size=plan.sample_size)
+
+
+def local_target(data: Tensor, spec: PrivacySpec, *, privacy_seed: int | None = None, batch_size: int | None = None,
+                 device=None) -> LocallyReleasedTarget:
+    """Rows ``data`` (m, d) released once each with local Gaussian noise (sensitivity 2R)."""
+    return LocallyReleasedTarget(data if device is None else data.to(device),
+                                 calibrate_local(spec, dataset_size=data.shape[0], dim=data.shape[1]),
+                                 noise=NoiseSource(privacy_seed, secure=spec.secure_noise), ledger=PrivacyLedger(),
+                                 batch_size=batch_size)
+
+
+def sharded_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, offset: int, privacy_seed: int,
+                   seed_known: bool) -> ShardedTarget:
+    """This rank's ``shard`` (rows offset … offset + len) of a private set of ``plan.dataset_size`` rows. Every
+    rank passes the same ``privacy_seed`` so that the ranks draw the same batches."""
+    if spec.secure_noise:
+        raise ValueError("sharded runs share one privacy seed across ranks; secure_noise is not available")
+    return ShardedTarget(shard, calibrate(spec, plan), offset=offset, dataset_size=plan.dataset_size,
+                         noise=NoiseSource(privacy_seed, seed_known=seed_known), ledger=PrivacyLedger(),
+                         batch_size=plan.sample_size)
