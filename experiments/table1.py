@@ -131,11 +131,9 @@ def run_cell(cell: Cell, out: Path, *, dataset: str, seed: int, n_particles: int
 
 def floors(out: Path, *, dataset: str, n_fid: int, device: str, data_root: str | None) -> list[dict]:
     """FID of real public-split images and of their reconstructions vs the test images, same n."""
-    import torch
-
     from autoencoders import load_autoencoder
     from swflow.data import load_dataset, split_indices
-    from swflow.metrics import FeatureStats, InceptionFeatures, frechet_distance, reference_stats
+    from swflow.metrics import FeatureStats, InceptionFeatures, frechet_distance, reference_features
 
     path = out / "floors.json"
     if path.exists():
@@ -145,10 +143,9 @@ def floors(out: Path, *, dataset: str, n_fid: int, device: str, data_root: str |
     test, _ = load_dataset(dataset, part="test", root=data_root)
     public = train[split_indices(len(train), seed=meta["split"]["seed"]).public]
     public = public[np.random.default_rng(0).permutation(len(public))[:n_fid]]
-    with torch.no_grad():
-        recon = model.decoder(model.encoder(torch.from_numpy(public))).numpy()
+    recon = model.decode_images(model.encode_images(public))
     extractor = InceptionFeatures(device=device)
-    real = reference_stats(test[:n_fid], key=f"{dataset}-test-{n_fid}", extractor=extractor)
+    real = FeatureStats.of(reference_features(test[:n_fid], key=f"{dataset}-test-{n_fid}", extractor=extractor))
     rows = [{"row": name, "fid": frechet_distance(real, FeatureStats.of(extractor(images, progress=True)))}
             for name, images in (("real public images", public), ("autoencoder reconstructions", recon))]
     path.write_text(json.dumps(rows, indent=2))

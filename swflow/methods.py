@@ -67,6 +67,7 @@ def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
     """LDP flow: one local Gaussian release of every row, then a flow whose target side is already
     noisy and whose particle side is smoothed with the same σ (what makes it deconvolve)."""
     target = local_target(data, privacy, privacy_seed=privacy_seed, batch_size=batch_size, device=config.device)
-    config = replace(config, smoothing_std=target.local_noise_std if config.smoothing_std is None else config.smoothing_std)
+    if config.smoothing_std is None:  # the particle side gets the local release's σ
+        config = replace(config, smoothing_std=target.local_noise_std)
     return ParticleFlow(target, Resampled(n_projections), config, trajectory_path=trajectory_path,
                         checkpoint_path=checkpoint_path, model_path=model_path, sketch=sketch, progress=progress)

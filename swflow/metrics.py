@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["FeatureStats", "InceptionFeatures", "frechet_distance", "fid_weights_path", "reference_stats",
+__all__ = ["FeatureStats", "InceptionFeatures", "frechet_distance", "fid_weights_path", "reference_features", "kernel_inception_distance",
            "precision_recall", "latent_sw", "downstream_accuracy", "CACHE_DIR"]
 
 CACHE_DIR = Path(os.environ.get("SWFLOW_CACHE", Path.home() / ".cache" / "swflow"))
@@ -40,26 +40,6 @@ class FeatureStats:
         if features.ndim != 2 or len(features) < 2:
             raise ValueError(f"need features of shape (n >= 2, k), got {features.shape}")
         return cls(features.mean(0), np.cov(features, rowvar=False), len(features))
-
-    def save(self, path: str | Path) -> Path:
-        import h5py
-
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        with h5py.File(tmp, "w") as f:
-            f.create_dataset("mean", data=self.mean)
-            f.create_dataset("cov", data=self.cov, compression="gzip")
-            f.attrs["n"] = self.n
-        tmp.replace(path)
-        return path
-
-    @classmethod
-    def load(cls, path: str | Path) -> "FeatureStats":
-        import h5py
-
-        with h5py.File(path, "r") as f:
-            return cls(f["mean"][:], f["cov"][:], int(f.attrs["n"]))
 
 
 def frechet_distance(a: FeatureStats, b: FeatureStats) -> float:
@@ -168,16 +148,49 @@ def _has_onnxruntime() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnx") is not None
 
 
-def reference_stats(images: np.ndarray, *, key: str, extractor: InceptionFeatures | None = None,
-                    cache_dir: str | Path = CACHE_DIR, progress: bool = True) -> FeatureStats:
-    """Inception stats of real images, cached in ``cache_dir/fid/KEY-HASH.h5`` (hash of the pixels)."""
+def reference_features(images: np.ndarray, *, key: str, extractor: InceptionFeatures | None = None,
+                       cache_dir: str | Path | None = None, progress: bool = True) -> np.ndarray:
+    """Inception features (n, 2048) of real images, cached in ``cache_dir/fid/KEY-HASH.h5`` (hash of the
+    pixels; float32 on disk, 8 KB per image). FID needs their mean and covariance, KID the features."""
+    import h5py
+
     digest = hashlib.sha256(np.ascontiguousarray(images, dtype=np.float32).tobytes()).hexdigest()[:16]
-    path = Path(cache_dir) / "fid" / f"{key}-{digest}.h5"
+    path = Path(CACHE_DIR if cache_dir is None else cache_dir) / "fid" / f"{key}-{digest}.h5"
     if path.exists():
-        return FeatureStats.load(path)
-    stats = FeatureStats.of((extractor or InceptionFeatures())(images, progress=progress))
-    stats.save(path)
-    return stats
+        with h5py.File(path, "r") as f:
+            return f["features"][:].astype(np.float64)
+    features = np.asarray((extractor or InceptionFeatures())(images, progress=progress), dtype=np.float64)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with h5py.File(tmp, "w") as f:
+        f.create_dataset("features", data=features.astype(np.float32), compression="gzip")
+    tmp.replace(path)
+    return features
+
+
+def kernel_inception_distance(real: np.ndarray, fake: np.ndarray, *, subsets: int = 100, subset_size: int = 1000,
+                              seed: int = 0) -> tuple[float, float]:
+    """KID (Bińkowski et al. 2018): the unbiased MMD² with the cubic polynomial kernel
+    k(x, y) = (xᵀy / k + 1)³ between feature sets (n, k) and (m, k), averaged over ``subsets`` random
+    subsets of ``min(subset_size, n, m)`` rows each. Returns (mean, standard error of the mean).
+    Unbiased, so unlike FID it does not grow as the sample count shrinks: use it for small runs."""
+    real, fake = np.asarray(real, dtype=np.float64), np.asarray(fake, dtype=np.float64)
+    if real.ndim != 2 or fake.ndim != 2 or real.shape[1] != fake.shape[1]:
+        raise ValueError(f"need feature sets (n, k) and (m, k), got {real.shape} and {fake.shape}")
+    size = min(subset_size, len(real), len(fake))
+    if size < 2:
+        raise ValueError("KID needs at least 2 samples on each side")
+    dim = real.shape[1]
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(subsets):
+        x = real[rng.choice(len(real), size, replace=False)]
+        y = fake[rng.choice(len(fake), size, replace=False)]
+        kxx, kyy, kxy = ((x @ x.T) / dim + 1) ** 3, ((y @ y.T) / dim + 1) ** 3, ((x @ y.T) / dim + 1) ** 3
+        off = size * (size - 1)
+        values.append((kxx.sum() - np.trace(kxx)) / off + (kyy.sum() - np.trace(kyy)) / off - 2 * kxy.mean())
+    values = np.asarray(values)
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values))) if len(values) > 1 else 0.0
 
 
 def precision_recall(real: np.ndarray, fake: np.ndarray, *, k: int = 3) -> tuple[float, float]:

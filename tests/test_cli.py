@@ -28,6 +28,20 @@ def test_demo_writes_every_file(tmp_path, capsys):
     assert main(["demo", "--out", str(out)]) == 2  # refuses to overwrite without --overwrite
 
 
+def test_evaluate_reports_fid_kid_and_their_protocol(tmp_path, monkeypatch):
+    import swflow.metrics
+
+    monkeypatch.setattr(swflow.metrics, "CACHE_DIR", tmp_path / "cache")  # keep the user's cache clean
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--steps", "2", "--n-particles", "60"]) == 0
+    assert main(["evaluate", str(out), "--n-fid", "40"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["fid"] > 0 and metrics["fid_n"] == 40 and metrics["kid_standard_error"] >= 0
+    assert metrics["fid_protocol"]["samples"] == 40 and "public split" in metrics["fid_protocol"]["reference"]
+    assert metrics["fid_protocol"]["backend"] in ("onnxruntime", "torch")
+    assert any((tmp_path / "cache" / "fid").iterdir())  # reference features cached
+
+
 def test_generate_on_vectors_and_refusals(tmp_path, capsys):
     rng = np.random.default_rng(0)
     rows = rng.standard_normal((600, 2)).astype(np.float32) * 0.3

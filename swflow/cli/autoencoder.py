@@ -92,7 +92,8 @@ def _demo_into(out: Path, args) -> None:
           f"{report['dataset_size']} private rows on 64 directions")
 
 
-def _privacy_cost_picture(path: Path, private, particles, split, decode, config, epsilon: float, show: int = 40) -> None:
+def _privacy_cost_picture(path: Path, private, particles, split, decode, config, epsilon: float,
+                          show: int = 40) -> None:
     """Panels on one grid: real digits of the PUBLIC split (private rows never reach an output), the
     same digits through the autoencoder (the decoder's floor), the flow without noise (eps = inf) and
     the private run's particles."""
@@ -186,6 +187,7 @@ def register(sub) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing output directory")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     p.set_defaults(func=cmd_demo)
+
     p = sub.add_parser("train-ae", help="train an autoencoder on a dataset's public split",
                        description="Train the dataset's autoencoder (004 App. C.2) on the public half of its "
                        "training set and write checkpoints/NAME.pt + NAME.json. Fashion-MNIST is found where "
@@ -204,6 +206,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", help="default: the repository's checkpoints/")
     p.set_defaults(func=cmd_train_ae)
+
     p = sub.add_parser("encode", help="encode a split of a dataset to latents (HDF5)",
                        description="Encode the public, private or test split with the dataset's autoencoder into "
                        "an HDF5 file (dataset 'data', rows = records) that `swflow generate --data` accepts. "

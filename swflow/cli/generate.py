@@ -54,7 +54,8 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
         print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
-    batch = args.batch_size if args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0] else None
+    batched = args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0]
+    batch = args.batch_size if batched else None
     if distributed:
         return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
     if args.conditional:

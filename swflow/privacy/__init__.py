@@ -19,12 +19,12 @@ from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound
                           projection_sensitivity, spectral_bound)
 
 __all__ = [
-    "ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "BudgetExhausted", "Calibration", "FixedNoiseTarget", "ShardedTarget", "LocallyReleasedTarget",
-    "MechanismEvent",
-    "NoiseSource", "PrivacyLedger", "PrivacySpec", "PrivateTarget", "ReleasePlan",
-    "SensitivityBound", "analytic_gaussian_epsilon",
-    "analytic_gaussian_multiplier", "bernstein_bound", "calibrate", "check_rows",
-    "calibrate_local", "classical_gaussian_multiplier", "clt_bound", "local_target", "private_target", "sharded_target", "diffusion_gamma", "epsilon_from_events",
-    "laplace_scale", "local_gaussian_std", "local_laplace_scale", "noise_multiplier_for", "plan_events", "privacy_report", "projection_sensitivity",
+    "ACCOUNTANTS", "ADJACENCIES", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
+    "bernstein_bound", "BOUNDS", "BudgetExhausted", "calibrate", "calibrate_local", "Calibration",
+    "check_rows", "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
+    "FixedNoiseTarget", "laplace_scale", "local_gaussian_std", "local_laplace_scale", "local_target",
+    "LocallyReleasedTarget", "MechanismEvent", "noise_multiplier_for", "NoiseSource", "plan_events",
+    "privacy_report", "PrivacyLedger", "PrivacySpec", "private_target", "PrivateTarget",
+    "projection_sensitivity", "ReleasePlan", "SensitivityBound", "sharded_target", "ShardedTarget",
     "spectral_bound", "statement", "write_report",
 ]

@@ -3,7 +3,8 @@
 A Markov kernel K with Dobrushin coefficient γ turns an (ε, δ)-DP output into an
 (log(1 + γ(e^ε − 1)), γδ)-DP one. swflow reports γ but never applies it: the last step's kernel
 contracts only for a fixed previous state, which itself depends on every earlier release, and a
-run publishes its releases and trajectory too, so the composed ε is what holds for a run. For X ← m(X) + sqrt(2hλ) Z acting on *all* n particles at once,
+run publishes its releases and trajectory too, so the composed ε is what holds for a run.
+For X ← m(X) + sqrt(2hλ) Z acting on *all* n particles at once,
 γ = TV(N(m, 2hλ I), N(m', 2hλ I)) = 2Φ(‖m − m'‖ / (2 sqrt(2hλ))) − 1, and with every particle's
 drift clipped to norm C, ‖m − m'‖ ≤ 2hC·sqrt(n): γ grows with the number of released particles.
 """
