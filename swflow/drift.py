@@ -71,8 +71,8 @@ class _Local:
 LOCAL: GridReduce = _Local()
 
 
-def _check_shapes(proj: Tensor, target_sorted: Tensor, theta: Tensor) -> None:
-    k = proj.shape[0]
+def _check_shapes(k: int, target_sorted: Tensor, theta: Tensor) -> None:
+    """The particle side, the release and the directions agree on the number of directions k."""
     if target_sorted.shape[0] != k or theta.shape[1] != k:
         raise ValueError(f"direction count mismatch: particles {k}, target {target_sorted.shape[0]}, "
                          f"theta {theta.shape[1]}")
@@ -99,7 +99,7 @@ def sampled_drift(noisy_particle_proj: Tensor, target_sorted: Tensor, theta: Ten
     theta : Tensor, shape (d, k)
         The directions, unit columns.
     """
-    _check_shapes(noisy_particle_proj, target_sorted, theta)
+    _check_shapes(noisy_particle_proj.shape[0], target_sorted, theta)
     n = noisy_particle_proj.shape[1]
     values, order = sort_rows(noisy_particle_proj)
     # The r-th smallest noisy particle projection sits at level (r + 1/2)/n of its own set.
@@ -168,7 +168,10 @@ def exact_smoothed_drift(particles: Tensor, target_sorted: Tensor, theta: Tensor
     """
     if not noise_std > 0:
         raise ValueError(f"exact smoothing needs noise_std > 0 (got {noise_std}); σ = 0 is exact by sorting")
-    _check_shapes(theta.T, target_sorted, theta)
+    if particles.ndim != 2 or particles.shape[1] != theta.shape[0]:
+        raise ValueError(f"particles {tuple(particles.shape)} do not match directions {tuple(theta.shape)}: "
+                         "need particles (n, d) and theta (d, k)")
+    _check_shapes(theta.shape[1], target_sorted, theta)
     k, dtype, device = theta.shape[1], particles.dtype, particles.device
     work = torch.float64  # the grid (k × G) is small: keep it in float64
     radius = float(reduce.max(torch.linalg.vector_norm(particles, dim=1).amax().to(work).reshape(1)))
