@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-__all__ = ["ARCHITECTURES", "SphereAutoencoder", "build"]
+__all__ = ["ARCHITECTURES", "NoisyDecoder", "SphereAutoencoder", "build"]
 
 
 class _Normalize(nn.Module):
@@ -49,6 +49,38 @@ class SphereAutoencoder(nn.Module):
     def decode_images(self, latents: np.ndarray) -> np.ndarray:
         """Images (n, C, H, W) of latents (n, latent), decoded on the sphere (see :meth:`decode`)."""
         return self.decode(torch.as_tensor(latents)).numpy()
+
+
+class NoisyDecoder(nn.Module):
+    """Images (n, C, 32, 32) in [0, 1] from codes (n, latent) and noise (n, noise_dim).
+
+    Without ``noise`` it draws it from its own generator (seed ``noise_seed``), so decoding the same
+    particles twice in one process gives different but equally distributed images, and a fresh
+    process decoding the same call sequence gives the same images."""
+
+    def __init__(self, channels: int = 1, latent: int = 8, *, noise_dim: int = 16, width: int = 64,
+                 noise_seed: int = 0):
+        super().__init__()
+        w = width
+        self.noise_dim, self.noise_seed = noise_dim, noise_seed
+        self._generators: dict[torch.device, torch.Generator] = {}
+        self.net = nn.Sequential(
+            nn.Linear(latent + noise_dim, 4 * w * 4 * 4), nn.Unflatten(1, (4 * w, 4, 4)),
+            nn.BatchNorm2d(4 * w), nn.ReLU(),
+            nn.ConvTranspose2d(4 * w, 2 * w, 4, 2, 1), nn.BatchNorm2d(2 * w), nn.ReLU(),  # 4 -> 8
+            nn.ConvTranspose2d(2 * w, w, 4, 2, 1), nn.BatchNorm2d(w), nn.ReLU(),          # 8 -> 16
+            nn.ConvTranspose2d(w, w // 2, 4, 2, 1), nn.BatchNorm2d(w // 2), nn.ReLU(),    # 16 -> 32
+            nn.Conv2d(w // 2, channels, 3, 1, 1), nn.Sigmoid())
+
+    def draw_noise(self, n: int, device: torch.device) -> Tensor:
+        if device not in self._generators:
+            self._generators[device] = torch.Generator(device=device).manual_seed(self.noise_seed)
+        return torch.randn(n, self.noise_dim, generator=self._generators[device], device=device)
+
+    def forward(self, z: Tensor, noise: Tensor | None = None) -> Tensor:
+        if noise is None:
+            noise = self.draw_noise(len(z), z.device)
+        return self.net(torch.cat([z, noise], dim=1))
 
 
 def liutkus32(channels: int = 1, latent: int = 8) -> SphereAutoencoder:
@@ -103,7 +135,14 @@ def digits8(channels: int = 1, latent: int = 8) -> SphereAutoencoder:
 ARCHITECTURES = {"liutkus32": liutkus32, "dcgan64": dcgan64, "digits8": digits8}
 
 
-def build(architecture: str, *, channels: int, latent: int) -> SphereAutoencoder:
-    if architecture not in ARCHITECTURES:
-        raise ValueError(f"unknown architecture {architecture!r}; choose one of {sorted(ARCHITECTURES)}")
-    return ARCHITECTURES[architecture](channels=channels, latent=latent)
+def build(architecture: str, *, channels: int, latent: int, decoder: dict | None = None) -> SphereAutoencoder:
+    """The module tree of ``architecture``; ``BASE-adv`` is BASE's encoder with a :class:`NoisyDecoder`
+    whose ``noise_dim`` and ``width`` come from ``decoder`` (a checkpoint's metadata)."""
+    base = architecture.removesuffix("-adv")
+    if base not in ARCHITECTURES or (base != architecture and not decoder):
+        raise ValueError(f"unknown architecture {architecture!r}; choose one of {sorted(ARCHITECTURES)} "
+                         "(or NAME-adv with its decoder settings)")
+    model = ARCHITECTURES[base](channels=channels, latent=latent)
+    if base != architecture:
+        model.decoder = NoisyDecoder(channels, latent, noise_dim=decoder["noise_dim"], width=decoder["width"])
+    return model

@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 
 from .models import SphereAutoencoder, build
 
-__all__ = ["TrainConfig", "train_autoencoder", "load_autoencoder", "CHECKPOINT_DIR"]
+__all__ = ["TrainConfig", "train_autoencoder", "load_autoencoder", "default_checkpoint", "CHECKPOINT_DIR"]
 
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
 
@@ -128,6 +128,15 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     return meta
 
 
+#: The checkpoint a dataset uses when none is named; others keep the dataset's own name (e.g. the
+#: paper's ``fashion-mnist`` liutkus32, kept for reproducing 004).
+DEFAULT_CHECKPOINTS: dict[str, str] = {}
+
+
+def default_checkpoint(dataset: str) -> str:
+    return DEFAULT_CHECKPOINTS.get(dataset, dataset)
+
+
 def load_autoencoder(name_or_path: str | Path, *, expected_sha256: str | None = None) -> tuple[SphereAutoencoder, dict]:
     """Load ``checkpoints/NAME.pt`` (or a path to a .pt) with its JSON metadata, checking the sha256
     against the metadata and, for a run's autoencoder, against the ``expected_sha256`` the run recorded."""
@@ -143,7 +152,7 @@ def load_autoencoder(name_or_path: str | Path, *, expected_sha256: str | None = 
         raise ValueError(f"{path} does not match the sha256 in {meta_path.name}: corrupt or replaced weights")
     if expected_sha256 is not None and meta["weights_sha256"] != expected_sha256:
         raise ValueError(f"checkpoint {meta['name']} is not the autoencoder the run used (sha256 differs)")
-    model = build(meta["architecture"], channels=meta["channels"], latent=meta["latent"])
+    model = build(meta["architecture"], channels=meta["channels"], latent=meta["latent"], decoder=meta.get("decoder"))
     model.load_state_dict(torch.load(path, weights_only=True))
     model.eval()
     return model, meta

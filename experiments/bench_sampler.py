@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from swflow.cli.autoencoder import private_latents as _private_latents
+from swflow.callbacks import ReleaseLog
 from swflow.flow import FlowConfig
 from swflow.methods import make_flow
 from swflow.metrics import latent_sw
@@ -46,8 +47,8 @@ def main() -> None:
         for sketch in (16, 64, None):
             path = Path(tmp) / f"model-{sketch}.h5"
             flow = make_flow("dpswflow-r", private, privacy=PrivacySpec(epsilon=10.0, delta=1e-5), config=config,
-                             n_projections=32, batch_size=100, privacy_seed=0, model_path=path, sketch=sketch,
-                             progress=False)
+                             n_projections=32, batch_size=100, privacy_seed=0,
+                             callbacks=[ReleaseLog(path, sketch=sketch)], progress=False)
             original = flow.run().particles.numpy()
             sampler = FlowModel.from_file(path)
             row = {"sketch": sketch or "full", "model_bytes": path.stat().st_size,

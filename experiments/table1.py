@@ -8,13 +8,16 @@ from its checkpoint. Private cells run twice:
            Gaussian σ = sqrt(2 ln(1.25/δ))/ε for DPSWflow), with the ε it really buys.
 Both are reported with the ε under the paper's accounting (Poisson moments accountant via
 Opacus; classical Gaussian for DPSWflow) and under ours (replace-one, fixed-size batches).
-Extra rows: the LDP flow, and two floors that no latent method can beat at this FID sample size:
-real public-split images and their autoencoder reconstructions.
+Extra rows: the LDP flow, and three references that need no private data at all: real
+public-split images, the public split through the autoencoder (what a private method must beat:
+it is free), and the test images' own reconstructions (the decoder's floor). Every cell records
+the seconds it took (generation and evaluation).
 
-On 2 CPU cores the full table (5 seeds, 10 000 samples) takes about a day, mostly the Inception
-network (~0.25 s per image); --seeds, --n-fid and --n-particles budget it, and the output says so.
+On 2 CPU cores one cell at the paper's protocol (10 000 particles, FID on 10 000 samples) takes
+about 20-30 min, mostly the Inception network; --seeds, --n-fid and --n-particles budget it, and
+the output says so. The issue-17 table (honest noise, one seed, the sharper decoder):
 
-    python experiments/table1.py --seeds 1 --n-fid 500 --n-particles 2000      # ~1.5 h on 2 cores
+    python experiments/table1.py --seeds 1 --noise honest --checkpoint fashion-mnist-adv
     python experiments/table1.py --device cuda                                 # the full table on a GPU
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ import json
 import math
 import statistics
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,52 +107,68 @@ def quiet(fn, *args):
         return fn(*args)
 
 
+def _timed(path: Path, key: str, argv: list[str]) -> None:
+    """Run ``swflow argv`` and add its seconds under ``key`` in the JSON file ``path``."""
+    t0 = time.perf_counter()
+    if quiet(swflow, argv) != 0:
+        raise RuntimeError(f"swflow {' '.join(argv)} failed")
+    times = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text(json.dumps({**times, key: time.perf_counter() - t0}))
+
+
 def run_cell(cell: Cell, out: Path, *, dataset: str, seed: int, n_particles: int, n_fid: int, device: str,
-             data_root: str | None) -> dict:
+             data_root: str | None, checkpoint: str) -> dict:
     run_dir = out / "cells" / f"{cell.name}-s{seed}"
+    seconds = out / "cells" / f"{cell.name}-s{seed}.seconds.json"  # beside the run: outputs are replaced whole
+    root = ["--data-root", data_root] if data_root else []
     if not (run_dir / "metrics.json").exists():
         if not (run_dir / "privacy.json").exists():
             argv = ["generate", "--config", str(CONFIGS / cell.config), "--method", cell.method, "--out", str(run_dir),
-                    "--resume", "--seed", str(seed), "--privacy-seed", str(10_000 + seed),
+                    "--resume", "--seed", str(seed), "--privacy-seed", str(10_000 + seed), "--checkpoint", checkpoint,
                     "--n-particles", str(n_particles), "--delta", str(DELTA), "--device", device,
-                    *budget_args(cell, DELTA)]
-            if data_root:
-                argv += ["--data-root", data_root]
-            if quiet(swflow, argv) != 0:
-                raise RuntimeError(f"cell {cell.name} failed: swflow {' '.join(argv)}")
-        argv = ["evaluate", str(run_dir), "--n-fid", str(n_fid), "--device", device] + (
-            ["--data-root", data_root] if data_root else [])
-        if quiet(swflow, argv) != 0:
-            raise RuntimeError(f"evaluating {run_dir} failed")
+                    *budget_args(cell, DELTA), *root]
+            _timed(seconds, "generate", argv)
+        _timed(seconds, "evaluate", ["evaluate", str(run_dir), "--n-fid", str(n_fid), "--device", device, *root])
     metrics = json.loads((run_dir / "metrics.json").read_text())
     report = json.loads((run_dir / "privacy.json").read_text())
+    times = json.loads(seconds.read_text()) if seconds.exists() else {}
     return {"cell": cell.name, "row": cell.row, "column": cell.column, "noise": cell.noise, "seed": seed,
+            "seconds": sum(times.values()) or None, "kid": metrics.get("kid"),
             "fid": metrics.get("fid"), "latent_sw": metrics["latent_sw"], "precision": metrics["latent_precision"],
             "recall": metrics["latent_recall"], "epsilon_ours": report.get("epsilon"),
             "epsilon_paper_accounting": paper_accounting_epsilon(report),
             "noise_multiplier": report.get("noise_multiplier"), "statement": report["statement"]}
 
 
-def floors(out: Path, *, dataset: str, n_fid: int, device: str, data_root: str | None) -> list[dict]:
-    """FID of real public-split images and of their reconstructions vs the test images, same n."""
+def floors(out: Path, *, dataset: str, n_fid: int, device: str, data_root: str | None, checkpoint: str) -> list[dict]:
+    """References that need no private data, against the first ``n_fid`` test images: real public-split
+    images, the same images through the autoencoder, and the test images' own reconstructions. Each
+    row is saved when done, so an interrupted run keeps the finished ones."""
     from autoencoders import load_autoencoder
     from swflow.data import load_dataset, split_indices
-    from swflow.metrics import FeatureStats, InceptionFeatures, frechet_distance, reference_features
+    from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
+                                reference_features)
 
-    path = out / "floors.json"
-    if path.exists():
-        return json.loads(path.read_text())
-    model, meta = load_autoencoder(dataset)
+    path = out / f"floors-{n_fid}.json"
+    rows = json.loads(path.read_text()) if path.exists() else []
+    model, meta = load_autoencoder(checkpoint)
     train, _ = load_dataset(dataset, root=data_root)
     test, _ = load_dataset(dataset, part="test", root=data_root)
     public = train[split_indices(len(train), seed=meta["split"]["seed"]).public]
     public = public[np.random.default_rng(0).permutation(len(public))[:n_fid]]
-    recon = model.decode_images(model.encode_images(public))
     extractor = InceptionFeatures(device=device)
-    real = FeatureStats.of(reference_features(test[:n_fid], key=f"{dataset}-test-{n_fid}", extractor=extractor))
-    rows = [{"row": name, "fid": frechet_distance(real, FeatureStats.of(extractor(images, progress=True)))}
-            for name, images in (("real public images", public), ("autoencoder reconstructions", recon))]
-    path.write_text(json.dumps(rows, indent=2))
+    real = reference_features(test[:n_fid], key=f"{dataset}-test-{n_fid}", extractor=extractor)
+    for name, make in (("real public images", lambda: public),
+                       ("public split through the autoencoder", lambda: model.decode_images(model.encode_images(public))),
+                       ("test images' reconstructions", lambda: model.decode_images(model.encode_images(test[:n_fid])))):
+        if any(r["row"] == name for r in rows):
+            continue
+        t0 = time.perf_counter()
+        fake = extractor(make(), progress=True)
+        kid, _ = kernel_inception_distance(real, fake)
+        rows.append({"row": name, "fid": frechet_distance(FeatureStats.of(real), FeatureStats.of(fake)), "kid": kid,
+                     "seconds": time.perf_counter() - t0})
+        path.write_text(json.dumps(rows, indent=2))
     return rows
 
 
@@ -183,7 +203,10 @@ def markdown(results: list[dict], floor_rows: list[dict], *, dataset: str, budge
             paper = " / ".join(map(str, PAPER_FID.get(dataset, {}).get(row, ()))) or "—"
             lines.append(f"| {row} | {noise} | {' | '.join(fid)} | {paper} | {ours} | {paper_acc} |")
     for f in floor_rows:
-        lines.append(f"| {f['row']} (floor) | — | {f['fid']:.1f} | | | | | |")
+        lines.append(f"| {f['row']} (no private data) | — | {f['fid']:.1f} | | | | | |")
+    lines += ["", "| cell | FID | KID | seconds |", "|---|---|---|---|"]
+    lines += [f"| {r['cell']} s{r['seed']} | {r['fid']:.1f} | {r['kid'] or float('nan'):.4f} | "
+              f"{r['seconds'] or float('nan'):.0f} |" for r in results if r["fid"] is not None]
     return "\n".join(lines)
 
 
@@ -199,26 +222,32 @@ def main() -> None:
     ap.add_argument("--rows", default=",".join(ROWS), help="paper rows to run, in this order")
     ap.add_argument("--noise", default="honest,paper", help="which noise settings of the private cells to run")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--checkpoint", help="autoencoder (default: the dataset's default checkpoint)")
     args = ap.parse_args()
+    from autoencoders import default_checkpoint
+
+    checkpoint = args.checkpoint or default_checkpoint(args.dataset)
     if args.n_fid > args.n_particles:
         raise SystemExit("--n-fid cannot exceed --n-particles")
-    out = Path(args.out) / args.dataset
+    out = Path(args.out) / args.dataset / checkpoint
     out.mkdir(parents=True, exist_ok=True)
     budget = (f"{args.seeds} seed(s), FID on {args.n_fid} samples, {args.n_particles} particles per run, "
-              f"device {args.device}")
+              f"device {args.device}, autoencoder {checkpoint}")
     rows = tuple(r for r in args.rows.split(",") if r)
     if not set(rows) <= set(ROWS):
         raise SystemExit(f"--rows takes a subset of {','.join(ROWS)}")
     noise = set(args.noise.split(",")) | {"none"}
+    floor_rows = floors(out, dataset=args.dataset, n_fid=args.n_fid, device=args.device, data_root=args.data_root,
+                        checkpoint=checkpoint)
     todo = [(c, s) for c in cells(args.dataset, not args.no_extra, rows) if c.noise in noise
             for s in range(args.seeds)]
     results = []
     for i, (cell, seed) in enumerate(todo, 1):
         print(f"[{i}/{len(todo)}] {cell.name} seed {seed}", file=sys.stderr, flush=True)
         results.append(run_cell(cell, out, dataset=args.dataset, seed=seed, n_particles=args.n_particles,
-                                n_fid=args.n_fid, device=args.device, data_root=args.data_root))
+                                n_fid=args.n_fid, device=args.device, data_root=args.data_root,
+                                checkpoint=checkpoint))
         (out / "results.json").write_text(json.dumps({"budget": budget, "cells": results}, indent=2))
-    floor_rows = floors(out, dataset=args.dataset, n_fid=args.n_fid, device=args.device, data_root=args.data_root)
     table = markdown(results, floor_rows, dataset=args.dataset, budget=budget)
     (out / "table1.md").write_text(table + "\n")
     print(table)

@@ -22,7 +22,7 @@ import torch
 
 from .flow import FlowConfig
 from .io import read_samples
-from .privacy import PrivacySpec, statement
+from .privacy import PrivacyReport, PrivacySpec, statement
 from .run import run_flow_to_dir, write_outputs
 
 __all__ = ["run_conditional_to_dir", "class_shares", "LABEL_ADJACENCY"]
@@ -47,7 +47,7 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
                            config: FlowConfig, n_projections: int, pool_size: int | None = None,
                            batch_size: int | None = None, privacy_seed: int | None = None,
                            decoder: Callable[[np.ndarray], np.ndarray] | None = None, run_config: dict | None = None,
-                           progress: bool = True) -> dict:
+                           progress: bool = True) -> PrivacyReport:
     """Run ``method`` once per class into ``out/classes/class-C/`` (finished classes are skipped on
     resume) and write the combined samples (with labels) and privacy.json into ``out``."""
     labels = np.asarray(labels)
@@ -68,35 +68,29 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
                             n_projections=n_projections, pool_size=pool_size, batch_size=batch_c,
                             privacy_seed=None if privacy_seed is None else privacy_seed + int(c),
                             decoder=None, run_config={**(run_config or {}), "class": int(c)}, progress=progress)
-        reports.append(json.loads((sub / "privacy.json").read_text()))
+        reports.append(PrivacyReport.from_json(json.loads((sub / "privacy.json").read_text())))
         latents.append(read_samples(sub / "samples.h5")["latents"])
         sample_labels.append(np.full(len(latents[-1]), c))
     report = combined_report(method, classes, counts, reports, run_config)
-    write_outputs(out, method, np.concatenate(latents), report, decoder, report["run_config"],
-                   labels=np.concatenate(sample_labels))
+    write_outputs(out, np.concatenate(latents), report, decoder, labels=np.concatenate(sample_labels))
     return report
 
 
-def combined_report(method: str, classes: np.ndarray, counts: np.ndarray, reports: list[dict],
-                    run_config: dict | None) -> dict:
+def combined_report(method: str, classes: np.ndarray, counts: np.ndarray, reports: list[PrivacyReport],
+                    run_config: dict | None) -> PrivacyReport:
     """privacy.json of a conditional run: the worst class's report with ε, δ = max over classes."""
-    per_class = [{"class": int(c), "size": int(n), "epsilon": r["epsilon"], "delta": r["delta"],
-                  "noise_multiplier": r["noise_multiplier"], "batch_size": r["batch_size"],
-                  "sample_rate": r["sample_rate"], "steps": r["steps"]} for c, n, r in zip(classes, counts, reports)]
-    if not reports[0]["private"]:
-        worst = reports[0]
-        eps = delta = None
-    else:
-        worst = max(reports, key=lambda r: (r["epsilon"] is None, r["epsilon"] or 0.0))
-        eps = None if any(r["epsilon"] is None for r in reports) else max(r["epsilon"] for r in reports)
-        delta = max(r["delta"] for r in reports)
-    report = {key: value for key, value in worst.items() if key not in ("ledger", "run_config")}
-    report.update(method=method, conditional=True, per_class=per_class,
-                  ledgers={str(int(c)): r["ledger"] for c, r in zip(classes, reports)},
-                  run_config={"method": method, "conditional": True, **(run_config or {})})
-    if reports[0]["private"]:
-        report.update(epsilon=eps, delta=delta, adjacency=LABEL_ADJACENCY, composition="parallel over classes",
-                      labels_note=LABEL_NOTE,
-                      statement=statement(float("inf") if eps is None else eps, delta, worst["accountant"],
-                                          LABEL_ADJACENCY))
-    return report
+    per_class = [{"class": int(c), "size": int(n), "epsilon": r.epsilon, "delta": r.delta,
+                  "noise_multiplier": r.noise_multiplier, "batch_size": r.batch_size,
+                  "sample_rate": r.sample_rate, "steps": r.steps} for c, n, r in zip(classes, counts, reports)]
+    parts = {"per_class": per_class, "ledgers": {str(int(c)): r.ledger for c, r in zip(classes, reports)},
+             "composition": "parallel over classes"}
+    run_config = {"method": method, "conditional": True, **(run_config or {})}
+    if not reports[0].private:
+        return replace(reports[0], method=method, ledger=[], conditional=parts, run_config=run_config)
+    worst = max(reports, key=lambda r: (r.epsilon is None, r.epsilon or 0.0))
+    eps = None if any(r.epsilon is None for r in reports) else max(r.epsilon for r in reports)
+    delta = max(r.delta for r in reports)
+    return replace(worst.with_notes(labels_note=LABEL_NOTE), method=method, epsilon=eps, delta=delta,
+                   adjacency=LABEL_ADJACENCY, ledger=[], conditional=parts, run_config=run_config,
+                   statement=statement(float("inf") if eps is None else eps, delta, worst.accountant,
+                                       LABEL_ADJACENCY))

@@ -29,9 +29,11 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
+from .callbacks import ProgressBar
 from .drift import DriftResult, pull_back
 from .flow import FlowConfig, ParticleFlow, Resampled
 from .privacy import PrivacySpec, PrivateTarget, sharded_target
+from .registry import method
 from .sliced import cdf, quantile, rank_levels, sort_rows
 
 __all__ = ["DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
@@ -86,12 +88,12 @@ class DistributedFlow(ParticleFlow):
     """ParticleFlow whose particles are sharded across the ranks of the default process group."""
 
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *, mode: str = "exact",
-                 sketch: int = 256, checkpoint_path=None, progress: bool = False):
+                 sketch: int = 256, callbacks=(), progress: bool = False):
         if mode not in ("exact", "sketch"):
             raise ValueError(f"mode must be 'exact' or 'sketch', got {mode!r}")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        super().__init__(target, strategy, config, checkpoint_path=checkpoint_path,
-                         progress=progress and self.rank == 0)
+        progress_bar = [ProgressBar()] if progress and self.rank == 0 else []
+        super().__init__(target, strategy, config, callbacks=[*callbacks, *progress_bar])
         self.mode, self.sketch = mode, sketch
         self.lo, self.hi = shard_range(config.n_particles, self.rank, self.world)
         self.particles = self.particles[self.lo:self.hi].clone()  # the full draw keeps the seed's stream
@@ -138,11 +140,11 @@ class DistributedFlow(ParticleFlow):
 def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int, privacy: PrivacySpec,
                           config: FlowConfig, n_projections: int, batch_size: int | None = None,
                           privacy_seed: int = 0, seed_known: bool = True, mode: str = "exact",
-                          sketch: int = 256, checkpoint_path=None) -> DistributedFlow:
+                          sketch: int = 256, callbacks=()) -> DistributedFlow:
     """DPSWflow-r (or SWF for ε = ∞) with this rank's shard of the private rows."""
-    plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=dataset_size, batch_size=batch_size,
-                                         dim=data_shard.shape[1])
+    plan = method("dpswflow-r").release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
+                                             n_projections=n_projections, batch_size=batch_size)
     target = sharded_target(data_shard, privacy, plan, offset=offset, privacy_seed=privacy_seed,
                             seed_known=seed_known)
     return DistributedFlow(target, Resampled(n_projections), config, mode=mode, sketch=sketch,
-                           checkpoint_path=checkpoint_path)
+                           callbacks=callbacks)

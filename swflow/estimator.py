@@ -84,11 +84,11 @@ class Synthesizer:
     def __init__(self, method: str, **params):
         self.params = SynthesizerParams(method=method, **params)
         self._sampler = None  # FlowModel or a generator network with .sample(n, seed=)
-        self._report: dict | None = None
+        self._report = None  # PrivacyReport of the fit
 
     @property
     def kind(self) -> str:
-        return METHODS[self.params.method][0]
+        return METHODS[self.params.method].kind
 
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, data, *, progress: bool = False) -> "Synthesizer":
@@ -108,6 +108,7 @@ class Synthesizer:
         return self
 
     def _fit_flow(self, data: torch.Tensor, progress: bool) -> None:
+        from .callbacks import ReleaseLog
         from .flow import FlowConfig
         from .methods import make_flow
         from .model import FlowModel
@@ -120,7 +121,7 @@ class Synthesizer:
         with tempfile.TemporaryDirectory() as tmp:
             flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config, n_projections=p.n_projections,
                              pool_size=p.pool_size, batch_size=batch, privacy_seed=p.privacy_seed,
-                             model_path=Path(tmp) / "model.h5", sketch=p.sketch, progress=progress)
+                             callbacks=[ReleaseLog(Path(tmp) / "model.h5", sketch=p.sketch)], progress=progress)
             flow.run()
             self._report = flow.privacy_report(p.method)
             self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)
@@ -134,8 +135,7 @@ class Synthesizer:
                                batch_size=min(p.batch_size or 250, data.shape[0]), privacy_seed=p.privacy_seed,
                                seed=p.seed, device=p.device, **p.options)
         model.fit(progress=progress)
-        self._report = privacy_report(p.method, model.target, extra={"run_config": {"method": p.method,
-                                                                                      **asdict(model.config)}})
+        self._report = privacy_report(p.method, model.target, run_config={"method": p.method, **asdict(model.config)})
         self._sampler = model.generator
 
     # -- use -------------------------------------------------------------------------------------
@@ -148,11 +148,12 @@ class Synthesizer:
         """(n, d) synthetic rows; post-processing of the fitted release (no privacy cost)."""
         return self._fitted().sample(n, seed=seed).detach().cpu().numpy()
 
-    def privacy_report(self) -> dict:
+    def privacy_report(self):
+        """The :class:`~swflow.privacy.PrivacyReport` of the fit (``.to_json()`` for privacy.json)."""
         self._fitted()
         from .model import POST_PROCESSING_NOTE
 
-        return {**self._report, "post_processing": POST_PROCESSING_NOTE}
+        return self._report.with_notes(post_processing=POST_PROCESSING_NOTE)
 
     # -- persistence -----------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
@@ -163,7 +164,7 @@ class Synthesizer:
             state = {"network": type(sampler).__name__, "init_kwargs": sampler.init_kwargs,
                      "weights": {k: v.cpu() for k, v in sampler.state_dict().items()}}
         path = Path(path)
-        torch.save({"format": FORMAT, "params": asdict(self.params), "report": self._report, "state": state}, path)
+        torch.save({"format": FORMAT, "params": asdict(self.params), "report": self._report.to_json(), "state": state}, path)
         return path
 
     @classmethod
@@ -173,7 +174,9 @@ class Synthesizer:
             raise ValueError(f"{path} is not a saved swflow Synthesizer (format {blob.get('format')!r})")
         params = dict(blob["params"])
         syn = cls(params.pop("method"), **{**params, "device": device})
-        syn._report = blob["report"]
+        from .privacy import PrivacyReport
+
+        syn._report = PrivacyReport.from_json(blob["report"])
         if syn.kind == "flow":
             from .model import FlowModel
 

@@ -21,17 +21,15 @@ diffusion); privacy randomness belongs to the :class:`~swflow.privacy.PrivateTar
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from typing import Sequence
 
 import torch
 from torch import Tensor
-from tqdm.auto import tqdm
 
+from .callbacks import FlowCallback
 from .drift import LOCAL, DriftResult, clip_rows, exact_smoothed_drift, sampled_drift
-from .io import ReleaseRecorder, TrajectoryWriter
-from .privacy import PrivateTarget, ReleasePlan
+from .privacy import PrivateTarget
 
 __all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
 
@@ -123,10 +121,6 @@ class Resampled:
             raise ValueError(f"n_projections must be >= 1, got {n_projections}")
         self.n_projections = n_projections
 
-    def plan(self, *, steps: int, dataset_size: int, batch_size: int | None, dim: int) -> ReleasePlan:
-        return ReleasePlan(releases=steps, dataset_size=dataset_size, sample_size=batch_size,
-                           n_projections=self.n_projections, dim=dim)
-
     def setup(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device) -> None:
         pass
 
@@ -160,12 +154,6 @@ class Presampled:
         self._theta: Tensor | None = None
         self._released: Tensor | None = None
         self._sigma = 0.0
-
-    def plan(self, *, steps: int, dataset_size: int, batch_size: int | None, dim: int) -> ReleasePlan:
-        if batch_size is not None and batch_size != dataset_size:
-            raise ValueError("the presampled flow releases the whole target once; batch_size must be None")
-        return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
-                           n_projections=self.pool_size, dim=dim)
 
     def setup(self, target: PrivateTarget, generator: torch.Generator, *, dtype, device) -> None:
         if self._released is not None:  # restored from a checkpoint: never release again
@@ -203,12 +191,11 @@ def initial_particles(n: int, d: int, *, init: str, generator: torch.Generator, 
 
 @dataclass
 class FlowResult:
-    """particles (n, d); steps done; per-step diagnostic samples; where the trajectory went."""
+    """particles (n, d); steps done; (step, RMS projected displacement) on about 100 steps."""
 
     particles: Tensor
     steps: int
     diagnostics: list[tuple[int, float]] = field(default_factory=list)
-    trajectory_path: Path | None = None
 
 
 class ParticleFlow:
@@ -220,25 +207,20 @@ class ParticleFlow:
         The private (or public, for SWF) rows, behind their release mechanism.
     strategy : Resampled | Presampled
     config : FlowConfig
-    trajectory_path, checkpoint_path : optional files (HDF5, torch checkpoint)
+    callbacks : observers of the run (:mod:`swflow.callbacks`): checkpoints, trajectory, release
+        log, progress bar. The loop itself does no I/O.
     """
 
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
-                 trajectory_path: str | Path | None = None, checkpoint_path: str | Path | None = None,
-                 model_path: str | Path | None = None, sketch: int | None = 64, progress: bool = True):
+                 callbacks: Sequence[FlowCallback] = ()):
         self.target, self.strategy, self.config = target, strategy, config
+        self.callbacks = list(callbacks)
         self.device = torch.device(config.device)
         self.dtype = DTYPES[config.dtype]
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
-        self.checkpoint_path = Path(checkpoint_path) if checkpoint_path else None
-        self.trajectory_path = Path(trajectory_path) if trajectory_path else None
-        self.progress = progress
         self.step = 0
         self.particles = initial_particles(config.n_particles, target.dim, init=config.init,
                                            generator=self.generator, dtype=self.dtype, device=self.device)
-        self._writer: TrajectoryWriter | None = None
-        self.model_path, self.sketch = (Path(model_path) if model_path else None), sketch
-        self._recorder: ReleaseRecorder | None = None
         self._set_up = False
         # the scale particles may reach: the rows' bound R, or the initial particles' radius
         cal = getattr(target, "calibration", None)
@@ -249,7 +231,7 @@ class ParticleFlow:
         return {**asdict(self.config), **self.strategy.describe(), "batch_size": self.target.batch_size,
                 "dim": self.target.dim, "dataset_size": self.target.size}
 
-    def privacy_report(self, method: str, run_config: dict | None = None) -> dict:
+    def privacy_report(self, method: str, run_config: dict | None = None):
         """privacy.json for this flow: the target's report, the per-step diffusion γ and what the
         simulator did to the particles after the releases (post-processing, no privacy cost)."""
         from .privacy import diffusion_gamma, privacy_report
@@ -259,9 +241,8 @@ class ParticleFlow:
                                 n_particles=cfg.n_particles) if self.target.private else None
         post = ("particles retracted onto the unit sphere after every step" if cfg.manifold == "sphere"
                 else "none")
-        return privacy_report(method, self.target, diffusion_gamma=gamma,
-                              extra={"particle_post_processing": post,
-                                     "run_config": {"method": method, **self.describe(), **(run_config or {})}})
+        return privacy_report(method, self.target, diffusion_gamma=gamma, notes={"particle_post_processing": post},
+                              run_config={"method": method, **self.describe(), **(run_config or {})})
 
     def state_dict(self) -> dict:
         """Everything needed to continue bit-identically; holds no private row."""
@@ -282,20 +263,6 @@ class ParticleFlow:
         self.strategy.load_state_dict(state["strategy"])
         self.target.load_state(ledger=state["ledger"], noise=state["privacy_noise"])
         self._set_up = True
-
-    def save_checkpoint(self) -> None:
-        if self._recorder is not None:  # the model file must not run ahead of or behind the checkpoint
-            self._recorder.flush()
-        tmp = self.checkpoint_path.with_suffix(".tmp")
-        torch.save(self.state_dict(), tmp)
-        os.replace(tmp, self.checkpoint_path)  # atomic: an interruption never leaves half a file
-
-    def resume(self) -> bool:
-        """Load ``checkpoint_path`` if it exists; True when a run was resumed."""
-        if self.checkpoint_path is None or not self.checkpoint_path.exists():
-            return False
-        self.load_state_dict(torch.load(self.checkpoint_path, weights_only=False))
-        return True
 
     # -- the loop ------------------------------------------------------------------------------
     def _randn(self, *shape: int) -> Tensor:
@@ -331,8 +298,8 @@ class ParticleFlow:
         cfg = self.config
         theta, released, sigma = self.strategy.next(self.target, self.generator,
                                                     dtype=self.dtype, device=self.device)
-        if self._recorder is not None:
-            self._recorder.add(self.step, theta, released, sigma)
+        for callback in self.callbacks:
+            callback.on_release(self, theta, released, sigma)
         drift, w2 = self.drift(theta, released, sigma)
         if cfg.drift_clip is not None:
             drift = clip_rows(drift, cfg.drift_clip)
@@ -357,45 +324,29 @@ class ParticleFlow:
                 f"{self.config.step_size / 10:g}) or more smoothing")
 
     def run(self) -> FlowResult:
-        """Run (or continue) to ``config.steps``; checkpoints and frames as configured."""
+        """Run (or continue, when a callback restores a checkpoint) to ``config.steps``."""
         cfg = self.config
-        resumed = self.resume()
+        resumed = any([callback.restore(self) for callback in self.callbacks])
         if not self._set_up:
             self.strategy.setup(self.target, self.generator, dtype=self.dtype, device=self.device)
             self._set_up = True
-        if self.trajectory_path is not None and cfg.record_every:
-            self._writer = TrajectoryWriter(self.trajectory_path, n=cfg.n_particles, d=self.target.dim,
-                                            config=self.describe(),
-                                            resume_step=self.step if resumed else None)
-            if not resumed:
-                self._writer.append(0, self.particles.cpu().numpy())
-        if self.model_path is not None:
-            self._recorder = ReleaseRecorder(self.model_path, sketch=self.sketch,
-                                             resume_step=self.step if resumed else None,
-                                             attrs={"flow_config": asdict(cfg), "dim": self.target.dim})
+        for callback in self.callbacks:
+            callback.on_start(self, resumed=resumed)
         diagnostics: list[tuple[int, float]] = []
-        every = max(1, cfg.steps // 100)
-        label = self._budget_label()
-        with tqdm(total=cfg.steps, initial=self.step, disable=not self.progress,
-                  desc=f"flow {label}", unit="step", dynamic_ncols=True) as bar:
-            while self.step < cfg.steps:
-                w2 = self.step_once()
-                if self.step % every == 0 or self.step == cfg.steps:
-                    value = float(w2)
-                    diagnostics.append((self.step, value))
-                    bar.set_postfix(sw=f"{value:.4f}", refresh=False)
-                if self._writer is not None and self.step % cfg.record_every == 0:
-                    self._writer.append(self.step, self.particles.cpu().numpy())
-                if self.checkpoint_path is not None and cfg.checkpoint_every and \
-                        self.step % cfg.checkpoint_every == 0:
-                    self.save_checkpoint()
-                bar.update(1)
-        if self._recorder is not None:
-            self._recorder.flush()
-        return FlowResult(self.particles, self.step, diagnostics,
-                          self.trajectory_path if self._writer is not None else None)
+        every = max(1, cfg.steps // 100)  # a host sync on ~100 steps only
+        while self.step < cfg.steps:
+            w2 = self.step_once()
+            value = None
+            if self.step % every == 0 or self.step == cfg.steps:
+                value = float(w2)
+                diagnostics.append((self.step, value))
+            for callback in self.callbacks:
+                callback.on_step(self, value)
+        for callback in self.callbacks:
+            callback.on_end(self)
+        return FlowResult(self.particles, self.step, diagnostics)
 
-    def _budget_label(self) -> str:
+    def budget_label(self) -> str:
         cal = self.target.calibration
         if cal is None:
             return "(eps=inf)"

@@ -232,16 +232,64 @@ def latent_sw(samples: np.ndarray, reference: np.ndarray, *, n_projections: int 
                                     generator=torch.Generator().manual_seed(seed)))
 
 
-def downstream_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, *,
-                        seed: int = 0) -> float:
-    """Test accuracy of a small MLP (one hidden layer of 256, early stopping) trained on labelled
-    synthetic samples (flattened) and tested on real ones: the "synthetic-to-real" utility score."""
-    from sklearn.neural_network import MLPClassifier
+def _small_cnn(channels: int, size: tuple[int, int], classes: int) -> torch.nn.Module:
+    """Two conv blocks (32, 64 channels, 3×3, max-pool) and a 128-unit head with dropout."""
+    nn = torch.nn
+    h, w = size[0] // 4, size[1] // 4
+    return nn.Sequential(
+        nn.Conv2d(channels, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * h * w, 128), nn.ReLU(), nn.Dropout(0.3), nn.Linear(128, classes))
 
-    train_x = np.asarray(train_x, np.float32).reshape(len(train_x), -1)
-    test_x = np.asarray(test_x, np.float32).reshape(len(test_x), -1)
-    if len(np.unique(train_y)) < 2:
+
+def downstream_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, *,
+                        seed: int = 0, epochs: int = 15, batch_size: int = 128) -> float:
+    """Synthetic-to-real utility: test accuracy on real images (n, C, H, W) of a small CNN trained on
+    labelled synthetic ones (Adam, minibatches drawn with replacement; up to ``epochs`` rounds of
+    max(one pass, 100) updates). A tenth of the synthetic set is held out for early stopping
+    (patience 3), so the real test images are used only for the final score."""
+    train_x = torch.as_tensor(np.asarray(train_x, np.float32))
+    test_x = torch.as_tensor(np.asarray(test_x, np.float32))
+    if train_x.ndim != 4 or train_x.shape[1:] != test_x.shape[1:]:
+        raise ValueError(f"need images (n, C, H, W) of one shape, got {tuple(train_x.shape)} and {tuple(test_x.shape)}")
+    classes, train_y = np.unique(np.asarray(train_y), return_inverse=True)
+    if len(classes) < 2:
         raise ValueError("downstream accuracy needs samples of at least two classes")
-    clf = MLPClassifier(hidden_layer_sizes=(256,), early_stopping=True, max_iter=200, random_state=seed)
-    clf.fit(train_x, train_y)
-    return float(clf.score(test_x, test_y))
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    order = torch.randperm(len(train_x), generator=gen)
+    n_val = max(1, len(order) // 10)
+    labels = torch.as_tensor(train_y)
+    val_x, val_y, fit_x, fit_y = train_x[order[:n_val]], labels[order[:n_val]], train_x[order[n_val:]], \
+        labels[order[n_val:]]
+    model = _small_cnn(train_x.shape[1], tuple(train_x.shape[2:]), len(classes))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    best, best_state, stale = -1.0, None, 0
+
+    def accuracy(x, y) -> float:
+        model.eval()
+        with torch.no_grad():
+            return float(torch.cat([model(x[i:i + 1024]).argmax(1) for i in range(0, len(x), 1024)]).eq(y)
+                         .float().mean())
+
+    updates = max(-(-len(fit_x) // batch_size), 100)  # per round: a pass, and enough steps for small sets
+    for _ in range(epochs):
+        model.train()
+        for _ in range(updates):
+            idx = torch.randint(len(fit_x), (min(batch_size, len(fit_x)),), generator=gen)
+            loss = torch.nn.functional.cross_entropy(model(fit_x[idx]), fit_y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        score = accuracy(val_x, val_y)
+        if score > best:
+            best, stale = score, 0
+            best_state = {k: v.clone() for k, v in model.state_dict().items()}
+        else:
+            stale += 1
+            if stale >= 3:
+                break
+    model.load_state_dict(best_state)
+    known = np.isin(np.asarray(test_y), classes)  # a real class the samples lack counts as an error
+    test_labels = torch.as_tensor(np.where(known, np.searchsorted(classes, np.asarray(test_y)), -1))
+    return accuracy(test_x, test_labels)

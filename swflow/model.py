@@ -17,8 +17,9 @@ import h5py
 import torch
 from torch import Tensor
 
+from .callbacks import ProgressBar
 from .flow import FlowConfig, ParticleFlow
-from .privacy import PrivacyLedger
+from .privacy import PrivacyLedger, PrivacyReport
 
 __all__ = ["FlowModel", "ReplayedReleases"]
 
@@ -78,7 +79,7 @@ class FlowModel:
     """
 
     def __init__(self, *, config: FlowConfig, dim: int, theta: Tensor, released: Tensor, sigma: Tensor,
-                 report: dict | None = None):
+                 report: PrivacyReport | None = None):
         if len(theta) != config.steps:
             raise ValueError(f"the model holds {len(theta)} of {config.steps} steps: the run did not finish "
                              "(resume it with `swflow generate ... --resume`)")
@@ -93,10 +94,11 @@ class FlowModel:
             raise FileNotFoundError(f"{path} is missing: only flow runs (swf, dpswflow-r, dpswflow, ldp-flow) "
                                     "made with this version record their releases")
         report = run_dir / "privacy.json"
-        return cls.from_file(path, report=json.loads(report.read_text()) if report.exists() else None)
+        return cls.from_file(path, report=PrivacyReport.from_json(json.loads(report.read_text()))
+                             if report.exists() else None)
 
     @classmethod
-    def from_file(cls, path: str | Path, *, report: dict | None = None) -> "FlowModel":
+    def from_file(cls, path: str | Path, *, report: PrivacyReport | None = None) -> "FlowModel":
         with h5py.File(path, "r") as f:
             return cls(config=FlowConfig(**json.loads(f.attrs["flow_config"])), dim=json.loads(f.attrs["dim"]),
                        theta=torch.from_numpy(f["theta"][:]), released=torch.from_numpy(f["released"][:]),
@@ -108,7 +110,7 @@ class FlowModel:
                 "released": self.released, "sigma": self.sigma}
 
     @classmethod
-    def from_state(cls, state: dict, report: dict | None = None) -> "FlowModel":
+    def from_state(cls, state: dict, report: PrivacyReport | None = None) -> "FlowModel":
         return cls(config=FlowConfig(**state["flow_config"]), dim=state["dim"], theta=state["theta"],
                    released=state["released"], sigma=state["sigma"], report=report)
 
@@ -119,7 +121,7 @@ class FlowModel:
         config = replace(self.config, n_particles=n, seed=seed, record_every=0, checkpoint_every=0,
                          device=device or self.config.device)
         flow = ParticleFlow(_RecordedSource(self.dim), ReplayedReleases(self.theta, self.released, self.sigma),
-                            config, progress=progress)
+                            config, callbacks=[ProgressBar()] if progress else [])
         return flow.run().particles
 
     def sample_chunks(self, n: int, *, seed: int = 0, chunk: int = 50_000, device: str | None = None,
@@ -134,8 +136,8 @@ class FlowModel:
             chunk_seed = seed if i == 0 else int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
             yield self.sample(min(chunk, n - start), seed=chunk_seed, device=device, progress=progress)
 
-    def privacy_report(self) -> dict:
+    def privacy_report(self) -> PrivacyReport:
         """The original run's report (unchanged by sampling) plus the post-processing note."""
         if self.report is None:
             raise FileNotFoundError("this model has no privacy report (privacy.json missing)")
-        return {**self.report, "post_processing": POST_PROCESSING_NOTE}
+        return self.report.with_notes(post_processing=POST_PROCESSING_NOTE)

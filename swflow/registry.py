@@ -1,47 +1,137 @@
-"""Every method by name, with its kind: the one list behind `swflow generate --method` and
-:class:`swflow.estimator.Synthesizer` (no heavy imports, so `--help` stays fast)."""
+"""Every method, once: what it is, how it touches the private rows, how long it runs by default and
+where its builder lives. `swflow generate`, `swflow privacy`, :class:`swflow.estimator.Synthesizer`
+and the README's tables read this list, so the calculator cannot disagree with a run.
+
+Adding a generator: write its module with ``build(data, *, privacy, steps, n_projections, batch_size,
+privacy_seed, seed, device, **options)`` and add one :class:`MethodSpec` to :data:`METHODS`. A flow with
+an existing kind of release is one spec too (:func:`swflow.methods.make_flow` reads ``releases``).
+Modules are imported on first use, so `--help` stays fast.
+"""
 from __future__ import annotations
 
-__all__ = ["METHODS", "DEFAULT_LENGTH", "FLOW_METHOD_NAMES", "GENERATOR_METHOD_NAMES", "check_budget"]
+import importlib
+import math
+from dataclasses import dataclass
 
-METHODS = {
-    "swf": ("flow", "sliced Wasserstein flow of Liutkus et al. (sigma = 0, no privacy)"),
-    "dpswflow-r": ("flow", "DP flow, fresh directions + one private batch release per step (004 Alg. 1)"),
-    "dpswflow": ("flow", "DP flow, one release of a direction pool, free later steps (004 Alg. 2)"),
-    "ldp-flow": ("flow", "local DP: each record released once as y + N(0, s^2 I); the flow smooths the particle "
-                         "side only, so it deconvolves the noise"),
-    "dpswgen": ("generator", "MLP generator trained with the DP-smoothed SW loss, accounted like dpswflow-r "
-                             "(004 §4.2)"),
-    "dpsgd-sw-gen": ("generator", "generator trained by DP-SGD on the exact SW gradient with activation and "
-                                  "Jacobian clipping (000 Thm 4.1)"),
-    "ldp-sinkhorn-gen": ("generator", "generator trained on locally released rows with entropic OT, "
-                                      "lambda = 2 s^2 (002)"),
-}
-#: How long each method runs when neither --steps nor --epochs is given (004 App. C.5 where the paper
-#: has a setting): ("epochs", E) means E passes over the private rows in batches, ("steps", K) K steps.
-DEFAULT_LENGTH = {
-    "swf": ("steps", 500),
-    "dpswflow-r": ("epochs", 35),
-    "dpswflow": ("steps", 1500),
-    "ldp-flow": ("steps", 1500),
-    "dpswgen": ("epochs", 35),
-    "dpsgd-sw-gen": ("epochs", 5),
-    "ldp-sinkhorn-gen": ("steps", 400),
+__all__ = ["MethodSpec", "METHODS", "DEFAULT_LENGTH", "FLOW_METHOD_NAMES", "GENERATOR_METHOD_NAMES",
+           "LOCAL_METHOD_NAMES", "method", "check_budget"]
+
+#: How a method touches the private rows (what its privacy accounting covers):
+RELEASES = {
+    "per-step": "one accounted release of a batch's noisy projections (or noisy gradient) per step",
+    "pool": "one central release of all rows on a pool of directions; later steps are free",
+    "local": "each record released once as y + N(0, s^2 I); everything after is post-processing",
+    "none": "no privacy (the non-private reference)",
 }
 
 
-def check_budget(method: str, *, private: bool) -> None:
-    """The one rule for which budgets a method takes, for `generate`, `privacy` and the estimator:
-    swf is never private; every other method runs private, or without noise at epsilon = inf
-    (then privacy.json says it is not private); a local release needs a finite budget."""
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
-    if method == "swf" and private:
-        raise ValueError("swf is not private (sigma = 0): use dpswflow-r or dpswflow for a finite epsilon")
-    if method in ("ldp-flow", "ldp-sinkhorn-gen") and not private:
-        raise ValueError(f"{method} is a local release: it needs a finite epsilon or a noise multiplier "
-                         "(use swf for no privacy)")
+@dataclass(frozen=True)
+class MethodSpec:
+    """One method.
+
+    name : the `--method` name
+    kind : 'flow' (particles; a FlowModel replays it) or 'generator' (a trained network)
+    summary : one line for `--help` and the README
+    releases : a key of :data:`RELEASES`
+    default_length : ('epochs', E) passes over the rows in batches, or ('steps', K) (004 App. C.5
+        where the paper has a setting)
+    module : where its code lives; a generator's module has the ``build`` function
+    noise_on : what the Gaussian noise is added to: 'projections' or 'gradient'
+    """
+
+    name: str
+    kind: str
+    summary: str
+    releases: str
+    default_length: tuple[str, int]
+    module: str
+    noise_on: str = "projections"
+
+    def __post_init__(self):
+        if self.kind not in ("flow", "generator") or self.releases not in RELEASES:
+            raise ValueError(f"bad method spec {self}")
+
+    @property
+    def local(self) -> bool:
+        return self.releases == "local"
+
+    def check_budget(self, *, private: bool) -> None:
+        """The one rule for which budgets a method takes: the non-private reference never runs private;
+        a local release needs a finite budget; every other method runs private, or noise-free at
+        epsilon = inf (then privacy.json says the run is not private)."""
+        if self.releases == "none" and private:
+            raise ValueError(f"{self.name} is not private (sigma = 0): use dpswflow-r or dpswflow for a finite "
+                             "epsilon")
+        if self.local and not private:
+            raise ValueError(f"{self.name} is a local release: it needs a finite epsilon or a noise multiplier "
+                             "(use swf for no privacy)")
+
+    def release_plan(self, *, steps: int, dataset_size: int, dim: int, n_projections: int,
+                     batch_size: int | None = None, pool_size: int | None = None):
+        """The :class:`~swflow.privacy.ReleasePlan` of a central release (not for local methods).
+
+        A batch that covers every row means full-batch releases, in every entry point."""
+        from .privacy import ReleasePlan
+
+        if self.local:
+            raise ValueError(f"{self.name} releases each record locally once: see privacy.calibrate_local")
+        if self.releases == "pool":
+            if batch_size is not None and batch_size < dataset_size:
+                raise ValueError(f"{self.name} releases the whole target once; it takes no batch size")
+            return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
+                               n_projections=pool_size or n_projections, dim=dim)
+        batch = batch_size if batch_size is not None and batch_size < dataset_size else None
+        return ReleasePlan(releases=steps, dataset_size=dataset_size, sample_size=batch,
+                           n_projections=n_projections, dim=dim)
+
+    def run_length(self, *, steps: int | None, epochs: float | None, dataset_size: int, batch_size: int) -> int:
+        """Steps of a run: ``steps``, else ``epochs`` over the rows in batches, else the default length."""
+        if steps is not None:
+            if steps < 1:
+                raise ValueError(f"steps must be >= 1, got {steps}")
+            return steps
+        kind, value = ("epochs", epochs) if epochs is not None else self.default_length
+        if kind == "steps":
+            return value
+        if not value > 0:
+            raise ValueError(f"epochs must be > 0, got {value}")
+        return max(1, math.ceil(value * dataset_size / min(batch_size, dataset_size)))
+
+    def load(self):
+        """The method's module (imported on first use)."""
+        return importlib.import_module(self.module)
 
 
-FLOW_METHOD_NAMES = tuple(k for k, (kind, _) in METHODS.items() if kind == "flow")
-GENERATOR_METHOD_NAMES = tuple(k for k, (kind, _) in METHODS.items() if kind == "generator")
+METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
+    MethodSpec("swf", "flow", "sliced Wasserstein flow of Liutkus et al. (sigma = 0, no privacy)",
+               "none", ("steps", 500), "swflow.methods"),
+    MethodSpec("dpswflow-r", "flow", "DP flow, fresh directions + one private batch release per step (004 Alg. 1)",
+               "per-step", ("epochs", 35), "swflow.methods"),
+    MethodSpec("dpswflow", "flow", "DP flow, one release of a direction pool, free later steps (004 Alg. 2)",
+               "pool", ("steps", 1500), "swflow.methods"),
+    MethodSpec("ldp-flow", "flow", "local DP: each record released once as y + N(0, s^2 I); the flow smooths "
+               "the particle side only, so it deconvolves the noise", "local", ("steps", 1500),
+               "swflow.methods"),
+    MethodSpec("dpswgen", "generator", "MLP generator trained with the DP-smoothed SW loss, accounted like "
+               "dpswflow-r (004 §4.2)", "per-step", ("epochs", 35), "swflow.baselines.dpswgen"),
+    MethodSpec("dpsgd-sw-gen", "generator", "generator trained by DP-SGD on the exact SW gradient with "
+               "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 5),
+               "swflow.baselines.dpsgd_sw", noise_on="gradient"),
+    MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "
+               "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.baselines.ldp_sinkhorn"),
+)}
+
+DEFAULT_LENGTH = {name: spec.default_length for name, spec in METHODS.items()}
+FLOW_METHOD_NAMES = tuple(name for name, spec in METHODS.items() if spec.kind == "flow")
+GENERATOR_METHOD_NAMES = tuple(name for name, spec in METHODS.items() if spec.kind == "generator")
+LOCAL_METHOD_NAMES = tuple(name for name, spec in METHODS.items() if spec.local)
+
+
+def method(name: str) -> MethodSpec:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose one of {sorted(METHODS)}")
+    return METHODS[name]
+
+
+def check_budget(name: str, *, private: bool) -> None:
+    method(name).check_budget(private=private)

@@ -12,10 +12,11 @@ import numpy as np
 import torch
 
 from .animate import save_grid, save_scatter
+from .callbacks import run_files
 from .flow import FlowConfig, FlowResult
 from .io import write_samples
 from .methods import make_flow
-from .privacy import PrivacySpec, privacy_report, write_report
+from .privacy import PrivacyReport, PrivacySpec, privacy_report, write_report
 
 __all__ = ["run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
 
@@ -28,38 +29,37 @@ def _chain(first, rest):
 def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: PrivacySpec, config: FlowConfig,
                     n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
                     privacy_seed: int | None = None, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
-                    run_config: dict | None = None, progress: bool = True) -> tuple[FlowResult, dict]:
+                    run_config: dict | None = None, progress: bool = True) -> tuple[FlowResult, PrivacyReport]:
     """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``."""
     flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
                      pool_size=pool_size, batch_size=batch_size, privacy_seed=privacy_seed,
-                     trajectory_path=out / "trajectory.h5", checkpoint_path=out / "checkpoint.pt",
-                     model_path=out / "model.h5", progress=progress)
+                     callbacks=run_files(out), progress=progress)
     result = flow.run()
     report = flow.privacy_report(method, run_config)
-    write_outputs(out, method, result.particles.cpu().numpy(), report, decoder, report["run_config"])
+    write_outputs(out, result.particles.cpu().numpy(), report, decoder)
     (out / "checkpoint.pt").unlink(missing_ok=True)
     return result, report
 
 
 def run_generator_to_dir(method: str, model, out: Path, *, n_samples: int, seed: int = 0,
                          decoder: Callable[[np.ndarray], np.ndarray] | None = None, run_config: dict | None = None,
-                         progress: bool = True) -> dict:
+                         progress: bool = True) -> PrivacyReport:
     """Fit a generator baseline (it holds its private target) and write privacy.json, samples.h5, samples.png.
 
     Training checkpoints to ``out/checkpoint.pt`` (it holds the privacy-noise state: deleted at the end),
     so an interrupted run continues from there when called again on the same ``out``."""
     model.fit(progress=progress, checkpoint_path=out / "checkpoint.pt")
     config_record = {"method": method, "n_samples": n_samples, **(run_config or {})}
-    report = privacy_report(method, model.target, extra={"run_config": config_record})
-    write_outputs(out, method, model.sample(n_samples, seed=seed).cpu().numpy(), report, decoder, config_record)
+    report = privacy_report(method, model.target, run_config=config_record)
+    write_outputs(out, model.sample(n_samples, seed=seed).cpu().numpy(), report, decoder)
     (out / "checkpoint.pt").unlink(missing_ok=True)
     return report
 
 
-def write_outputs(out: Path, method: str, latents, report: dict, decoder, config_record: dict,
-                  labels: np.ndarray | None = None) -> None:
-    """privacy.json, samples.h5 (decoded images and labels when given) and samples.png. ``latents`` is
-    an (n, d) array or an iterable of chunks (streamed to disk; the picture shows the first chunk)."""
+def write_outputs(out: Path, latents, report: PrivacyReport, decoder, labels: np.ndarray | None = None) -> None:
+    """privacy.json, samples.h5 (decoded images and labels when given; its config is the report's
+    run_config) and samples.png. ``latents`` is an (n, d) array or an iterable of chunks (streamed to
+    disk; the picture shows the first chunk)."""
     write_report(report, out)
     if not isinstance(latents, np.ndarray):
         chunks = iter(latents)
@@ -68,11 +68,11 @@ def write_outputs(out: Path, method: str, latents, report: dict, decoder, config
         stream = _chain(first, chunks)
     else:
         stream = latents
-    images = write_samples(out / "samples.h5", stream, config=config_record, decoder=decoder, labels=labels)
+    images = write_samples(out / "samples.h5", stream, config=report.run_config, decoder=decoder, labels=labels)
     if images is not None:
         # one row of ten per class for labelled samples
         shown = (images[:100] if labels is None else
                  images[np.concatenate([np.flatnonzero(labels == c)[:10] for c in np.unique(labels)])])
         save_grid(shown, out / "samples.png")
     else:
-        save_scatter(latents, out / "samples.png", title=f"{method}: {report['statement']}")
+        save_scatter(latents, out / "samples.png", title=f"{report.method}: {report.statement}")

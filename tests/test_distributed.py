@@ -8,6 +8,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from swflow.callbacks import Checkpointer
 from swflow.distributed import exact_levels, level_error_bound, make_distributed_flow, shard_range, sketch_levels
 from swflow.sliced import quantile, rank_levels
 from swflow.flow import FlowConfig
@@ -36,12 +37,12 @@ def _worker(rank, world, store_path, out_path, mode, stop_after=None, config=CON
     lo, hi = shard_range(N_ROWS, rank, world)
     flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=SPEC, config=config,
                                  n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64,
-                                 checkpoint_path=f"{out_path}.rank{rank}.ckpt")
+                                 callbacks=[Checkpointer(f"{out_path}.rank{rank}.ckpt")])
     if stop_after is not None:  # an interrupted run: checkpoint, then the processes die
         flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
         for _ in range(stop_after):
             flow.step_once()
-        flow.save_checkpoint()
+        flow.callbacks[0].save(flow)
         dist.destroy_process_group()
         return
     flow.run()

@@ -6,6 +6,7 @@ import torch
 
 from conftest import five_gaussians
 from swflow import FlowConfig, make_flow, sliced_wasserstein
+from swflow.callbacks import Checkpointer, TrajectoryRecorder
 from swflow.flow import ParticleFlow, Presampled, Resampled
 from swflow.io import read_samples, read_trajectory, write_samples
 from swflow.privacy import NoiseSource, PrivacySpec
@@ -75,7 +76,7 @@ def test_resume_is_bit_identical(method, extra, smoothing, manifold, gen, tmp_pa
                      smoothing=smoothing, manifold=manifold)
     kwargs = dict(privacy=PrivacySpec(epsilon=8.0, delta=1e-5), n_projections=12, privacy_seed=9,
                   progress=False, **extra)
-    full = make_flow(method, y, config=cfg, trajectory_path=tmp_path / "a.h5", **kwargs).run()
+    full = make_flow(method, y, config=cfg, callbacks=[TrajectoryRecorder(tmp_path / "a.h5")], **kwargs).run()
 
     original = ParticleFlow.step_once
 
@@ -87,10 +88,11 @@ def test_resume_is_bit_identical(method, extra, smoothing, manifold, gen, tmp_pa
     monkeypatch.setattr(ParticleFlow, "step_once", interrupted)
     ck = tmp_path / "ck.pt"
     with pytest.raises(KeyboardInterrupt):
-        make_flow(method, y, config=cfg, checkpoint_path=ck, trajectory_path=tmp_path / "b.h5", **kwargs).run()
+        make_flow(method, y, config=cfg, callbacks=[TrajectoryRecorder(tmp_path / "b.h5"), Checkpointer(ck)],
+                  **kwargs).run()
     monkeypatch.setattr(ParticleFlow, "step_once", original)
-    resumed_flow = make_flow(method, y, config=cfg, checkpoint_path=ck, trajectory_path=tmp_path / "b.h5",
-                             **kwargs)
+    resumed_flow = make_flow(method, y, config=cfg,
+                             callbacks=[TrajectoryRecorder(tmp_path / "b.h5"), Checkpointer(ck)], **kwargs)
     resumed = resumed_flow.run()
     assert torch.equal(full.particles, resumed.particles)
     a, sa, _ = read_trajectory(tmp_path / "a.h5")
@@ -104,7 +106,7 @@ def test_checkpoint_holds_no_private_row(gen, tmp_path):
     y = _sphere(200, 4, gen)
     ck = tmp_path / "ck.pt"
     make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=8, batch_size=20,
-              checkpoint_path=ck, progress=False, config=FlowConfig(steps=4, n_particles=50, checkpoint_every=2)).run()
+              callbacks=[Checkpointer(ck)], progress=False, config=FlowConfig(steps=4, n_particles=50, checkpoint_every=2)).run()
     state = torch.load(ck, weights_only=False)
     flat = [t for t in _tensors(state)]
     for t in flat:
@@ -172,10 +174,14 @@ def test_bad_data(gen):
         make_flow("swf", torch.zeros(0, 3), privacy=PUBLIC, n_projections=3, config=cfg)
     with pytest.raises(ValueError, match="2-D"):
         make_flow("swf", torch.zeros(5), privacy=PUBLIC, n_projections=3, config=cfg)
-    with pytest.raises(ValueError, match="batch size 50 must be between"):
-        make_flow("swf", y, privacy=PUBLIC, n_projections=3, batch_size=50, config=cfg)
-    with pytest.raises(ValueError, match="unknown flow method"):
+    with pytest.raises(ValueError, match="batch size 0 must be between"):
+        make_flow("swf", y, privacy=PUBLIC, n_projections=3, batch_size=0, config=cfg)
+    # the rule of every entry point: a batch that covers every row is a full batch
+    assert make_flow("swf", y, privacy=PUBLIC, n_projections=3, batch_size=50, config=cfg).target.batch_size is None
+    with pytest.raises(ValueError, match="unknown method 'sfw'"):
         make_flow("sfw", y, privacy=PUBLIC, n_projections=3, config=cfg)
+    with pytest.raises(ValueError, match="is a generator, not a flow"):
+        make_flow("dpswgen", y, privacy=PUBLIC, n_projections=3, config=cfg)
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
@@ -235,10 +241,10 @@ def test_sphere_manifold_keeps_particles_on_the_sphere_at_no_privacy_cost(gen, t
         else:
             assert (norms - 1).abs().max() > 0.05  # the free flow does leave the sphere
     sphere, ball = reports["sphere"], reports["ball"]
-    assert sphere["epsilon"] == ball["epsilon"] and sphere["ledger"] == ball["ledger"]  # same releases
-    assert "retracted onto the unit sphere" in sphere["particle_post_processing"]
-    assert ball["particle_post_processing"] == "none"
-    assert sphere["run_config"]["manifold"] == "sphere" and sphere["run_config"]["init"] == "sphere"
+    assert sphere.epsilon == ball.epsilon and sphere.ledger == ball.ledger  # same releases
+    assert "retracted onto the unit sphere" in sphere.notes["particle_post_processing"]
+    assert ball.notes["particle_post_processing"] == "none"
+    assert sphere.run_config["manifold"] == "sphere" and sphere.run_config["init"] == "sphere"
 
 
 def test_sphere_manifold_refuses_a_contradicting_init():

@@ -1,3 +1,4 @@
+import json
 import math
 
 import dp_accounting as dpa
@@ -9,7 +10,8 @@ from opacus.accountants import RDPAccountant
 from scipy import stats
 
 from swflow import FlowConfig, make_flow
-from swflow.privacy import (BudgetExhausted, MechanismEvent, NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget,
+from swflow.privacy import (BudgetExhausted, MechanismEvent, NoiseSource, PrivacyLedger, PrivacyReport, PrivacySpec,
+                            PrivateTarget,
                             ReleasePlan, analytic_gaussian_epsilon,
                             analytic_gaussian_multiplier, bernstein_bound, calibrate,
                             classical_gaussian_multiplier, clt_bound, diffusion_gamma,
@@ -171,7 +173,11 @@ def test_ledger_adds_up_and_report_fields(gen):
     cal, ledger = flow.target.calibration, flow.target.ledger
     assert ledger.releases == 15 and len(ledger) == 1
     assert ledger.delta_sensitivity == pytest.approx(15 * cal.delta_theta)
-    report = privacy_report("dpswflow-r", flow.target, diffusion_gamma=1.0)
+    typed = privacy_report("dpswflow-r", flow.target, diffusion_gamma=1.0)
+    report = typed.to_json()
+    assert PrivacyReport.from_json(json.loads(json.dumps(report))) == typed  # privacy.json reads back exactly
+    assert report["statement"] == typed.statement and report["amplification_note"] == typed.notes[
+        "amplification_note"]
     assert report["delta"] == pytest.approx(1e-5) and report["epsilon"] <= 6.0
     assert report["epsilon"] == pytest.approx(cal.epsilon)
     for key in ("epsilon", "delta", "delta_sensitivity", "adjacency", "accountant", "noise_multiplier",
@@ -328,7 +334,7 @@ def test_ldp_flow_epsilon_is_the_local_gaussian(gen):
                      progress=False, config=FlowConfig(steps=5, n_particles=50))
     flow.run()
     z, sigma = local_gaussian_std(epsilon=4.0, delta=1e-5 * 0.99999, norm_bound=1.0)
-    report = privacy_report("ldp-flow", flow.target)
+    report = privacy_report("ldp-flow", flow.target).to_json()
     assert report["noise_std"] == pytest.approx(flow.target.local_noise_std)
     assert report["sensitivity"] == pytest.approx(2.0) and report["steps"] == 1
     assert report["epsilon"] <= 4.0 and report["epsilon"] == pytest.approx(4.0, rel=1e-6)
@@ -348,7 +354,7 @@ def test_probabilistic_bounds_draw_directions_from_the_secret_stream(bound, secr
         release = flow.target.release
         flow.target.release = lambda theta, release=release: drawn.append(theta.clone()) or release(theta)
         flow.run()
-        report = flow.privacy_report("dpswflow-r")
+        report = flow.privacy_report("dpswflow-r").to_json()
         assert ("secret privacy-noise stream" in report["directions"]) == secret
         assert report["noise_seed_known"] is True
     # the public simulator stream (seed 7, after the initial particles) would give the same Θ for any privacy seed
@@ -365,5 +371,5 @@ def test_noise_seed_known_only_when_a_seed_is_given(gen):
         flow = make_flow("dpswflow", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=4, pool_size=6,
                          privacy_seed=privacy_seed, progress=False, config=FlowConfig(steps=2, n_particles=20))
         flow.run()
-        assert flow.privacy_report("dpswflow")["noise_seed_known"] is known
+        assert flow.privacy_report("dpswflow").noise_seed_known is known
     assert NoiseSource(5, secure=True).seed_known is False

@@ -10,20 +10,14 @@ __all__ = ["ClippedGradientConfig", "DPSGDSWGen", "DPSWGen", "GeneratorConfig", 
 def make_generator(method: str, data, *, privacy, steps: int, n_projections: int, batch_size: int,
                    privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options):
     """A generator baseline by registry name; ``options`` are further fields of its config dataclass."""
-    from ..registry import check_budget
+    from ..registry import method as method_spec
 
-    check_budget(method, private=privacy.private)
+    spec = method_spec(method)
+    if spec.kind != "generator":
+        raise ValueError(f"{method} is a flow, not a generator: use swflow.make_flow")
+    spec.check_budget(private=privacy.private)
     if data.shape[0] < 2:  # batch statistics (BatchNorm) and a batch to train on need two rows
         raise ValueError(f"{method} trains a generator on batches: it needs at least 2 private rows, "
                          f"got {data.shape[0]}")
-    common = {"steps": steps, "seed": seed, "device": device, **options}
-    if method == "dpswgen":
-        return make_dpswgen(data, privacy=privacy, config=GeneratorConfig(**common), n_projections=n_projections,
-                            batch_size=batch_size, privacy_seed=privacy_seed)
-    if method == "dpsgd-sw-gen":
-        return make_dpsgd_sw_gen(data, privacy=privacy, config=ClippedGradientConfig(**common),
-                                 n_projections=n_projections, batch_size=batch_size, privacy_seed=privacy_seed)
-    if method == "ldp-sinkhorn-gen":
-        return make_ldp_sinkhorn_gen(data, privacy=privacy, privacy_seed=privacy_seed,
-                                     config=SinkhornConfig(batch_size=batch_size, **common))
-    raise ValueError(f"unknown generator {method!r}")
+    return spec.load().build(data, privacy=privacy, steps=steps, n_projections=n_projections, batch_size=batch_size,
+                             privacy_seed=privacy_seed, seed=seed, device=device, **options)

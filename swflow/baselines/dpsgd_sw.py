@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, jacrev, vmap
 
-from ..flow import Resampled
+from ..registry import method
 from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..privacy.sensitivity import SensitivityBound
 from ..sliced import random_directions
@@ -176,7 +176,16 @@ def make_dpsgd_sw_gen(data: Tensor, *, privacy: PrivacySpec, config: ClippedGrad
     if privacy.private and privacy.adjacency != "replace-one":
         raise ValueError("000 Theorem 4.1 bounds the sensitivity for replace-one neighbours with a fixed batch "
                          "size; use adjacency='replace-one'")
-    plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=data.shape[0], batch_size=batch_size,
-                                         dim=data.shape[1])
+    plan = method("dpsgd-sw-gen").release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
+                                               n_projections=n_projections, batch_size=batch_size)
     target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
     return DPSGDSWGen(target, n_projections, config)
+
+
+def build(data: Tensor, *, privacy: PrivacySpec, steps: int, n_projections: int, batch_size: int,
+          privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options) -> DPSGDSWGen:
+    """The registry's entry (swflow.registry): common run settings, ``options`` of
+    :class:`ClippedGradientConfig`."""
+    return make_dpsgd_sw_gen(data, privacy=privacy, n_projections=n_projections, batch_size=batch_size,
+                             privacy_seed=privacy_seed,
+                             config=ClippedGradientConfig(steps=steps, seed=seed, device=device, **options))

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..flow import Resampled
+from ..registry import method
 from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..sliced import quantile, rank_levels
 from ._generator import MLPGenerator, TrainedGenerator
@@ -76,7 +76,15 @@ def make_dpswgen(data: Tensor, *, privacy: PrivacySpec, config: GeneratorConfig,
     """DPSWgen on private rows ``data`` (m, d), accounted like DPSWflow-r with the same shape
     (ε = ∞ trains without noise, the paper's ε = ∞ column)."""
     check_rows(data, name="private data")
-    plan = Resampled(n_projections).plan(steps=config.steps, dataset_size=data.shape[0], batch_size=batch_size,
-                                         dim=data.shape[1])
+    plan = method("dpswgen").release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
+                                          n_projections=n_projections, batch_size=batch_size)
     target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
     return DPSWGen(target, n_projections, config)
+
+
+def build(data: Tensor, *, privacy: PrivacySpec, steps: int, n_projections: int, batch_size: int,
+          privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options) -> DPSWGen:
+    """The registry's entry (swflow.registry): common run settings, ``options`` of :class:`GeneratorConfig`."""
+    return make_dpswgen(data, privacy=privacy, n_projections=n_projections, batch_size=batch_size,
+                        privacy_seed=privacy_seed,
+                        config=GeneratorConfig(steps=steps, seed=seed, device=device, **options))

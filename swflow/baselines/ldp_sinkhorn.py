@@ -79,3 +79,11 @@ def make_ldp_sinkhorn_gen(data: Tensor, *, privacy: PrivacySpec, config: Sinkhor
     check_rows(data, name="private data")
     target = local_target(data, privacy, privacy_seed=privacy_seed, device=config.device)
     return LDPSinkhornGen(target, config)
+
+
+def build(data: Tensor, *, privacy: PrivacySpec, steps: int, n_projections: int, batch_size: int,
+          privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options) -> LDPSinkhornGen:
+    """The registry's entry (swflow.registry); entropic OT uses no projections."""
+    return make_ldp_sinkhorn_gen(data, privacy=privacy, privacy_seed=privacy_seed,
+                                 config=SinkhornConfig(steps=steps, batch_size=batch_size, seed=seed, device=device,
+                                                       **options))

@@ -5,16 +5,10 @@ import argparse
 import math
 from contextlib import contextmanager
 
-from ..registry import DEFAULT_LENGTH, METHODS as REGISTRY
+from ..registry import METHODS, method
 
 
 DEFAULT_DELTA = 1e-5
-
-
-METHODS = tuple(REGISTRY)
-
-
-LOCAL_METHODS = ("ldp-flow", "ldp-sinkhorn-gen")
 
 
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
@@ -54,10 +48,11 @@ def privacy_args(p: argparse.ArgumentParser) -> None:
 
 def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
-    g.add_argument("--method", default="dpswflow-r", choices=METHODS,
-                   help="; ".join(f"{name}: {summary}" for name, (_, summary) in REGISTRY.items()))
+    g.add_argument("--method", default="dpswflow-r", choices=tuple(METHODS),
+                   help="; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
     g.add_argument("--steps", type=int, help="Euler-Maruyama (or training) steps. Default: the method's "
-                   "(" + ", ".join(f"{m}: {v} {k}" for m, (k, v) in DEFAULT_LENGTH.items()) + ")")
+                   "(" + ", ".join(f"{m}: {s.default_length[1]} {s.default_length[0]}" for m, s in METHODS.items())
+                   + ")")
     g.add_argument("--epochs", type=float, default=None, help="steps = epochs x n / batch")
     g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
                    "for dpswflow) (default %(default)s)")
@@ -75,22 +70,15 @@ def run_steps(args, n: int) -> int:
     """Steps of the run: --steps, else --epochs over n rows in batches, else the method's default."""
     if args.batch_size is not None and args.batch_size < 1:
         raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.steps is not None:
-        if args.steps < 1:
-            raise UsageError(f"--steps must be >= 1, got {args.steps}")
-        return args.steps
-    kind, value = ("epochs", args.epochs) if args.epochs is not None else DEFAULT_LENGTH[args.method]
-    if kind == "steps":
-        return value
-    if not value > 0:
-        raise UsageError(f"--epochs must be > 0, got {value}")
-    return max(1, math.ceil(value * n / min(args.batch_size, n)))
+    try:
+        return method(args.method).run_length(steps=args.steps, epochs=args.epochs, dataset_size=n,
+                                              batch_size=args.batch_size)
+    except ValueError as err:
+        raise UsageError(f"--{err}") from None
 
 
 def privacy_spec(args):
     from ..privacy import PrivacySpec
-    from ..registry import check_budget
-
     eps = args.epsilon
     if eps is None and args.noise_multiplier is None:
         eps = math.inf if args.method == "swf" else None
@@ -98,7 +86,7 @@ def privacy_spec(args):
             raise UsageError(f"{args.method} is private: give --epsilon or --noise-multiplier")
     if eps is not None and math.isnan(eps):
         raise UsageError("--epsilon is NaN: give a number > 0, or inf for no privacy")
-    check_budget(args.method, private=args.noise_multiplier is not None or math.isfinite(eps))
+    method(args.method).check_budget(private=args.noise_multiplier is not None or math.isfinite(eps))
     return PrivacySpec(epsilon=eps, delta=args.delta, noise_multiplier=args.noise_multiplier,
                        adjacency=args.adjacency, accountant=args.accountant,
                        sensitivity_bound=args.sensitivity_bound, clip=getattr(args, "clip", False),

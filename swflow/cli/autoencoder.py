@@ -21,12 +21,12 @@ def private_latents(dataset: str, root, checkpoint: str | None):
     Returns (latents, labels, decode, split, autoencoder metadata) of the private rows."""
     import torch
 
-    from autoencoders import load_autoencoder
+    from autoencoders import default_checkpoint, load_autoencoder
 
     from ..data import load_dataset, split_indices
 
     images, labels = load_dataset(dataset, root=root)
-    model, meta = load_autoencoder(checkpoint or dataset)
+    model, meta = load_autoencoder(checkpoint or default_checkpoint(dataset))
     if meta["dataset"] != dataset or tuple(meta["image_shape"]) != tuple(images.shape[1:]):
         raise ValueError(f"checkpoint {meta['name']} was trained on {meta['dataset']} {meta['image_shape']}, "
                          f"not on {dataset} {list(images.shape[1:])}")
@@ -87,9 +87,9 @@ def _demo_into(out: Path, args) -> None:
                                                  "autoencoder_sha256": meta["weights_sha256"]})
     write_gif(out, decode)
     _privacy_cost_picture(out / "privacy_cost.png", private, result.particles, split, decode, config, args.epsilon)
-    print(f"{report['statement']}")
-    print(f"  noise multiplier {report['noise_multiplier']:.3f}, {report['steps']} releases of all "
-          f"{report['dataset_size']} private rows on 64 directions")
+    print(report.statement)
+    print(f"  noise multiplier {report.noise_multiplier:.3f}, {report.steps} releases of all "
+          f"{report.dataset_size} private rows on 64 directions")
 
 
 def _privacy_cost_picture(path: Path, private, particles, split, decode, config, epsilon: float,
@@ -125,12 +125,12 @@ def cmd_encode(args) -> int:
     import h5py
     import torch
 
-    from autoencoders import load_autoencoder
+    from autoencoders import default_checkpoint, load_autoencoder
 
     from ..data import load_dataset, split_indices
 
     images, _ = load_dataset(args.dataset, part="test" if args.split == "test" else "train", root=args.data_root)
-    model, meta = load_autoencoder(args.checkpoint or args.dataset)
+    model, meta = load_autoencoder(args.checkpoint or default_checkpoint(args.dataset))
     if args.split != "test":
         split = split_indices(len(images), seed=meta["split"]["seed"])
         images = images[split.public if args.split == "public" else split.private]

@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from ..registry import FLOW_METHOD_NAMES, GENERATOR_METHOD_NAMES as GENERATOR_METHODS
+from ..registry import method
 from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, privacy_spec,
                       run_steps, shape_args, staged)
 from .autoencoder import private_latents, write_gif
@@ -28,7 +28,7 @@ def cmd_generate(args) -> int:
         data = torch.from_numpy(load_array(args.data))
     steps = run_steps(args, data.shape[0])
     spec = privacy_spec(args)
-    if args.conditional and args.method not in FLOW_METHOD_NAMES:
+    if args.conditional and method(args.method).kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
     with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data,),
@@ -40,22 +40,23 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
     from ..run import run_flow_to_dir, run_generator_to_dir
 
     t0 = time.perf_counter()
-    if args.method in GENERATOR_METHODS:
+    what = method(args.method)
+    if what.kind == "generator":
         from ..baselines import make_generator
 
         batch = min(args.batch_size, data.shape[0])
         clips = ({"activation_clip": args.activation_clip, "jacobian_clip": args.jacobian_clip}
-                 if args.method == "dpsgd-sw-gen" else {})
+                 if what.noise_on == "gradient" else {})
         model = make_generator(args.method, data, privacy=spec, steps=steps, n_projections=args.n_projections,
                                batch_size=batch, privacy_seed=args.privacy_seed, seed=args.seed, device=args.device,
                                **clips)
         report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
                                       decoder=decode, run_config={**source, "steps": steps, "batch_size": batch})
-        print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
+        print(f"{report.statement}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
-    batched = args.method in ("dpswflow-r", "swf", "ldp-flow") and args.batch_size < data.shape[0]
-    batch = args.batch_size if batched else None
+    # the rule of every entry point (MethodSpec.release_plan): a batch covering every row is a full batch
+    batch = args.batch_size if what.releases != "pool" and args.batch_size < data.shape[0] else None
     if distributed:
         return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
     if args.conditional:
@@ -67,7 +68,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
                                         config=flow_config(args, steps), n_projections=args.n_projections,
                                         pool_size=args.pool_size, batch_size=batch, privacy_seed=args.privacy_seed,
                                         decoder=decode, run_config=source)
-        print(f"{report['statement']}\n  {report['labels_note'] if report['private'] else ''}\n"
+        print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
               f"wrote {out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
@@ -76,7 +77,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
                                 privacy_seed=args.privacy_seed, decoder=decode, run_config=source)
     if decode is not None:
         write_gif(out, decode)
-    print(f"{report['statement']}\nwrote {out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
+    print(f"{report.statement}\nwrote {out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
           f"in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -89,6 +90,7 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
 
     import torch.distributed as dist
 
+    from ..callbacks import Checkpointer
     from ..distributed import make_distributed_flow, shard_range
     from ..run import write_outputs
 
@@ -112,7 +114,7 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
                                      n_projections=args.n_projections, batch_size=batch,
                                      privacy_seed=seed[0], seed_known=args.privacy_seed is not None,
                                      mode=args.shard_mode,
-                                     checkpoint_path=out / f"checkpoint.rank{rank}.pt")
+                                     callbacks=[Checkpointer(out / f"checkpoint.rank{rank}.pt")])
         flow.run()
         particles = flow.gather_particles()
     except RuntimeError as err:  # a peer died or timed out: the collective fails on every rank
@@ -120,8 +122,8 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
                          f"--checkpoint-every steps: rerun the same torchrun command with --resume") from err
     if rank == 0:
         report = flow.privacy_report(args.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
-        write_outputs(out, args.method, particles.cpu().numpy(), report, decode, report["run_config"])
-        print(f"{report['statement']}\nwrote {out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
+        write_outputs(out, particles.cpu().numpy(), report, decode)
+        print(f"{report.statement}\nwrote {out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
     dist.barrier()
     (out / f"checkpoint.rank{rank}.pt").unlink(missing_ok=True)
     dist.barrier()  # every rank is done with the staging directory before rank 0 swaps it in

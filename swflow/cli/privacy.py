@@ -3,26 +3,24 @@ from __future__ import annotations
 
 import json
 
-from ._common import LOCAL_METHODS, UsageError, privacy_args, privacy_spec, run_steps, shape_args
+from ..registry import method
+from ._common import UsageError, privacy_args, privacy_spec, run_steps, shape_args
 
 
 def cmd_privacy(args) -> int:
-    from ..flow import Presampled, Resampled
     from ..privacy import calibrate, projection_sensitivity
     from ..sliced import random_directions
 
     spec = privacy_spec(args)
     if not spec.private:
         raise UsageError("nothing to compute: the run is not private")
-    if args.method in LOCAL_METHODS:
+    what = method(args.method)
+    if what.local:
         return _local_privacy(args, spec)
     steps = run_steps(args, args.dataset_size)
-    resampled = args.method in ("dpswflow-r", "dpswgen", "dpsgd-sw-gen")  # generators release once per step
-    strategy = (Resampled(args.n_projections) if resampled else
-                Presampled(args.pool_size or args.n_projections, args.n_projections))
-    # the same rule as generate: a batch that covers every row means full-batch releases
-    batch = args.batch_size if resampled and args.batch_size < args.dataset_size else None
-    plan = strategy.plan(steps=steps, dataset_size=args.dataset_size, batch_size=batch, dim=args.dim)
+    plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
+                             n_projections=args.n_projections, pool_size=args.pool_size,
+                             batch_size=None if what.releases == "pool" else args.batch_size)
     cal = calibrate(spec, plan)
     if spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
         import torch
@@ -33,7 +31,7 @@ def cmd_privacy(args) -> int:
                                       norm_bound=spec.norm_bound, theta=theta)
     else:
         sens = cal.sensitivity()
-    if args.method == "dpsgd-sw-gen":  # the noise is on the clipped gradient, not on projections
+    if what.noise_on == "gradient":  # dpsgd-sw-gen: the noise is on the clipped gradient
         from ..baselines.dpsgd_sw import gradient_sensitivity
 
         sens = gradient_sensitivity(activation_clip=args.activation_clip, jacobian_clip=args.jacobian_clip,

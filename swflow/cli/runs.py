@@ -35,19 +35,22 @@ def cmd_compare(args) -> int:
 
 
 def cmd_sample(args) -> int:
+    from dataclasses import replace
+
     from ..model import FlowModel
     from ..run import write_outputs
 
     t0 = time.perf_counter()
     model = FlowModel.from_run_dir(args.run_dir)
     report = model.privacy_report()
-    run_config = {**report.get("run_config", {}), "sampled_from": str(args.run_dir), "n": args.n, "seed": args.seed}
-    decoder = run_decoder(run_config)
+    report = replace(report, run_config={**report.run_config, "sampled_from": str(args.run_dir), "n": args.n,
+                                         "seed": args.seed})
+    decoder = run_decoder(report.run_config)
     with staged(args.out, overwrite=args.overwrite, inputs=(Path(args.run_dir) / "model.h5",)) as out:
         chunks = (c.cpu().numpy() for c in model.sample_chunks(args.n, seed=args.seed, device=args.device,
                                                                  progress=True))
-        write_outputs(out, report["method"], chunks, {**report, "run_config": run_config}, decoder, run_config)
-    print(f"{args.n} new particles from {args.run_dir}'s recorded releases (no privacy spent): {report['statement']}"
+        write_outputs(out, chunks, report, decoder)
+    print(f"{args.n} new particles from {args.run_dir}'s recorded releases (no privacy spent): {report.statement}"
           f"\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
     return 0
 

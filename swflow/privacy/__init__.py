@@ -13,7 +13,7 @@ from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier
                          local_laplace_scale)
 from .noise import NoiseSource
 from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
-from .report import privacy_report, statement, write_report
+from .report import PrivacyReport, privacy_report, statement, write_report
 from .targets import FixedNoiseTarget, ShardedTarget, local_target, private_target, sharded_target
 from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound,
                           projection_sensitivity, spectral_bound)
@@ -24,7 +24,7 @@ __all__ = [
     "check_rows", "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
     "FixedNoiseTarget", "laplace_scale", "local_gaussian_std", "local_laplace_scale", "local_target",
     "LocallyReleasedTarget", "MechanismEvent", "noise_multiplier_for", "NoiseSource", "plan_events",
-    "privacy_report", "PrivacyLedger", "PrivacySpec", "private_target", "PrivateTarget",
+    "privacy_report", "PrivacyLedger", "PrivacyReport", "PrivacySpec", "private_target", "PrivateTarget",
     "projection_sensitivity", "ReleasePlan", "SensitivityBound", "sharded_target", "ShardedTarget",
     "spectral_bound", "statement", "write_report",
 ]

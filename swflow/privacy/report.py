@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .noise import SECURE_CAVEAT
 from .release import LocallyReleasedTarget, PrivateTarget
 
-__all__ = ["privacy_report", "statement", "write_report"]
+__all__ = ["PrivacyReport", "privacy_report", "statement", "write_report"]
 
 NOT_ACCOUNTED = ("Not accounted: hyperparameters (steps, step size, noise level, projections) chosen "
                  "by looking at private data, and any use of the private split outside this run. "
@@ -26,57 +27,131 @@ def _num(x: float | None):
     return None if x is None or (isinstance(x, float) and math.isinf(x)) else x
 
 
+#: notes: explanations that appear as top-level strings in privacy.json when they apply
+NOTE_KEYS = ("release", "secure_noise_caveat", "amplification_note", "particle_post_processing", "post_processing",
+             "labels_note")
+
+
+@dataclass(frozen=True)
+class PrivacyReport:
+    """What a DP output guarantees: privacy.json, typed. ``to_json()`` is the file's object.
+
+    ``epsilon`` and ``delta`` are None for a run that is not private (and ``epsilon`` None when a
+    noise-multiplier run's ε is unbounded). Fields from ``delta_sensitivity`` to ``directions`` are
+    None for non-private runs. ``conditional`` holds a class-conditional run's per-class reports
+    (``per_class``, ``ledgers``, ``composition``)."""
+
+    method: str
+    private: bool
+    statement: str
+    epsilon: float | None
+    delta: float | None
+    adjacency: str | None
+    accountant: str | None
+    noise_multiplier: float | None
+    noise_std: float | None
+    sensitivity: float | None
+    sensitivity_bound: str | None
+    sample_rate: float | None
+    batch_size: int | None
+    steps: int | None
+    n_projections: int | None
+    dim: int
+    norm_bound: float | None
+    dataset_size: int
+    mode: str
+    diffusion_gamma: float | None = None
+    delta_sensitivity: float | None = None
+    delta_accountant: float | None = None
+    sampling: str | None = None
+    planned_steps: int | None = None
+    clipped: bool | None = None
+    target_epsilon: float | None = None
+    secure_noise: bool | None = None
+    noise_seed_known: bool | None = None
+    directions: str | None = None
+    notes: dict = field(default_factory=dict)
+    not_accounted: str = NOT_ACCOUNTED
+    ledger: list = field(default_factory=list)
+    conditional: dict | None = None
+    run_config: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        unknown = set(self.notes) - set(NOTE_KEYS)
+        if unknown:
+            raise ValueError(f"unknown report notes {sorted(unknown)}; notes are {NOTE_KEYS}")
+
+    def to_json(self) -> dict:
+        """The privacy.json object (notes and the conditional part as top-level keys)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("notes", "conditional")}
+        run_config = out.pop("run_config")
+        out.update(self.notes)
+        if self.conditional is not None:
+            out.update(conditional=True, **self.conditional)
+        out["run_config"] = run_config
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PrivacyReport":
+        """Read a privacy.json object back (the inverse of :meth:`to_json`)."""
+        data = dict(data)
+        notes = {key: data.pop(key) for key in NOTE_KEYS if key in data}
+        conditional = None
+        if data.pop("conditional", False):
+            conditional = {key: data.pop(key) for key in CONDITIONAL_KEYS}
+        names = {f.name for f in fields(cls)}
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"not a privacy.json of this swflow version: unknown keys {sorted(unknown)}")
+        return cls(**data, notes=notes, conditional=conditional)
+
+    def with_notes(self, **notes: str) -> "PrivacyReport":
+        return replace(self, notes={**self.notes, **notes})
+
+
+CONDITIONAL_KEYS = ("per_class", "ledgers", "composition")
+
+
 def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float | None = None,
-                   extra: dict | None = None) -> dict:
-    """The output contract's privacy.json as a dict (ε, δ = null when the run is not private)."""
+                   notes: dict | None = None, run_config: dict | None = None) -> PrivacyReport:
+    """The privacy report of ``target``'s releases so far (ε, δ = None when the run is not private)."""
     cal = target.calibration
     ledger = target.ledger
+    common = dict(method=method, dim=target.dim, ledger=ledger.state_dict(), run_config=dict(run_config or {}))
+    notes = dict(notes or {})
     if cal is None:
-        report = {"method": method, "private": False, "epsilon": None, "delta": None,
-                  "delta_sensitivity": None, "adjacency": None, "accountant": None,
-                  "noise_multiplier": None, "noise_std": 0.0, "sensitivity": None,
-                  "sensitivity_bound": None, "sample_rate": None,
-                  "batch_size": target.batch_size, "steps": None, "n_projections": None,
-                  "dim": target.dim, "norm_bound": None, "diffusion_gamma": None,
-                  "dataset_size": target.size, "mode": "non-private",
-                  "statement": "not differentially private (no noise on the private data)"}
-    else:
-        spec, events = cal.spec, ledger.events
-        eps = target.epsilon_spent()
-        delta = cal.delta_accountant + ledger.delta_sensitivity
-        report = {
-            "method": method, "private": True, "epsilon": _num(eps), "delta": delta,
-            "delta_sensitivity": ledger.delta_sensitivity, "delta_accountant": cal.delta_accountant,
-            "adjacency": spec.adjacency, "accountant": cal.accountant_name,
-            "noise_multiplier": cal.noise_multiplier,
-            "noise_std": max((e.noise_std for e in events), default=None),
-            "sensitivity": max((e.sensitivity for e in events), default=None),
-            "sensitivity_bound": events[-1].sensitivity_bound if events else spec.sensitivity_bound,
-            "sample_rate": cal.plan.rows_per_release / cal.plan.dataset_size,
-            "batch_size": cal.plan.sample_size, "sampling": cal.sampling,
-            "steps": ledger.releases, "planned_steps": cal.plan.releases,
-            "n_projections": cal.plan.n_projections, "dim": cal.plan.dim, "norm_bound": spec.norm_bound,
-            "clipped": spec.clip, "diffusion_gamma": diffusion_gamma,
-            "dataset_size": cal.plan.dataset_size, "mode": cal.mode,
-            "target_epsilon": _num(spec.epsilon), "secure_noise": spec.secure_noise,
-            "noise_seed_known": target.noise_seed_known,
-            "directions": ("drawn from the secret privacy-noise stream (the probabilistic sensitivity bound needs "
-                           "directions independent of the neighbouring pair)" if target.secret_directions else
-                           "drawn from the public simulator seed (the spectral bound holds for any directions)"),
-            "statement": statement(eps, delta, cal.accountant_name, spec.adjacency),
-        }
-        if spec.secure_noise:
-            report["secure_noise_caveat"] = SECURE_CAVEAT
-        if isinstance(target, LocallyReleasedTarget):
-            report["release"] = ("local: each record released once as y + N(0, noise_std^2 I) on the identity "
-                                 "directions (sensitivity 2R); the same (epsilon, delta) holds per record as local "
-                                 "DP, and the flow is post-processing")
-        if diffusion_gamma is not None:
-            report["amplification_note"] = AMPLIFICATION_NOTE
-    report["not_accounted"] = NOT_ACCOUNTED
-    report["ledger"] = ledger.state_dict()
-    report.update(extra or {})
-    return report
+        return PrivacyReport(private=False, epsilon=None, delta=None, adjacency=None, accountant=None,
+                             noise_multiplier=None, noise_std=0.0, sensitivity=None, sensitivity_bound=None,
+                             sample_rate=None, batch_size=target.batch_size, steps=None, n_projections=None,
+                             norm_bound=None, dataset_size=target.size, mode="non-private",
+                             statement="not differentially private (no noise on the private data)", notes=notes,
+                             **common)
+    spec, events = cal.spec, ledger.events
+    eps = target.epsilon_spent()
+    delta = cal.delta_accountant + ledger.delta_sensitivity
+    if spec.secure_noise:
+        notes["secure_noise_caveat"] = SECURE_CAVEAT
+    if isinstance(target, LocallyReleasedTarget):
+        notes["release"] = ("local: each record released once as y + N(0, noise_std^2 I) on the identity "
+                            "directions (sensitivity 2R); the same (epsilon, delta) holds per record as local "
+                            "DP, and the flow is post-processing")
+    if diffusion_gamma is not None:
+        notes["amplification_note"] = AMPLIFICATION_NOTE
+    return PrivacyReport(
+        private=True, epsilon=_num(eps), delta=delta, delta_sensitivity=ledger.delta_sensitivity,
+        delta_accountant=cal.delta_accountant, adjacency=spec.adjacency, accountant=cal.accountant_name,
+        noise_multiplier=cal.noise_multiplier, noise_std=max((e.noise_std for e in events), default=None),
+        sensitivity=max((e.sensitivity for e in events), default=None),
+        sensitivity_bound=events[-1].sensitivity_bound if events else spec.sensitivity_bound,
+        sample_rate=cal.plan.rows_per_release / cal.plan.dataset_size, batch_size=cal.plan.sample_size,
+        sampling=cal.sampling, steps=ledger.releases, planned_steps=cal.plan.releases,
+        n_projections=cal.plan.n_projections, norm_bound=spec.norm_bound, clipped=spec.clip,
+        diffusion_gamma=diffusion_gamma, dataset_size=cal.plan.dataset_size, mode=cal.mode,
+        target_epsilon=_num(spec.epsilon), secure_noise=spec.secure_noise, noise_seed_known=target.noise_seed_known,
+        directions=("drawn from the secret privacy-noise stream (the probabilistic sensitivity bound needs "
+                    "directions independent of the neighbouring pair)" if target.secret_directions else
+                    "drawn from the public simulator seed (the spectral bound holds for any directions)"),
+        statement=statement(eps, delta, cal.accountant_name, spec.adjacency), notes=notes, **common)
 
 
 def statement(epsilon: float, delta: float, accountant: str, adjacency: str) -> str:
@@ -85,7 +160,7 @@ def statement(epsilon: float, delta: float, accountant: str, adjacency: str) -> 
     return f"({eps}, {delta:.3g})-DP under {accountant}, {adjacency} adjacency"
 
 
-def write_report(report: dict, directory: str | Path) -> Path:
+def write_report(report: PrivacyReport, directory: str | Path) -> Path:
     path = Path(directory) / "privacy.json"
-    path.write_text(json.dumps(report, indent=2, sort_keys=False) + "\n")
+    path.write_text(json.dumps(report.to_json(), indent=2) + "\n")
     return path

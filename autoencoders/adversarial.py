@@ -1,0 +1,164 @@
+"""A sharper decoder for a trained sphere encoder: a conditional GAN on the public split.
+
+Why: an 8-dimensional code cannot hold a Fashion-MNIST image, so a decoder trained on pixel loss
+returns the *mean* of the images that share a code, which is blurry; FID reads blur as distance.
+Here the encoder is kept (frozen: private latents and every flow result stay the same) and a new
+decoder G(z, u) learns to *sample* an image given the code z, with public noise u ~ N(0, I):
+
+    critic    D(x, z) = w·φ(x) + ⟨V z, φ(x)⟩        projection critic, spectral norm, hinge loss
+    decoder   loss = −D(G(z, u), z) + λ_code ‖E(G(z, u)) − z‖² + λ_low ‖pool(G(z, u)) − pool(x)‖₁
+
+The code term (through the frozen encoder E) and the 4× average-pooled L1 tie each sample to its
+code without asking for the pixel mean. u is drawn from the decoder's own seeded generator at
+decode time: public randomness applied to the released particles, i.e. post-processing.
+
+Training reads ``images[split.public]`` only, like :func:`~autoencoders.train.train_autoencoder`,
+and resumes from ``NAME.partial.pt``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.parametrizations import spectral_norm
+from tqdm.auto import tqdm
+
+from .models import NoisyDecoder, SphereAutoencoder
+
+__all__ = ["AdversarialConfig", "ProjectionCritic", "train_adversarial_decoder"]
+
+
+class ProjectionCritic(nn.Module):
+    """D(x, z) (n,) for images (n, C, 32, 32) and codes (n, latent); spectrally normalised."""
+
+    def __init__(self, channels: int = 1, latent: int = 8, *, width: int = 64):
+        super().__init__()
+        w = width
+        self.features = nn.Sequential(
+            spectral_norm(nn.Conv2d(channels, w, 4, 2, 1)), nn.LeakyReLU(0.2),     # 32 -> 16
+            spectral_norm(nn.Conv2d(w, 2 * w, 4, 2, 1)), nn.LeakyReLU(0.2),        # 16 -> 8
+            spectral_norm(nn.Conv2d(2 * w, 4 * w, 4, 2, 1)), nn.LeakyReLU(0.2),    # 8 -> 4
+            nn.Flatten(), spectral_norm(nn.Linear(4 * w * 16, 4 * w)), nn.LeakyReLU(0.2))
+        self.score = spectral_norm(nn.Linear(4 * w, 1))
+        self.embed = spectral_norm(nn.Linear(latent, 4 * w, bias=False))
+
+    def forward(self, x: Tensor, z: Tensor) -> Tensor:
+        h = self.features(2 * x - 1)
+        return self.score(h).squeeze(1) + (self.embed(z) * h).sum(dim=1)
+
+
+@dataclass(frozen=True)
+class AdversarialConfig:
+    steps: int = 8000
+    batch_size: int = 64
+    lr: float = 2e-4
+    code_weight: float = 10.0
+    lowpass_weight: float = 2.0
+    noise_dim: int = 16
+    width: int = 64
+    val_size: int = 1000
+    eval_every: int = 250
+    seed: int = 0
+
+
+def _lowpass(x: Tensor) -> Tensor:
+    return nn.functional.avg_pool2d(x, 4)
+
+
+@torch.no_grad()
+def _validate(encoder: nn.Module, decoder: NoisyDecoder, val: Tensor) -> dict:
+    """Held-out public rows: code error ‖E(G(E(x), u)) − E(x)‖² and 4×-pooled L1 to x."""
+    decoder.eval()
+    z = encoder(val)
+    fake = decoder(z, torch.randn(len(z), decoder.noise_dim, generator=torch.Generator().manual_seed(1)))
+    decoder.train()
+    return {"code_error": float(((encoder(fake) - z) ** 2).sum(1).mean()),
+            "lowpass_l1": float((_lowpass(fake) - _lowpass(val)).abs().mean())}
+
+
+def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dict, images: np.ndarray, split, *,
+                              config: AdversarialConfig, out_dir: Path, progress: bool = True) -> dict:
+    """Fit G(z, u) against ``base``'s frozen encoder on ``images[split.public]``; write ``out_dir/name.pt``
+    (encoder + new decoder, architecture ``BASE-adv``) and ``name.json``; return the metadata."""
+    from .train import _sha256
+
+    if split.manifest() != base_meta["split"]:
+        raise ValueError(f"the split does not match the one {base_meta['name']} was trained with")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    public = images[split.public]  # the only rows this function touches
+    torch.manual_seed(config.seed)
+    order = np.random.default_rng(config.seed).permutation(len(public))
+    val = torch.from_numpy(public[order[:config.val_size]])
+    train = torch.from_numpy(public[order[config.val_size:]])
+    channels, latent = base.image_shape[0], base.latent
+    encoder = base.encoder.eval().requires_grad_(False)
+    decoder = NoisyDecoder(channels, latent, noise_dim=config.noise_dim, width=config.width)
+    critic = ProjectionCritic(channels, latent, width=config.width)
+    opt_g = torch.optim.Adam(decoder.parameters(), lr=config.lr, betas=(0.0, 0.9))
+    opt_d = torch.optim.Adam(critic.parameters(), lr=config.lr, betas=(0.0, 0.9))
+    partial = out_dir / f"{name}.partial.pt"
+    state = {"step": 0, "history": []}
+    if partial.exists():
+        saved = torch.load(partial, weights_only=False)
+        # only the length may change: a run can be extended, or finished early from its last save
+        same = {k: v for k, v in saved["config"].items() if k != "steps"} == \
+            {k: v for k, v in asdict(config).items() if k != "steps"}
+        if not same or saved["base_sha256"] != base_meta["weights_sha256"]:
+            raise ValueError(f"{partial} was written with other settings or another base; delete it to restart")
+        for module, key in ((decoder, "decoder"), (critic, "critic"), (opt_g, "opt_g"), (opt_d, "opt_d")):
+            module.load_state_dict(saved[key])
+        state = saved["state"]
+        torch.set_rng_state(saved["torch_rng"])
+
+    def save_partial():
+        tmp = partial.with_suffix(".tmp")
+        torch.save({"decoder": decoder.state_dict(), "critic": critic.state_dict(), "opt_g": opt_g.state_dict(),
+                    "opt_d": opt_d.state_dict(), "state": state, "config": asdict(config),
+                    "base_sha256": base_meta["weights_sha256"], "torch_rng": torch.get_rng_state()}, tmp)
+        os.replace(tmp, partial)
+
+    bar = tqdm(total=config.steps, initial=state["step"], disable=not progress, desc=f"{name} decoder")
+    while state["step"] < config.steps:
+        x = train[torch.randint(len(train), (config.batch_size,))]
+        z = encoder(x)
+        fake = decoder(z, torch.randn(len(z), config.noise_dim))
+        d_loss = (torch.relu(1 - critic(x, z)).mean() + torch.relu(1 + critic(fake.detach(), z)).mean())
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+        code = ((encoder(fake) - z) ** 2).sum(1).mean()
+        g_loss = (-critic(fake, z).mean() + config.code_weight * code
+                  + config.lowpass_weight * (_lowpass(fake) - _lowpass(x)).abs().mean())
+        opt_g.zero_grad()
+        g_loss.backward()
+        opt_g.step()
+        state["step"] += 1
+        bar.update()
+        if state["step"] % config.eval_every == 0 or state["step"] == config.steps:
+            row = {"step": state["step"], "critic_loss": d_loss.item(), **_validate(encoder, decoder, val)}
+            state["history"].append(row)
+            bar.set_postfix(code=f"{row['code_error']:.3f}", l1=f"{row['lowpass_l1']:.3f}", refresh=False)
+            save_partial()
+    bar.close()
+
+    model = SphereAutoencoder(base.encoder[0], decoder.eval(), image_shape=base.image_shape, latent=latent)
+    weights = out_dir / f"{name}.pt"
+    torch.save(model.state_dict(), weights.with_suffix(".tmp"))
+    os.replace(weights.with_suffix(".tmp"), weights)
+    meta = {**{k: base_meta[k] for k in ("dataset", "channels", "image_shape", "latent", "latent_norm", "split")},
+            "name": name, "architecture": f"{base_meta['architecture']}-adv", "trained_on": "public split only",
+            "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"]},
+            "decoder": {"kind": "conditional GAN, noise input", "noise_dim": config.noise_dim,
+                        "width": config.width},
+            "train_config": asdict(config), "steps_run": state["step"], "validation_curve": state["history"], "weights_sha256": _sha256(weights)}
+    tmp_meta = out_dir / f"{name}.json.tmp"
+    tmp_meta.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp_meta, out_dir / f"{name}.json")
+    partial.unlink(missing_ok=True)
+    return meta

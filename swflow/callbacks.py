@@ -1,0 +1,141 @@
+"""Observers of a :class:`~swflow.flow.ParticleFlow` run: the loop computes, these write.
+
+A callback implements any of the hooks below; :class:`ParticleFlow` calls them in list order:
+
+    restore(flow) -> bool          before anything runs: load saved state, True when resumed
+    on_start(flow, resumed)        after the strategy's setup (and its one-off release, if any)
+    on_release(flow, theta, released, sigma)   each step's public directions (d, k) and release (k, m)
+    on_step(flow, diagnostic)      after each step; ``diagnostic`` is the step's RMS projected
+                                   displacement on the steps the loop measured it, else None
+    on_flush(flow)                 buffered output must reach disk (a checkpoint is being written)
+    on_end(flow)                   the last step is done
+
+Nothing here ever sees a private row: only particles, public directions and released values.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from .io import ReleaseRecorder, TrajectoryWriter
+
+__all__ = ["FlowCallback", "Checkpointer", "TrajectoryRecorder", "ReleaseLog", "ProgressBar", "run_files"]
+
+
+class FlowCallback:
+    """Base class: every hook does nothing."""
+
+    def restore(self, flow) -> bool:
+        return False
+
+    def on_start(self, flow, *, resumed: bool) -> None:
+        pass
+
+    def on_release(self, flow, theta, released, sigma: float) -> None:
+        pass
+
+    def on_step(self, flow, diagnostic: float | None) -> None:
+        pass
+
+    def on_flush(self, flow) -> None:
+        pass
+
+    def on_end(self, flow) -> None:
+        pass
+
+
+class Checkpointer(FlowCallback):
+    """Saves ``flow.state_dict()`` to ``path`` every ``config.checkpoint_every`` steps (atomically) and
+    restores it when the file exists. The file holds the privacy-noise state: delete it after the run."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+
+    def restore(self, flow) -> bool:
+        if not self.path.exists():
+            return False
+        flow.load_state_dict(torch.load(self.path, weights_only=False))
+        return True
+
+    def on_step(self, flow, diagnostic) -> None:
+        every = flow.config.checkpoint_every
+        if every and flow.step % every == 0:
+            self.save(flow)
+
+    def save(self, flow) -> None:
+        for callback in flow.callbacks:  # output files must not run ahead of or behind the checkpoint
+            callback.on_flush(flow)
+        tmp = self.path.with_suffix(".tmp")
+        torch.save(flow.state_dict(), tmp)
+        os.replace(tmp, self.path)  # an interruption never leaves half a file
+
+
+class TrajectoryRecorder(FlowCallback):
+    """Particle snapshots every ``config.record_every`` steps (and at step 0) in an HDF5 file."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._writer: TrajectoryWriter | None = None
+
+    def on_start(self, flow, *, resumed) -> None:
+        if not flow.config.record_every:
+            return
+        self._writer = TrajectoryWriter(self.path, n=flow.config.n_particles, d=flow.target.dim,
+                                        config=flow.describe(), resume_step=flow.step if resumed else None)
+        if not resumed:
+            self._writer.append(0, flow.particles.cpu().numpy())
+
+    def on_step(self, flow, diagnostic) -> None:
+        if self._writer is not None and flow.step % flow.config.record_every == 0:
+            self._writer.append(flow.step, flow.particles.cpu().numpy())
+
+
+class ReleaseLog(FlowCallback):
+    """Each step's release (directions, σ, a ``sketch``-level quantile sketch of the noisy values) in
+    ``model.h5``, which :class:`swflow.model.FlowModel` replays to sample new particles."""
+
+    def __init__(self, path: str | Path, *, sketch: int | None = 64):
+        self.path, self.sketch = Path(path), sketch
+        self._recorder: ReleaseRecorder | None = None
+
+    def on_start(self, flow, *, resumed) -> None:
+        self._recorder = ReleaseRecorder(self.path, sketch=self.sketch, resume_step=flow.step if resumed else None,
+                                         attrs={"flow_config": asdict(flow.config), "dim": flow.target.dim})
+
+    def on_release(self, flow, theta, released, sigma) -> None:
+        self._recorder.add(flow.step, theta, released, sigma)
+
+    def on_flush(self, flow) -> None:
+        if self._recorder is not None:
+            self._recorder.flush()
+
+    on_end = on_flush
+
+
+class ProgressBar(FlowCallback):
+    """A tqdm bar labelled with the run's budget, showing the last measured displacement."""
+
+    def __init__(self):
+        self._bar = None
+
+    def on_start(self, flow, *, resumed) -> None:
+        self._bar = tqdm(total=flow.config.steps, initial=flow.step, desc=f"flow {flow.budget_label()}",
+                         unit="step", dynamic_ncols=True)
+
+    def on_step(self, flow, diagnostic) -> None:
+        if diagnostic is not None:
+            self._bar.set_postfix(sw=f"{diagnostic:.4f}", refresh=False)
+        self._bar.update(1)
+
+    def on_end(self, flow) -> None:
+        self._bar.close()
+
+
+def run_files(out: Path, *, sketch: int | None = 64) -> list[FlowCallback]:
+    """The callbacks of a run directory: model.h5, trajectory.h5 and checkpoint.pt in ``out``."""
+    return [ReleaseLog(out / "model.h5", sketch=sketch), TrajectoryRecorder(out / "trajectory.h5"),
+            Checkpointer(out / "checkpoint.pt")]
