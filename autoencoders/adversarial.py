@@ -156,7 +156,8 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
             "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"]},
             "decoder": {"kind": "conditional GAN, noise input", "noise_dim": config.noise_dim,
                         "width": config.width},
-            "train_config": asdict(config), "steps_run": state["step"], "validation_curve": state["history"], "weights_sha256": _sha256(weights)}
+            "train_config": asdict(config), "steps_run": state["step"], "validation_curve": state["history"],
+            "weights_sha256": _sha256(weights)}
     tmp_meta = out_dir / f"{name}.json.tmp"
     tmp_meta.write_text(json.dumps(meta, indent=2) + "\n")
     os.replace(tmp_meta, out_dir / f"{name}.json")

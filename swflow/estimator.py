@@ -25,12 +25,13 @@ from .registry import METHODS
 
 __all__ = ["Synthesizer", "SynthesizerParams"]
 
-FORMAT = "swflow-synthesizer-1"
+FORMAT = "swflow-synthesizer-2"  # 2: simulator settings under params["flow"]
 
 
 @dataclass
 class SynthesizerParams:
-    """Settings of a Synthesizer (flows use the flow fields, generators the generator fields)."""
+    """Settings of a Synthesizer: the budget (PrivacySpec's fields), the run's shape, and for flows the
+    simulator settings in ``flow`` (FlowConfig's fields; ``Synthesizer`` sorts keywords into it)."""
 
     method: str
     epsilon: float | None = None
@@ -45,14 +46,7 @@ class SynthesizerParams:
     n_projections: int = 70
     batch_size: int | None = None
     pool_size: int | None = None
-    n_particles: int = 10_000  # flows: particles of the fitted run
-    step_size: float = 1.0
-    diffusion: float = 0.0
-    init: str | None = None  # None: sphere on the sphere manifold, normal in the ball
-    manifold: str = "ball"  # 'sphere' for rows on the unit sphere (autoencoder latents)
-    smoothing: str = "exact"  # particle-side estimator: 'exact' or 'sampled' (004's one draw)
-    smoothing_std: float | None = None
-    drift_clip: float | None = None
+    flow: dict = field(default_factory=dict)  # flows: FlowConfig fields (n_particles, step_size, manifold, ...)
     sketch: int | None = 64  # flows: quantile levels kept per released direction
     seed: int = 0
     privacy_seed: int | None = None
@@ -69,6 +63,13 @@ class SynthesizerParams:
         from .registry import check_budget
 
         check_budget(self.method, private=self.noise_multiplier is not None or math.isfinite(self.epsilon))
+        if self.flow:
+            self.flow_config()  # bad simulator settings fail here, not after the budget is spent
+
+    def flow_config(self):
+        from .flow import FlowConfig
+
+        return FlowConfig(steps=self.steps, seed=self.seed, device=self.device, **self.flow)
 
     def privacy_spec(self):
         from .privacy import PrivacySpec
@@ -82,7 +83,15 @@ class Synthesizer:
     """fit once on private rows, then sample as often as you like."""
 
     def __init__(self, method: str, **params):
-        self.params = SynthesizerParams(method=method, **params)
+        """``params``: the fields of :class:`SynthesizerParams`, and for flows any simulator setting of
+        :class:`~swflow.flow.FlowConfig` (n_particles, step_size, diffusion, manifold, smoothing, ...)."""
+        from .flow import FlowConfig
+        from .options import option_fields
+
+        simulator = {f.name for f in option_fields(FlowConfig)} - {"seed", "device", "record_every",
+                                                                    "checkpoint_every"}
+        flow = {**params.pop("flow", {}), **{k: params.pop(k) for k in list(params) if k in simulator}}
+        self.params = SynthesizerParams(method=method, flow=flow, **params)
         self._sampler = None  # FlowModel or a generator network with .sample(n, seed=)
         self._report = None  # PrivacyReport of the fit
 
@@ -109,14 +118,10 @@ class Synthesizer:
 
     def _fit_flow(self, data: torch.Tensor, progress: bool) -> None:
         from .callbacks import ReleaseLog
-        from .flow import FlowConfig
         from .methods import make_flow
         from .model import FlowModel
         p = self.params
-        config = FlowConfig(steps=p.steps, n_particles=p.n_particles, step_size=p.step_size, diffusion=p.diffusion,
-                            init=p.init, manifold=p.manifold, smoothing=p.smoothing, smoothing_std=p.smoothing_std,
-                            drift_clip=p.drift_clip, record_every=0, checkpoint_every=0, seed=p.seed,
-                            device=p.device)
+        config = p.flow_config()
         batch = p.batch_size if p.batch_size is not None and p.batch_size < data.shape[0] else None
         with tempfile.TemporaryDirectory() as tmp:
             flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config, n_projections=p.n_projections,
@@ -164,7 +169,8 @@ class Synthesizer:
             state = {"network": type(sampler).__name__, "init_kwargs": sampler.init_kwargs,
                      "weights": {k: v.cpu() for k, v in sampler.state_dict().items()}}
         path = Path(path)
-        torch.save({"format": FORMAT, "params": asdict(self.params), "report": self._report.to_json(), "state": state}, path)
+        torch.save({"format": FORMAT, "params": asdict(self.params), "report": self._report.to_json(),
+                    "state": state}, path)
         return path
 
     @classmethod

@@ -46,40 +46,40 @@ MANIFOLDS = ("ball", "sphere")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
+def _option(default, help: str, choices: tuple | None = None):
+    """A FlowConfig field that is also a command-line option and estimator argument (swflow/options.py)."""
+    return field(default=default, metadata={"help": help, **({"choices": choices} if choices else {})})
+
+
 @dataclass(frozen=True)
 class FlowConfig:
-    """Simulator settings (one-to-one with the TOML ``[flow]`` table).
+    """Simulator settings: the TOML ``[flow]`` table, the `simulator` options of `swflow generate` and
+    the flow keywords of :class:`~swflow.estimator.Synthesizer` are all derived from these fields.
 
-    steps : number of Euler–Maruyama steps K
-    n_particles : particles, independent of the target size
-    step_size : h > 0
-    diffusion : λ ≥ 0
-    smoothing : particle-side estimator, 'exact' (Gaussian expectation on a grid, the default) or
-        'sampled' (004's one draw per particle and direction, to reproduce the paper)
-    smoothing_std : particle-side smoothing std; None matches the target release's σ
-    drift_clip : clip each particle's drift to this norm
-    init : μ0, 'normal' (standard Gaussian) or 'sphere' (uniform on the unit sphere); None picks
-        'sphere' on the sphere manifold and 'normal' otherwise
-    manifold : 'ball' (particles move freely) or 'sphere' (start on the unit sphere and are
-        retracted onto it after every step; for rows on the sphere)
-    record_every : write a trajectory frame every k steps (0: no trajectory)
-    checkpoint_every : write a checkpoint every k steps (0: none)
+    steps : number of Euler–Maruyama steps K (set from --steps / --epochs / the method's default)
+
+    In the Python API, ``record_every = 0`` and ``checkpoint_every = 0`` mean none; which callbacks
+    write frames and checkpoints is up to the caller (:mod:`swflow.callbacks`).
     """
 
     steps: int
-    n_particles: int = 10_000
-    step_size: float = 1.0
-    diffusion: float = 0.0
-    smoothing: str = "exact"
-    smoothing_std: float | None = None
-    drift_clip: float | None = None
-    init: str | None = None
-    manifold: str = "ball"
-    record_every: int = 0
-    checkpoint_every: int = 0
-    seed: int = 0
-    dtype: str = "float32"
-    device: str = "cpu"
+    n_particles: int = _option(10_000, "particles, independent of the number of private rows")
+    step_size: float = _option(1.0, "Euler-Maruyama step size h > 0")
+    diffusion: float = _option(0.0, "diffusion lambda >= 0 (noise sqrt(2 lambda h) per step)")
+    smoothing: str = _option("exact", "particle-side smoothing: the exact Gaussian expectation on a grid, or "
+                             "004's one random draw per particle and direction (to reproduce the paper)", SMOOTHINGS)
+    smoothing_std: float | None = _option(None, "particle-side smoothing std (default: the release's noise std)")
+    drift_clip: float | None = _option(None, "clip each particle's drift to this norm")
+    init: str | None = _option(None, "mu_0: standard normal, or uniform on the unit sphere (default: sphere on "
+                               "the sphere manifold, normal in the ball)", INITS)
+    manifold: str = _option("ball", "sphere: particles start on the unit sphere and are retracted onto it after "
+                            "each step (post-processing, no privacy cost; for rows on the sphere, as every "
+                            "shipped autoencoder makes them); ball: particles move freely", MANIFOLDS)
+    record_every: int = _option(0, "trajectory frame every k steps")
+    checkpoint_every: int = _option(0, "checkpoint every k steps")
+    seed: int = _option(0, "simulator seed (initial particles, directions, diffusion)")
+    dtype: str = _option("float32", "particle dtype", tuple(DTYPES))
+    device: str = _option("cpu", "cpu or cuda")
 
     def __post_init__(self):
         if self.steps < 1:

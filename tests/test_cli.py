@@ -177,3 +177,36 @@ def test_local_dp_calculator_and_run_agree_and_refuse_zero_out(tmp_path, capsys)
                      "--out", str(tmp_path / "zero-gen")]):
         assert main([*command, *base, "--adjacency", "zero-out"]) == 2
         assert "does not apply to a local release" in capsys.readouterr().err
+
+
+def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, capsys):
+    from dataclasses import fields
+
+    from swflow.cli import build_parser
+    from swflow.estimator import Synthesizer
+    from swflow.flow import FlowConfig
+    from swflow.options import option_fields
+
+    names = {f.name for f in option_fields(FlowConfig)}
+    assert names == {f.name for f in fields(FlowConfig)} - {"steps"}  # steps come from --steps/--epochs
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["generate"]
+    flags = {s for a in sub._actions for s in a.option_strings}
+    assert {"--" + n.replace("_", "-") for n in names} <= flags
+    # TOML [flow] is FlowConfig: its values reach the run's configuration
+    np.save(tmp_path / "rows.npy", np.random.default_rng(0).normal(size=(40, 3)) / 4)
+    config = tmp_path / "c.toml"
+    config.write_text('[flow]\ndrift_clip = 0.5\nsmoothing = "sampled"\ndtype = "float64"\nn_particles = 30\n')
+    assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--method", "swf",
+                 "--steps", "3", "--out", str(tmp_path / "run")]) == 0
+    run = json.loads((tmp_path / "run" / "privacy.json").read_text())["run_config"]
+    assert (run["drift_clip"], run["smoothing"], run["dtype"], run["n_particles"]) == (0.5, "sampled", "float64", 30)
+    config.write_text('[shape]\nstep_size = 2.0\n')
+    assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--method", "swf",
+                 "--steps", "3", "--out", str(tmp_path / "bad")]) == 2
+    assert "it belongs in [flow]" in capsys.readouterr().err
+    # the estimator takes the same names, and checks them before any budget is spent
+    syn = Synthesizer("swf", steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled", dtype="float64")
+    assert syn.params.flow_config() == FlowConfig(steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled",
+                                                  dtype="float64")
+    with pytest.raises(ValueError, match="step size"):
+        Synthesizer("dpswflow-r", epsilon=5.0, step_size=-1.0)

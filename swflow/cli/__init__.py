@@ -47,14 +47,20 @@ def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
             table = tomllib.load(f)
     except FileNotFoundError:
         raise ValueError(f"config file {path} not found (see experiments/configs/)")
+    from ..flow import FlowConfig
+    from ..options import option_fields
+
     known = {a.dest for a in parser._actions}
+    flow_keys = {f.name for f in option_fields(FlowConfig)}  # [flow] is FlowConfig, field for field
     defaults = {}
     for section, values in table.items():
         if section not in CONFIG_TABLES or not isinstance(values, dict):
             raise ValueError(f"{path}: unknown table [{section}]; use {', '.join(CONFIG_TABLES)}")
         for key, value in values.items():
-            if key not in known:
-                raise ValueError(f"{path}: unknown key {key!r} in [{section}]")
+            if key not in known or (section == "flow") != (key in flow_keys):
+                where = "[flow] (FlowConfig's fields)" if key in flow_keys else "another table"
+                raise ValueError(f"{path}: unknown key {key!r} in [{section}]"
+                                 + (f"; it belongs in {where}" if key in known else ""))
             defaults[key] = value
     return defaults
 

@@ -111,41 +111,24 @@ def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: t
 
 
 def flow_config_args(p: argparse.ArgumentParser) -> None:
+    from ..flow import FlowConfig
+    from ..options import add_options
+
     g = p.add_argument_group("simulator")
-    g.add_argument("--n-particles", type=int, default=10_000, help="particles (default %(default)s)")
-    g.add_argument("--step-size", type=float, default=1.0, help="h (default %(default)s)")
-    g.add_argument("--diffusion", type=float, default=0.0, help="lambda (default %(default)s)")
-    g.add_argument("--init", choices=("normal", "sphere"), default=None,
-                   help="mu_0 (default: sphere on the sphere manifold, normal in the ball)")
-    g.add_argument("--manifold", choices=("sphere", "ball"), default=None,
-                   help="sphere: particles start on the unit sphere and are retracted onto it after each step "
-                   "(post-processing, no privacy cost; for rows on the sphere, as every shipped autoencoder "
-                   "makes them); ball: particles move freely (default: sphere with --dataset, ball with --data)")
-    g.add_argument("--smoothing", choices=("exact", "sampled"), default="exact",
-                   help="particle-side smoothing: exact Gaussian expectation on a grid (default), or 004's "
-                   "one random draw per particle and direction (to reproduce the paper)")
-    g.add_argument("--smoothing-std", type=float, default=None,
-                   help="particle-side smoothing std (default: the release's noise std)")
-    g.add_argument("--drift-clip", type=float, default=None, help="clip each particle's drift to this norm")
-    g.add_argument("--record-every", type=int, default=0,
-                   help="trajectory frame every k steps (0: about 50 frames over the run)")
-    g.add_argument("--checkpoint-every", type=int, default=50, help="checkpoint every k steps")
-    g.add_argument("--seed", type=int, default=0, help="simulator seed")
+    add_options(g, FlowConfig, defaults={"manifold": None, "checkpoint_every": 50},
+                notes={"manifold": "(default: sphere with --dataset, ball with --data)",
+                       "record_every": "(0: about 50 frames over the run)"})
     g.add_argument("--privacy-seed", type=int, default=None,
                    help="privacy-noise seed, for reproducible experiments only: anyone who knows it can reproduce "
                    "the noise (privacy.json then says noise_seed_known: true). Default: a fresh secret seed "
                    "from the OS (under torchrun, drawn by rank 0 and broadcast)")
-    g.add_argument("--device", default="cpu", help="cpu or cuda")
     g.add_argument("--shard-mode", choices=("exact", "sketch"), default="exact",
                    help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
 
 
 def flow_config(args, steps: int):
     from ..flow import FlowConfig
+    from ..options import values
 
-    record_every = args.record_every or max(1, steps // 50)
-    manifold = args.manifold or ("sphere" if getattr(args, "dataset", None) else "ball")
-    return FlowConfig(steps=steps, n_particles=args.n_particles, step_size=args.step_size,
-                      diffusion=args.diffusion, init=args.init, manifold=manifold, smoothing=args.smoothing,
-                      smoothing_std=args.smoothing_std, drift_clip=args.drift_clip, record_every=record_every,
-                      checkpoint_every=args.checkpoint_every, seed=args.seed, device=args.device)
+    return FlowConfig(**values(FlowConfig, args, steps=steps, record_every=args.record_every or max(1, steps // 50),
+                               manifold=args.manifold or ("sphere" if getattr(args, "dataset", None) else "ball")))
