@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -74,9 +74,7 @@ class SynthesizerParams:
     def privacy_spec(self):
         from .privacy import PrivacySpec
 
-        return PrivacySpec(epsilon=self.epsilon, delta=self.delta, noise_multiplier=self.noise_multiplier,
-                           adjacency=self.adjacency, accountant=self.accountant,
-                           sensitivity_bound=self.sensitivity_bound, clip=self.clip, secure_noise=self.secure_noise)
+        return PrivacySpec(**{f.name: getattr(self, f.name) for f in fields(PrivacySpec) if hasattr(self, f.name)})
 
 
 class Synthesizer:

@@ -5,10 +5,9 @@ import argparse
 import math
 from contextlib import contextmanager
 
+from ..options import add_options, values
+from ..privacy import PrivacySpec
 from ..registry import METHODS, method
-
-
-DEFAULT_DELTA = 1e-5
 
 
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
@@ -30,20 +29,7 @@ def privacy_args(p: argparse.ArgumentParser) -> None:
                         "(the papers' eps = inf column; swf is always that)")
     budget.add_argument("--noise-multiplier", type=float,
                         help="noise std / sensitivity; the epsilon it buys is reported instead")
-    g.add_argument("--delta", type=float, default=DEFAULT_DELTA, help="total delta (default %(default)g); "
-                   "must be below 1/n")
-    g.add_argument("--adjacency", choices=("replace-one", "zero-out"), default="replace-one",
-                   help="replace-one: fixed-size batches, dp-accounting RDP (default, the papers' setting); "
-                   "zero-out: Poisson batches, dp-accounting PLD for Poisson substitution (a sampled null "
-                   "record still adds a noise column, which Opacus' add/remove bound does not cover)")
-    g.add_argument("--accountant", choices=("rdp", "pld"), default=None,
-                   help="default: the one that covers the adjacency and sampling (rdp for replace-one or "
-                   "full batches, pld for zero-out with Poisson batches); any other is refused")
-    g.add_argument("--sensitivity-bound", choices=("spectral", "bernstein", "clt"), default="spectral",
-                   help="spectral: ||Theta||_2 of the drawn directions (deterministic, default); bernstein: "
-                   "003 Lemma 2 (spends part of delta); clt: the paper's normal approximation (not a proof)")
-    g.add_argument("--secure-noise", action="store_true",
-                   help="draw privacy noise from the OS CSPRNG (not reproducible)")
+    add_options(g, PrivacySpec)  # delta, adjacency, accountant, sensitivity bound, secure noise
 
 
 def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
@@ -78,7 +64,6 @@ def run_steps(args, n: int) -> int:
 
 
 def privacy_spec(args):
-    from ..privacy import PrivacySpec
     eps = args.epsilon
     if eps is None and args.noise_multiplier is None:
         eps = math.inf if args.method == "swf" else None
@@ -87,10 +72,8 @@ def privacy_spec(args):
     if eps is not None and math.isnan(eps):
         raise UsageError("--epsilon is NaN: give a number > 0, or inf for no privacy")
     method(args.method).check_budget(private=args.noise_multiplier is not None or math.isfinite(eps))
-    return PrivacySpec(epsilon=eps, delta=args.delta, noise_multiplier=args.noise_multiplier,
-                       adjacency=args.adjacency, accountant=args.accountant,
-                       sensitivity_bound=args.sensitivity_bound, clip=getattr(args, "clip", False),
-                       secure_noise=args.secure_noise)
+    return PrivacySpec(**values(PrivacySpec, args, epsilon=eps, noise_multiplier=args.noise_multiplier,
+                                clip=getattr(args, "clip", False)))
 
 
 @contextmanager

@@ -8,7 +8,8 @@ import os
 import time
 from pathlib import Path
 
-from ._common import DEFAULT_DELTA, DATASETS, UsageError, staged
+from ..privacy import PrivacySpec
+from ._common import DATASETS, UsageError, staged
 
 
 AE_DEFAULTS = {"digits": ("digits8", 8), "fashion-mnist": ("liutkus32", 8), "mnist": ("liutkus32", 8),
@@ -179,7 +180,7 @@ def register(sub) -> None:
                        "trajectory, an animated GIF and privacy.json.")
     p.add_argument("--out", default="runs/demo")
     p.add_argument("--epsilon", type=float, default=10.0)
-    p.add_argument("--delta", type=float, default=DEFAULT_DELTA)
+    p.add_argument("--delta", type=float, default=PrivacySpec.delta)
     p.add_argument("--steps", type=int, default=20, help="flow steps = private releases (default %(default)s; chosen "
                    "by comparing particles with the public latents)")
     p.add_argument("--n-particles", type=int, default=2000)

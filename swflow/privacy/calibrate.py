@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from scipy.optimize import brentq
 
-from .accountants import accountant_name, check_combination, default_accountant, epsilon_from_events
+from .accountants import ACCOUNTANTS, accountant_name, check_combination, default_accountant, epsilon_from_events
 from .ledger import MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
-from .sensitivity import BOUNDS, SensitivityBound, projection_sensitivity
+from .sensitivity import ADJACENCIES, BOUNDS, SensitivityBound, projection_sensitivity
 
 __all__ = ["PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local", "noise_multiplier_for"]
 
@@ -38,15 +38,26 @@ class PrivacySpec:
     """
 
     epsilon: float | None = None
-    delta: float = 1e-5
+    delta: float = field(default=1e-5, metadata={"help": "total delta; must be below 1/n"})
     noise_multiplier: float | None = None
-    adjacency: str = "replace-one"
-    accountant: str | None = None
-    sensitivity_bound: str = "spectral"
+    adjacency: str = field(default="replace-one", metadata={
+        "choices": ADJACENCIES,
+        "help": "replace-one: fixed-size batches, dp-accounting RDP (the papers' setting); zero-out: Poisson "
+                "batches, dp-accounting PLD for Poisson substitution (a sampled null record still adds a noise "
+                "column, which Opacus' add/remove bound does not cover)"})
+    accountant: str | None = field(default=None, metadata={
+        "choices": ACCOUNTANTS,
+        "help": "default: the one that covers the adjacency and sampling (rdp for replace-one or full batches, "
+                "pld for zero-out with Poisson batches); any other is refused"})
+    sensitivity_bound: str = field(default="spectral", metadata={
+        "choices": BOUNDS,
+        "help": "spectral: ||Theta||_2 of the drawn directions (deterministic); bernstein: 003 Lemma 2 (spends "
+                "part of delta); clt: the paper's normal approximation (not a proof)"})
     norm_bound: float = 1.0
     clip: bool = False
     delta_sensitivity_share: float = 0.1
-    secure_noise: bool = False
+    secure_noise: bool = field(default=False, metadata={
+        "help": "draw privacy noise from the OS CSPRNG (not reproducible)"})
 
     def __post_init__(self):
         if (self.epsilon is None) == (self.noise_multiplier is None):
