@@ -186,11 +186,11 @@ class Synthesizer:
 
             syn._sampler = FlowModel.from_state(blob["state"], report=syn._report)
         else:
-            from .baselines._generator import MLPGenerator
-            from .baselines.dpsgd_sw import ClippedGenerator
-
             state = blob["state"]
-            network = {"MLPGenerator": MLPGenerator, "ClippedGenerator": ClippedGenerator}[state["network"]]
+            network = METHODS[syn.params.method].load().NETWORK  # the method's module says what it trains
+            if state["network"] != network.__name__:
+                raise ValueError(f"{path} holds a {state['network']}, but {syn.params.method} trains a "
+                                 f"{network.__name__}")
             syn._sampler = network(**state["init_kwargs"], device=device)
             syn._sampler.load_state_dict(state["weights"])
             syn._sampler.eval()

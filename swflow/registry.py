@@ -1,11 +1,13 @@
 """Every method, once: what it is, how it touches the private rows, how long it runs by default and
-where its builder lives. `swflow generate`, `swflow privacy`, :class:`swflow.estimator.Synthesizer`
-and the README's tables read this list, so the calculator cannot disagree with a run.
+where its code lives. `swflow generate`, `swflow privacy`, :func:`swflow.make_flow`,
+:func:`swflow.baselines.make_generator` and :class:`swflow.estimator.Synthesizer` read this list, so
+the calculator cannot disagree with a run.
 
 Adding a generator: write its module with ``build(data, *, privacy, steps, n_projections, batch_size,
-privacy_seed, seed, device, **options)`` and add one :class:`MethodSpec` to :data:`METHODS`. A flow with
-an existing kind of release is one spec too (:func:`swflow.methods.make_flow` reads ``releases``).
-Modules are imported on first use, so `--help` stays fast.
+privacy_seed, seed, device, **options)`` and ``NETWORK`` (the network class a saved Synthesizer
+rebuilds), and add one :class:`MethodSpec` to :data:`METHODS`. A flow with an existing kind of
+release is one spec too (:func:`swflow.methods.make_flow` reads ``releases``). Modules are imported
+on first use.
 """
 from __future__ import annotations
 

@@ -182,6 +182,9 @@ def make_dpsgd_sw_gen(data: Tensor, *, privacy: PrivacySpec, config: ClippedGrad
     return DPSGDSWGen(target, n_projections, config)
 
 
+NETWORK = ClippedGenerator  # what a saved Synthesizer of this method rebuilds
+
+
 def build(data: Tensor, *, privacy: PrivacySpec, steps: int, n_projections: int, batch_size: int,
           privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options) -> DPSGDSWGen:
     """The registry's entry (swflow.registry): common run settings, ``options`` of

@@ -82,6 +82,9 @@ def make_dpswgen(data: Tensor, *, privacy: PrivacySpec, config: GeneratorConfig,
     return DPSWGen(target, n_projections, config)
 
 
+NETWORK = MLPGenerator  # what a saved Synthesizer of this method rebuilds
+
+
 def build(data: Tensor, *, privacy: PrivacySpec, steps: int, n_projections: int, batch_size: int,
           privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options) -> DPSWGen:
     """The registry's entry (swflow.registry): common run settings, ``options`` of :class:`GeneratorConfig`."""

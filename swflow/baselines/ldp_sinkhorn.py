@@ -81,6 +81,9 @@ def make_ldp_sinkhorn_gen(data: Tensor, *, privacy: PrivacySpec, config: Sinkhor
     return LDPSinkhornGen(target, config)
 
 
+NETWORK = MLPGenerator  # what a saved Synthesizer of this method rebuilds
+
+
 def build(data: Tensor, *, privacy: PrivacySpec, steps: int, n_projections: int, batch_size: int,
           privacy_seed: int | None = None, seed: int = 0, device: str = "cpu", **options) -> LDPSinkhornGen:
     """The registry's entry (swflow.registry); entropic OT uses no projections."""
