@@ -17,7 +17,6 @@ and resumes from ``NAME.partial.pt``.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -81,11 +80,62 @@ def _validate(encoder: nn.Module, decoder: NoisyDecoder, val: Tensor) -> dict:
             "lowpass_l1": float((_lowpass(fake) - _lowpass(val)).abs().mean())}
 
 
+class _ConditionalGan:
+    """Decoder, critic and their optimisers; :meth:`step` is one hinge-loss update of each."""
+
+    def __init__(self, encoder: nn.Module, channels: int, latent: int, config: AdversarialConfig):
+        self.encoder, self.config = encoder, config
+        self.decoder = NoisyDecoder(channels, latent, noise_dim=config.noise_dim, width=config.width)
+        self.critic = ProjectionCritic(channels, latent, width=config.width)
+        self.opt_g = torch.optim.Adam(self.decoder.parameters(), lr=config.lr, betas=(0.0, 0.9))
+        self.opt_d = torch.optim.Adam(self.critic.parameters(), lr=config.lr, betas=(0.0, 0.9))
+
+    def step(self, x: Tensor) -> float:
+        """One critic and one decoder update on public images x (b, C, 32, 32); returns the critic loss."""
+        cfg = self.config
+        z = self.encoder(x)
+        fake = self.decoder(z, torch.randn(len(z), cfg.noise_dim))
+        d_loss = torch.relu(1 - self.critic(x, z)).mean() + torch.relu(1 + self.critic(fake.detach(), z)).mean()
+        self.opt_d.zero_grad()
+        d_loss.backward()
+        self.opt_d.step()
+        code = ((self.encoder(fake) - z) ** 2).sum(1).mean()
+        g_loss = (-self.critic(fake, z).mean() + cfg.code_weight * code
+                  + cfg.lowpass_weight * (_lowpass(fake) - _lowpass(x)).abs().mean())
+        self.opt_g.zero_grad()
+        g_loss.backward()
+        self.opt_g.step()
+        return d_loss.item()
+
+    PARTS = ("decoder", "critic", "opt_g", "opt_d")
+
+    def state_dict(self) -> dict:
+        return {part: getattr(self, part).state_dict() for part in self.PARTS}
+
+    def load_state_dict(self, state: dict) -> None:
+        for part in self.PARTS:
+            getattr(self, part).load_state_dict(state[part])
+
+
+def _restore(partial: Path, gan: _ConditionalGan, config: AdversarialConfig, base_sha256: str) -> dict:
+    """Load an interrupted run's state into ``gan``; the training state, or a fresh one."""
+    if not partial.exists():
+        return {"step": 0, "history": []}
+    saved = torch.load(partial, weights_only=False)
+    # only the length may change: a run can be extended, or finished early from its last save
+    settings = lambda c: {k: v for k, v in c.items() if k != "steps"}  # noqa: E731
+    if settings(saved["config"]) != settings(asdict(config)) or saved["base_sha256"] != base_sha256:
+        raise ValueError(f"{partial} was written with other settings or another base; delete it to restart")
+    gan.load_state_dict(saved["gan"])
+    torch.set_rng_state(saved["torch_rng"])
+    return saved["state"]
+
+
 def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dict, images: np.ndarray, split, *,
                               config: AdversarialConfig, out_dir: Path, progress: bool = True) -> dict:
     """Fit G(z, u) against ``base``'s frozen encoder on ``images[split.public]``; write ``out_dir/name.pt``
     (encoder + new decoder, architecture ``BASE-adv``) and ``name.json``; return the metadata."""
-    from .train import _sha256
+    from .train import publish_checkpoint
 
     if split.manifest() != base_meta["split"]:
         raise ValueError(f"the split does not match the one {base_meta['name']} was trained with")
@@ -96,70 +146,30 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
     order = np.random.default_rng(config.seed).permutation(len(public))
     val = torch.from_numpy(public[order[:config.val_size]])
     train = torch.from_numpy(public[order[config.val_size:]])
-    channels, latent = base.image_shape[0], base.latent
     encoder = base.encoder.eval().requires_grad_(False)
-    decoder = NoisyDecoder(channels, latent, noise_dim=config.noise_dim, width=config.width)
-    critic = ProjectionCritic(channels, latent, width=config.width)
-    opt_g = torch.optim.Adam(decoder.parameters(), lr=config.lr, betas=(0.0, 0.9))
-    opt_d = torch.optim.Adam(critic.parameters(), lr=config.lr, betas=(0.0, 0.9))
+    gan = _ConditionalGan(encoder, base.image_shape[0], base.latent, config)
     partial = out_dir / f"{name}.partial.pt"
-    state = {"step": 0, "history": []}
-    if partial.exists():
-        saved = torch.load(partial, weights_only=False)
-        # only the length may change: a run can be extended, or finished early from its last save
-        same = {k: v for k, v in saved["config"].items() if k != "steps"} == \
-            {k: v for k, v in asdict(config).items() if k != "steps"}
-        if not same or saved["base_sha256"] != base_meta["weights_sha256"]:
-            raise ValueError(f"{partial} was written with other settings or another base; delete it to restart")
-        for module, key in ((decoder, "decoder"), (critic, "critic"), (opt_g, "opt_g"), (opt_d, "opt_d")):
-            module.load_state_dict(saved[key])
-        state = saved["state"]
-        torch.set_rng_state(saved["torch_rng"])
-
-    def save_partial():
-        tmp = partial.with_suffix(".tmp")
-        torch.save({"decoder": decoder.state_dict(), "critic": critic.state_dict(), "opt_g": opt_g.state_dict(),
-                    "opt_d": opt_d.state_dict(), "state": state, "config": asdict(config),
-                    "base_sha256": base_meta["weights_sha256"], "torch_rng": torch.get_rng_state()}, tmp)
-        os.replace(tmp, partial)
-
+    state = _restore(partial, gan, config, base_meta["weights_sha256"])
     bar = tqdm(total=config.steps, initial=state["step"], disable=not progress, desc=f"{name} decoder")
     while state["step"] < config.steps:
-        x = train[torch.randint(len(train), (config.batch_size,))]
-        z = encoder(x)
-        fake = decoder(z, torch.randn(len(z), config.noise_dim))
-        d_loss = (torch.relu(1 - critic(x, z)).mean() + torch.relu(1 + critic(fake.detach(), z)).mean())
-        opt_d.zero_grad()
-        d_loss.backward()
-        opt_d.step()
-        code = ((encoder(fake) - z) ** 2).sum(1).mean()
-        g_loss = (-critic(fake, z).mean() + config.code_weight * code
-                  + config.lowpass_weight * (_lowpass(fake) - _lowpass(x)).abs().mean())
-        opt_g.zero_grad()
-        g_loss.backward()
-        opt_g.step()
+        critic_loss = gan.step(train[torch.randint(len(train), (config.batch_size,))])
         state["step"] += 1
         bar.update()
         if state["step"] % config.eval_every == 0 or state["step"] == config.steps:
-            row = {"step": state["step"], "critic_loss": d_loss.item(), **_validate(encoder, decoder, val)}
+            row = {"step": state["step"], "critic_loss": critic_loss, **_validate(encoder, gan.decoder, val)}
             state["history"].append(row)
             bar.set_postfix(code=f"{row['code_error']:.3f}", l1=f"{row['lowpass_l1']:.3f}", refresh=False)
-            save_partial()
+            tmp = partial.with_suffix(".tmp")
+            torch.save({"gan": gan.state_dict(), "state": state, "config": asdict(config),
+                        "base_sha256": base_meta["weights_sha256"], "torch_rng": torch.get_rng_state()}, tmp)
+            os.replace(tmp, partial)
     bar.close()
-
-    model = SphereAutoencoder(base.encoder[0], decoder.eval(), image_shape=base.image_shape, latent=latent)
-    weights = out_dir / f"{name}.pt"
-    torch.save(model.state_dict(), weights.with_suffix(".tmp"))
-    os.replace(weights.with_suffix(".tmp"), weights)
+    model = SphereAutoencoder(base.encoder[0], gan.decoder.eval(), image_shape=base.image_shape, latent=base.latent)
     meta = {**{k: base_meta[k] for k in ("dataset", "channels", "image_shape", "latent", "latent_norm", "split")},
             "name": name, "architecture": f"{base_meta['architecture']}-adv", "trained_on": "public split only",
             "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"]},
-            "decoder": {"kind": "conditional GAN, noise input", "noise_dim": config.noise_dim,
-                        "width": config.width},
-            "train_config": asdict(config), "steps_run": state["step"], "validation_curve": state["history"],
-            "weights_sha256": _sha256(weights)}
-    tmp_meta = out_dir / f"{name}.json.tmp"
-    tmp_meta.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(tmp_meta, out_dir / f"{name}.json")
+            "decoder": {"kind": "conditional GAN, noise input", "noise_dim": config.noise_dim, "width": config.width},
+            "train_config": asdict(config), "steps_run": state["step"], "validation_curve": state["history"]}
+    meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)
     return meta

@@ -50,6 +50,19 @@ def _mse(model: SphereAutoencoder, images: np.ndarray, batch: int = 512) -> floa
     return total / len(images)
 
 
+def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, split) -> dict:
+    """Load an interrupted run into ``model`` and ``opt``; its training state, or a fresh one."""
+    if not partial.exists():
+        return {"epoch": 0, "best": float("inf"), "best_state": None, "stale": 0, "history": []}
+    saved = torch.load(partial, weights_only=False)
+    if saved["config"] != asdict(config) or saved["split"] != split.manifest():
+        raise ValueError(f"{partial} was written with other settings or another split; delete it to restart")
+    model.load_state_dict(saved["model"])
+    opt.load_state_dict(saved["optimizer"])
+    torch.set_rng_state(saved["torch_rng"])
+    return saved["state"]
+
+
 def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, config: TrainConfig,
                       test_images: np.ndarray | None = None, out_dir: Path = CHECKPOINT_DIR,
                       progress: bool = True) -> dict:
@@ -72,15 +85,7 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     loss_fn = nn.BCELoss()
     partial = out_dir / f"{name}.partial.pt"
-    state = {"epoch": 0, "best": float("inf"), "best_state": None, "stale": 0, "history": []}
-    if partial.exists():
-        saved = torch.load(partial, weights_only=False)
-        if saved["config"] != asdict(config) or saved["split"] != split.manifest():
-            raise ValueError(f"{partial} was written with other settings or another split; delete it to restart")
-        model.load_state_dict(saved["model"])
-        opt.load_state_dict(saved["optimizer"])
-        state = saved["state"]
-        torch.set_rng_state(saved["torch_rng"])
+    state = _restore(partial, model, opt, config, split)
     gen = torch.Generator().manual_seed(config.seed + state["epoch"])
     train_t = torch.from_numpy(train)
     while state["epoch"] < config.epochs and state["stale"] < config.patience:
@@ -110,21 +115,26 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
                     "config": asdict(config), "split": split.manifest(), "torch_rng": torch.get_rng_state()}, tmp)
         os.replace(tmp, partial)
     model.load_state_dict(state["best_state"])
-    weights = out_dir / f"{name}.pt"
-    torch.save(model.state_dict(), weights.with_suffix(".tmp"))  # swapped in whole, with its metadata below
-    os.replace(weights.with_suffix(".tmp"), weights)
     meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
             "image_shape": list(images.shape[1:]), "latent": config.latent, "latent_norm": 1.0,
             "trained_on": "public split only", "split": split.manifest(), "train_config": asdict(config),
             "epochs_run": state["epoch"], "validation_mse": state["best"],
             "test_mse": _mse(model, test_images) if test_images is not None else None,
             "test_set": "official test split" if test_images is not None else
-            "none (validation MSE is on held-out public rows)",
-            "weights_sha256": _sha256(weights)}
-    tmp_meta = out_dir / f"{name}.json.tmp"
-    tmp_meta.write_text(json.dumps(meta, indent=2) + "\n")
-    os.replace(tmp_meta, out_dir / f"{name}.json")
+            "none (validation MSE is on held-out public rows)"}
+    meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)
+    return meta
+
+
+def publish_checkpoint(model: SphereAutoencoder, meta: dict, weights: Path) -> dict:
+    """Write ``weights`` and its JSON metadata (with the weights' sha256), each swapped in whole."""
+    torch.save(model.state_dict(), weights.with_suffix(".tmp"))
+    os.replace(weights.with_suffix(".tmp"), weights)
+    meta = {**meta, "weights_sha256": _sha256(weights)}
+    tmp_meta = weights.with_suffix(".json.tmp")
+    tmp_meta.write_text(json.dumps(meta, indent=2) + "\n")
+    os.replace(tmp_meta, weights.with_suffix(".json"))
     return meta
 
 
