@@ -53,7 +53,7 @@ class ProjectionCritic(nn.Module):
 
 @dataclass(frozen=True)
 class AdversarialConfig:
-    steps: int = 8000
+    steps: int = 6000
     batch_size: int = 64
     lr: float = 2e-4
     code_weight: float = 10.0

@@ -172,8 +172,26 @@ def cmd_train_ae(args) -> int:
     return 0
 
 
+def cmd_train_decoder(args) -> int:
+    from autoencoders import CHECKPOINT_DIR, load_autoencoder
+    from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
+
+    from ..data import load_dataset, split_indices
+
+    base, base_meta = load_autoencoder(args.base)
+    images, _ = load_dataset(base_meta["dataset"], root=args.data_root)
+    split = split_indices(len(images), seed=base_meta["split"]["seed"])
+    config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
+    meta = train_adversarial_decoder(args.name or f"{base_meta['name']}-adv", base, base_meta, images, split,
+                                     config=config, out_dir=Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR)
+    print(json.dumps({k: meta[k] for k in ("name", "architecture", "steps_run", "weights_sha256")}, indent=2))
+    return 0
+
+
 def register(sub) -> None:
     """Add this module's commands to the `swflow` parser."""
+    from autoencoders.adversarial import AdversarialConfig
+
     p = sub.add_parser("demo", help="embedded digits end to end: DPSWflow-r at eps = 10",
                        description="Take scikit-learn's digits, the shipped autoencoder trained on their "
                        "public half, run DPSWflow-r on the private half's latents and write samples, "
@@ -207,6 +225,23 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", help="default: the repository's checkpoints/")
     p.set_defaults(func=cmd_train_ae)
+
+    p = sub.add_parser("train-decoder", help="a sharper decoder for a trained autoencoder (conditional GAN)",
+                       description="Keep a checkpoint's encoder (so private latents and flow runs are unchanged) "
+                       "and train a new decoder G(z, u) on the same public split: a conditional GAN with a "
+                       "projection critic, a code-consistency term through the frozen encoder and a low-pass L1 "
+                       "term (autoencoders/adversarial.py). Writes checkpoints/NAME.pt + NAME.json; an "
+                       "interrupted run resumes from NAME.partial.pt, and rerunning with a smaller --steps "
+                       "finishes it from its last save.",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--base", required=True, help="checkpoint whose encoder is kept (e.g. fashion-mnist)")
+    p.add_argument("--name", help="new checkpoint name (default: BASE-adv)")
+    p.add_argument("--steps", type=int, default=AdversarialConfig.steps)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-root", help="directory with the dataset's files")
+    p.add_argument("--out-dir", help="default: the repository's checkpoints/")
+    p.set_defaults(func=cmd_train_decoder)
 
     p = sub.add_parser("encode", help="encode a split of a dataset to latents (HDF5)",
                        description="Encode the public, private or test split with the dataset's autoencoder into "
