@@ -104,3 +104,12 @@ def test_a_new_method_is_one_module_and_one_registration(tmp_path, monkeypatch, 
     calc = json.loads(capsys.readouterr().out)
     assert calc["noise_multiplier"] == pytest.approx(report.noise_multiplier) and calc["releases"] == 4
     sys.modules.pop("toy_method", None)
+
+
+def test_readme_methods_table_lists_the_registry():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme.split("## Methods", 1)[1].split("\n\n", 2)[1]
+    names = [line.split("|")[1].strip().strip("`") for line in table.splitlines()[2:]]
+    assert sorted(names) == sorted(METHODS)
