@@ -21,32 +21,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .registry import METHODS
+from .registry import METHODS, RunShape
 
 __all__ = ["Synthesizer", "SynthesizerParams"]
 
-FORMAT = "swflow-synthesizer-2"  # 2: simulator settings under params["flow"]
+FORMAT = "swflow-synthesizer-2"  # 2: settings grouped as params["privacy"], ["shape"], ["flow"]
 
 
 @dataclass
 class SynthesizerParams:
-    """Settings of a Synthesizer: the budget (PrivacySpec's fields), the run's shape, and for flows the
-    simulator settings in ``flow`` (FlowConfig's fields; ``Synthesizer`` sorts keywords into it)."""
+    """Settings of a Synthesizer, grouped by the configuration each belongs to: ``privacy`` holds
+    :class:`~swflow.privacy.PrivacySpec`'s fields, ``shape`` those of :class:`~swflow.registry.RunShape`
+    (steps, epochs, n_projections, pool_size, batch_size) and ``flow`` those of
+    :class:`~swflow.flow.FlowConfig` (flows only). :class:`Synthesizer` sorts its keywords by name."""
 
     method: str
-    epsilon: float | None = None
-    delta: float = 1e-5
-    noise_multiplier: float | None = None
-    adjacency: str = "replace-one"
-    accountant: str | None = None
-    sensitivity_bound: str = "spectral"
-    clip: bool = False
-    secure_noise: bool = False
-    steps: int = 200
-    n_projections: int = 70
-    batch_size: int | None = None
-    pool_size: int | None = None
-    flow: dict = field(default_factory=dict)  # flows: FlowConfig fields (n_particles, step_size, manifold, ...)
+    privacy: dict = field(default_factory=dict)
+    shape: dict = field(default_factory=dict)
+    flow: dict = field(default_factory=dict)
     sketch: int | None = 64  # flows: quantile levels kept per released direction
     seed: int = 0
     privacy_seed: int | None = None
@@ -56,40 +48,52 @@ class SynthesizerParams:
     def __post_init__(self):
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)}")
-        if self.epsilon is None and self.noise_multiplier is None:
+        if self.privacy.get("epsilon") is None and self.privacy.get("noise_multiplier") is None:
             if self.method != "swf":
                 raise ValueError(f"{self.method} needs epsilon= or noise_multiplier= (epsilon=math.inf: no privacy)")
-            self.epsilon = math.inf
-        from .registry import check_budget
-
-        check_budget(self.method, private=self.noise_multiplier is not None or math.isfinite(self.epsilon))
-        if self.flow:
-            self.flow_config()  # bad simulator settings fail here, not after the budget is spent
-
-    def flow_config(self):
-        from .flow import FlowConfig
-
-        return FlowConfig(steps=self.steps, seed=self.seed, device=self.device, **self.flow)
+            self.privacy = {**self.privacy, "epsilon": math.inf}
+        # bad settings fail here, not after the budget is spent
+        METHODS[self.method].check_budget(private=self.privacy_spec().private)
+        self.run_shape()
+        self.flow_config(steps=1)
 
     def privacy_spec(self):
         from .privacy import PrivacySpec
 
-        return PrivacySpec(**{f.name: getattr(self, f.name) for f in fields(PrivacySpec) if hasattr(self, f.name)})
+        return PrivacySpec(**self.privacy)
+
+    def run_shape(self) -> RunShape:
+        return RunShape(**self.shape)
+
+    def flow_config(self, steps: int):
+        from .flow import FlowConfig
+
+        return FlowConfig(steps=steps, seed=self.seed, device=self.device, **self.flow)
 
 
 class Synthesizer:
     """fit once on private rows, then sample as often as you like."""
 
     def __init__(self, method: str, **params):
-        """``params``: the fields of :class:`SynthesizerParams`, and for flows any simulator setting of
-        :class:`~swflow.flow.FlowConfig` (n_particles, step_size, diffusion, manifold, smoothing, ...)."""
+        """``params``: any field of :class:`~swflow.privacy.PrivacySpec` (epsilon, delta, adjacency, ...),
+        :class:`~swflow.registry.RunShape` (steps, epochs, n_projections, batch_size, pool_size) and, for
+        flows, :class:`~swflow.flow.FlowConfig` (n_particles, step_size, manifold, smoothing, ...), plus
+        ``sketch``, ``seed``, ``privacy_seed``, ``device`` and a generator's ``options``. Defaults are
+        those of the command line: steps from the method's default length, batches of 250."""
         from .flow import FlowConfig
         from .options import option_fields
+        from .privacy import PrivacySpec
 
-        simulator = {f.name for f in option_fields(FlowConfig)} - {"seed", "device", "record_every",
-                                                                    "checkpoint_every"}
-        flow = {**params.pop("flow", {}), **{k: params.pop(k) for k in list(params) if k in simulator}}
-        self.params = SynthesizerParams(method=method, flow=flow, **params)
+        groups = {"privacy": {f.name for f in fields(PrivacySpec)}, "shape": {f.name for f in fields(RunShape)},
+                  "flow": {f.name for f in option_fields(FlowConfig)} - {"seed", "device", "record_every",
+                                                                          "checkpoint_every"}}
+        grouped = {group: {**params.pop(group, {}), **{k: params.pop(k) for k in list(params) if k in names}}
+                   for group, names in groups.items()}
+        own = {f.name for f in fields(SynthesizerParams)} - set(groups) - {"method"}
+        if set(params) - own:
+            raise TypeError(f"unknown settings {sorted(set(params) - own)}; a Synthesizer takes the fields of "
+                            f"PrivacySpec, RunShape and FlowConfig, and {sorted(own)}")
+        self.params = SynthesizerParams(method=method, **grouped, **params)
         self._sampler = None  # FlowModel or a generator network with .sample(n, seed=)
         self._report = None  # PrivacyReport of the fit
 
@@ -114,16 +118,22 @@ class Synthesizer:
             self._fit_generator(data, progress)
         return self
 
+    def _steps(self, n: int) -> int:
+        shape = self.params.run_shape()
+        return METHODS[self.params.method].run_length(steps=shape.steps, epochs=shape.epochs, dataset_size=n,
+                                                      batch_size=shape.batch_size)
+
     def _fit_flow(self, data: torch.Tensor, progress: bool) -> None:
         from .callbacks import ReleaseLog
         from .methods import make_flow
         from .model import FlowModel
-        p = self.params
-        config = p.flow_config()
-        batch = p.batch_size if p.batch_size is not None and p.batch_size < data.shape[0] else None
+        p, shape = self.params, self.params.run_shape()
+        config = p.flow_config(steps=self._steps(data.shape[0]))
+        batch = METHODS[p.method].batch(shape.batch_size, data.shape[0])
         with tempfile.TemporaryDirectory() as tmp:
-            flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config, n_projections=p.n_projections,
-                             pool_size=p.pool_size, batch_size=batch, privacy_seed=p.privacy_seed,
+            flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config,
+                             n_projections=shape.n_projections, pool_size=shape.pool_size, batch_size=batch,
+                             privacy_seed=p.privacy_seed,
                              callbacks=[ReleaseLog(Path(tmp) / "model.h5", sketch=p.sketch)], progress=progress)
             flow.run()
             self._report = flow.privacy_report(p.method)
@@ -133,10 +143,10 @@ class Synthesizer:
         from .baselines import make_generator
         from .privacy import privacy_report
 
-        p = self.params
-        model = make_generator(p.method, data, privacy=p.privacy_spec(), steps=p.steps, n_projections=p.n_projections,
-                               batch_size=min(p.batch_size or 250, data.shape[0]), privacy_seed=p.privacy_seed,
-                               seed=p.seed, device=p.device, **p.options)
+        p, shape = self.params, self.params.run_shape()
+        model = make_generator(p.method, data, privacy=p.privacy_spec(), steps=self._steps(data.shape[0]),
+                               n_projections=shape.n_projections, batch_size=min(shape.batch_size, data.shape[0]),
+                               privacy_seed=p.privacy_seed, seed=p.seed, device=p.device, **p.options)
         model.fit(progress=progress)
         self._report = privacy_report(p.method, model.target, run_config={"method": p.method, **asdict(model.config)})
         self._sampler = model.generator

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["MethodSpec", "METHODS", "DEFAULT_LENGTH", "FLOW_METHOD_NAMES", "GENERATOR_METHOD_NAMES",
+__all__ = ["MethodSpec", "RunShape", "METHODS", "DEFAULT_LENGTH", "FLOW_METHOD_NAMES", "GENERATOR_METHOD_NAMES",
            "LOCAL_METHOD_NAMES", "method", "check_budget"]
 
 #: How a method touches the private rows (what its privacy accounting covers):
@@ -25,6 +25,23 @@ RELEASES = {
     "local": "each record released once as y + N(0, s^2 I); everything after is post-processing",
     "none": "no privacy (the non-private reference)",
 }
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """How long a run is and what it touches per step: the TOML ``[shape]`` table, the `flow shape`
+    options of `generate` and `privacy`, and the estimator's keywords of the same names."""
+
+    steps: int | None = field(default=None, metadata={
+        "help": "Euler-Maruyama (or training) steps (default: --epochs, else the method's default length)"})
+    epochs: float | None = field(default=None, metadata={"help": "steps = epochs x n / batch"})
+    n_projections: int = field(default=70, metadata={
+        "help": "directions per step (N_theta; M_theta for dpswflow)"})
+    pool_size: int | None = field(default=None, metadata={
+        "help": "dpswflow: directions in the released pool (default: n_projections)"})
+    batch_size: int = field(default=250, metadata={
+        "help": "private rows per step (dpswflow-r, swf, the LDP flow and generators); a batch that covers "
+                "every row is a full batch, and dpswflow always releases every row once"})
 
 
 @dataclass(frozen=True)
@@ -68,21 +85,24 @@ class MethodSpec:
             raise ValueError(f"{self.name} is a local release: it needs a finite epsilon or a noise multiplier "
                              "(use swf for no privacy)")
 
+    def batch(self, batch_size: int | None, dataset_size: int) -> int | None:
+        """Rows per release, None for the whole data set: the rule of every entry point (a batch that
+        covers every row is a full batch; a pool is always released whole)."""
+        if self.releases == "pool" or batch_size is None or batch_size >= dataset_size:
+            return None
+        return batch_size
+
     def release_plan(self, *, steps: int, dataset_size: int, dim: int, n_projections: int,
                      batch_size: int | None = None, pool_size: int | None = None):
-        """The :class:`~swflow.privacy.ReleasePlan` of a central release (not for local methods).
-
-        A batch that covers every row means full-batch releases, in every entry point."""
+        """The :class:`~swflow.privacy.ReleasePlan` of a central release (not for local methods)."""
         from .privacy import ReleasePlan
 
         if self.local:
             raise ValueError(f"{self.name} releases each record locally once: see privacy.calibrate_local")
         if self.releases == "pool":
-            if batch_size is not None and batch_size < dataset_size:
-                raise ValueError(f"{self.name} releases the whole target once; it takes no batch size")
             return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
                                n_projections=pool_size or n_projections, dim=dim)
-        batch = batch_size if batch_size is not None and batch_size < dataset_size else None
+        batch = self.batch(batch_size, dataset_size)
         return ReleasePlan(releases=steps, dataset_size=dataset_size, sample_size=batch,
                            n_projections=n_projections, dim=dim)
 

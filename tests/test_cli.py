@@ -206,7 +206,11 @@ def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, cap
     assert "it belongs in [flow]" in capsys.readouterr().err
     # the estimator takes the same names, and checks them before any budget is spent
     syn = Synthesizer("swf", steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled", dtype="float64")
-    assert syn.params.flow_config() == FlowConfig(steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled",
+    assert syn.params.flow_config(steps=3) == FlowConfig(steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled",
                                                   dtype="float64")
     with pytest.raises(ValueError, match="step size"):
         Synthesizer("dpswflow-r", epsilon=5.0, step_size=-1.0)
+    # ... and so do the budget and the shape: every keyword has one home
+    assert Synthesizer("dpswflow-r", epsilon=5.0, adjacency="zero-out", epochs=2.0).params.run_shape().epochs == 2.0
+    with pytest.raises(TypeError, match="unknown settings"):
+        Synthesizer("dpswflow-r", epsilon=5.0, n_projection=10)

@@ -49,18 +49,23 @@ def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
         raise ValueError(f"config file {path} not found (see experiments/configs/)")
     from ..flow import FlowConfig
     from ..options import option_fields
+    from ..privacy import PrivacySpec
+    from ..registry import RunShape
 
     known = {a.dest for a in parser._actions}
-    flow_keys = {f.name for f in option_fields(FlowConfig)}  # [flow] is FlowConfig, field for field
+    # a table per configuration dataclass, field for field ([run] holds the rest: dataset, method, ...)
+    home = {f.name: table for table, cls in (("flow", FlowConfig), ("shape", RunShape), ("privacy", PrivacySpec))
+            for f in option_fields(cls)}
+    home.update(epsilon="privacy", noise_multiplier="privacy", activation_clip="shape", jacobian_clip="shape")
     defaults = {}
     for section, values in table.items():
         if section not in CONFIG_TABLES or not isinstance(values, dict):
             raise ValueError(f"{path}: unknown table [{section}]; use {', '.join(CONFIG_TABLES)}")
         for key, value in values.items():
-            if key not in known or (section == "flow") != (key in flow_keys):
-                where = "[flow] (FlowConfig's fields)" if key in flow_keys else "another table"
-                raise ValueError(f"{path}: unknown key {key!r} in [{section}]"
-                                 + (f"; it belongs in {where}" if key in known else ""))
+            if key not in known:
+                raise ValueError(f"{path}: unknown key {key!r} in [{section}]")
+            if home.get(key, "run") != section:
+                raise ValueError(f"{path}: key {key!r} in [{section}]: it belongs in [{home.get(key, 'run')}]")
             defaults[key] = value
     return defaults
 

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from ..options import add_options, values
 from ..privacy import PrivacySpec
-from ..registry import METHODS, method
+from ..registry import METHODS, RunShape, method
 
 
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
@@ -36,14 +36,8 @@ def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
     g.add_argument("--method", default="dpswflow-r", choices=tuple(METHODS),
                    help="; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
-    g.add_argument("--steps", type=int, help="Euler-Maruyama (or training) steps. Default: the method's "
-                   "(" + ", ".join(f"{m}: {s.default_length[1]} {s.default_length[0]}" for m, s in METHODS.items())
-                   + ")")
-    g.add_argument("--epochs", type=float, default=None, help="steps = epochs x n / batch")
-    g.add_argument("--n-projections", type=int, default=70, help="directions per step (N_theta; M_theta "
-                   "for dpswflow) (default %(default)s)")
-    g.add_argument("--pool-size", type=int, default=None, help="dpswflow: directions in the released pool")
-    g.add_argument("--batch-size", type=int, default=250, help="dpswflow-r and generators: private rows per step")
+    add_options(g, RunShape, notes={"steps": "(" + ", ".join(f"{m}: {s.default_length[1]} {s.default_length[0]}"
+                                                             for m, s in METHODS.items()) + ")"})
     g.add_argument("--activation-clip", type=float, default=1.0, help="dpsgd-sw-gen: M, bound on generated norms")
     g.add_argument("--jacobian-clip", type=float, default=1.0,
                    help="dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm")

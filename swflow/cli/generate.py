@@ -55,8 +55,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
         print(f"{report.statement}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
-    # the rule of every entry point (MethodSpec.release_plan): a batch covering every row is a full batch
-    batch = args.batch_size if what.releases != "pool" and args.batch_size < data.shape[0] else None
+    batch = what.batch(args.batch_size, data.shape[0])
     if distributed:
         return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
     if args.conditional:

@@ -19,8 +19,7 @@ def cmd_privacy(args) -> int:
         return _local_privacy(args, spec)
     steps = run_steps(args, args.dataset_size)
     plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
-                             n_projections=args.n_projections, pool_size=args.pool_size,
-                             batch_size=None if what.releases == "pool" else args.batch_size)
+                             n_projections=args.n_projections, pool_size=args.pool_size, batch_size=args.batch_size)
     cal = calibrate(spec, plan)
     if spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
         import torch
