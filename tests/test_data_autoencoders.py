@@ -171,3 +171,22 @@ def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp
     with pytest.raises(ValueError, match="split"):
         train_adversarial_decoder("adv2", base, base_meta, images, other, config=config, out_dir=tmp_path,
                                   progress=False)
+
+
+def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_split(monkeypatch):
+    import swflow.data
+    from swflow.cli.autoencoder import private_latents
+
+    model, meta = load_autoencoder("fashion-mnist-adv")
+    _, base = load_autoencoder("fashion-mnist")
+    assert meta["architecture"] == "liutkus32-adv" and meta["trained_on"] == "public split only"
+    assert meta["encoder_from"]["weights_sha256"] == base["weights_sha256"] and meta["split"] == base["split"]
+    z = torch.nn.functional.normalize(torch.randn(5, 8, generator=torch.Generator().manual_seed(0)), dim=1)
+    images = model.decode_images(z.numpy())
+    assert images.shape == (5, 1, 32, 32) and 0 <= images.min() and images.max() <= 1
+    again, _ = load_autoencoder("fashion-mnist-adv")  # same public noise draw from a fresh load ...
+    assert np.allclose(again.decode_images(3 * z.numpy()), images, atol=1e-5)  # ... and 3z decodes as z
+    fake = np.random.default_rng(0).random((200, 1, 32, 32)).astype(np.float32)  # not the split it was made on
+    monkeypatch.setattr(swflow.data, "load_dataset", lambda *a, **k: (fake, np.zeros(200, np.int64)))
+    with pytest.raises(ValueError, match="split does not match"):
+        private_latents("fashion-mnist", None, "fashion-mnist-adv")
