@@ -2,6 +2,7 @@
 
     swflow demo [--out DIR]                  embedded digits end to end (DPSWflow-r, eps = 10)
     swflow train-ae --dataset NAME [...]       autoencoder on the public split -> checkpoints/
+    swflow train-decoder --base NAME [...]     sharper decoder for its encoder (conditional GAN, public split)
     swflow generate (--dataset NAME | --data FILE) --method M --epsilon E --out DIR [...]
     swflow privacy --method M (--epsilon E | --noise-multiplier Z) [shape options] [--json]
     swflow sample RUN_DIR --n N --out DIR      new particles from a finished run (no privacy cost)

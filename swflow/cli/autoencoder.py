@@ -190,8 +190,11 @@ def cmd_train_decoder(args) -> int:
 
 def register(sub) -> None:
     """Add this module's commands to the `swflow` parser."""
-    from autoencoders.adversarial import AdversarialConfig
+    for add in (_register_demo, _register_train_ae, _register_train_decoder, _register_encode):
+        add(sub)
 
+
+def _register_demo(sub) -> None:
     p = sub.add_parser("demo", help="embedded digits end to end: DPSWflow-r at eps = 10",
                        description="Take scikit-learn's digits, the shipped autoencoder trained on their "
                        "public half, run DPSWflow-r on the private half's latents and write samples, "
@@ -207,6 +210,8 @@ def register(sub) -> None:
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
     p.set_defaults(func=cmd_demo)
 
+
+def _register_train_ae(sub) -> None:
     p = sub.add_parser("train-ae", help="train an autoencoder on a dataset's public split",
                        description="Train the dataset's autoencoder (004 App. C.2) on the public half of its "
                        "training set and write checkpoints/NAME.pt + NAME.json. Fashion-MNIST is found where "
@@ -226,6 +231,10 @@ def register(sub) -> None:
     p.add_argument("--out-dir", help="default: the repository's checkpoints/")
     p.set_defaults(func=cmd_train_ae)
 
+
+def _register_train_decoder(sub) -> None:
+    from autoencoders.adversarial import AdversarialConfig
+
     p = sub.add_parser("train-decoder", help="a sharper decoder for a trained autoencoder (conditional GAN)",
                        description="Keep a checkpoint's encoder (so private latents and flow runs are unchanged) "
                        "and train a new decoder G(z, u) on the same public split: a conditional GAN with a "
@@ -243,6 +252,8 @@ def register(sub) -> None:
     p.add_argument("--out-dir", help="default: the repository's checkpoints/")
     p.set_defaults(func=cmd_train_decoder)
 
+
+def _register_encode(sub) -> None:
     p = sub.add_parser("encode", help="encode a split of a dataset to latents (HDF5)",
                        description="Encode the public, private or test split with the dataset's autoencoder into "
                        "an HDF5 file (dataset 'data', rows = records) that `swflow generate --data` accepts. "
