@@ -138,9 +138,11 @@ def publish_checkpoint(model: SphereAutoencoder, meta: dict, weights: Path) -> d
     return meta
 
 
-#: The checkpoint a dataset uses when none is named; others keep the dataset's own name (e.g. the
-#: paper's ``fashion-mnist`` liutkus32, kept for reproducing 004).
-DEFAULT_CHECKPOINTS: dict[str, str] = {}
+#: The checkpoint a dataset uses when none is named; others use the dataset's own name. Fashion-MNIST
+#: decodes with the conditional-GAN decoder (reconstruction FID 26 against 78 at 10 000 test images);
+#: ``--checkpoint fashion-mnist`` is the paper's liutkus32, kept for reproducing 004. Both share the
+#: encoder, so private latents and every privacy figure are the same with either.
+DEFAULT_CHECKPOINTS: dict[str, str] = {"fashion-mnist": "fashion-mnist-adv"}
 
 
 def default_checkpoint(dataset: str) -> str:

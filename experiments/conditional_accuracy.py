@@ -1,12 +1,12 @@
 """Labels: synthetic-to-real accuracy of the class-conditional flow on Fashion-MNIST.
 
-One DPSWflow-r flow per class on that class's private latents (the paper's Fashion-MNIST settings
-from experiments/configs/, honest ε), N labelled samples decoded, a small CNN trained on them and
+One flow per class on that class's private latents (DPSWflow-r by default; the paper's Fashion-MNIST
+settings from experiments/configs/, honest ε), N labelled samples decoded, a small CNN trained on them and
 tested on the official test split (`swflow evaluate`). Read it against two references that need no
 private data: the same CNN trained on N labelled public-split images, and on those images through
 the autoencoder (the decoder's floor for this score). Finished parts are kept in the JSON.
 
-    python experiments/conditional_accuracy.py --epsilon 10           # ≈ 15 min on 2 cores
+    python experiments/conditional_accuracy.py --epsilon 10 [--method ldp-flow]    # ≈ 15 min on 2 cores
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ CONFIG = Path(__file__).parent / "configs" / "fashion-mnist-dpswflow-r.toml"
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--epsilon", type=float, default=10.0)
+    p.add_argument("--method", default="dpswflow-r", choices=("dpswflow-r", "dpswflow", "ldp-flow"))
     p.add_argument("--n", type=int, default=10_000, help="labelled samples (and public images for the references)")
     p.add_argument("--checkpoint", help="autoencoder (default: the dataset's default)")
     p.add_argument("--out", default="experiments/out/conditional_accuracy")
@@ -45,11 +46,13 @@ def main(argv=None) -> int:
             results_path.write_text(json.dumps(results, indent=2) + "\n")
         print(key, json.dumps(results[key]))
 
-    run = out / f"conditional-eps{args.epsilon:g}"
+    run = out / f"conditional-{args.method}-eps{args.epsilon:g}"
 
     def flow():
         if not (run / "metrics.json").exists():
-            argv = ["generate", "--config", str(CONFIG), "--conditional", "--epsilon", str(args.epsilon),
+            config = CONFIG.with_name("fashion-mnist-dpswflow.toml") if args.method == "dpswflow" else CONFIG
+            argv = ["generate", "--config", str(config), "--conditional", "--method", args.method,
+                    "--epsilon", str(args.epsilon),
                     "--checkpoint", checkpoint, "--n-particles", str(args.n), "--privacy-seed", "0",
                     "--out", str(run), "--resume"]
             if not (run / "privacy.json").exists() and swflow(argv) != 0:
@@ -60,7 +63,7 @@ def main(argv=None) -> int:
         return {"accuracy": metrics["downstream_accuracy"], "statement": metrics["statement"],
                 "latent_sw": metrics["latent_sw"]}
 
-    record(f"conditional dpswflow-r eps={args.epsilon:g}", flow)
+    record(f"conditional {args.method} eps={args.epsilon:g}", flow)
     model, meta = load_autoencoder(checkpoint)
     train, train_labels = load_dataset("fashion-mnist")
     test, test_labels = load_dataset("fashion-mnist", part="test")
