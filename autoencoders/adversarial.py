@@ -27,24 +27,30 @@ from torch import Tensor, nn
 from torch.nn.utils.parametrizations import spectral_norm
 from tqdm.auto import tqdm
 
-from .models import NoisyDecoder, SphereAutoencoder
+from .models import NoisyDecoder, SphereAutoencoder, upsampling_stages
 
 __all__ = ["AdversarialConfig", "ProjectionCritic", "train_adversarial_decoder"]
 
 
 class ProjectionCritic(nn.Module):
-    """D(x, z) (n,) for images (n, C, 32, 32) and codes (n, latent); spectrally normalised."""
+    """D(x, z) (n,) for images (n, C, size, size) and codes (n, latent); spectrally normalised.
 
-    def __init__(self, channels: int = 1, latent: int = 8, *, width: int = 64):
+    Mirrors :class:`NoisyDecoder`: strided convolutions halve the side down to 4×4, ending at
+    4·width channels."""
+
+    def __init__(self, channels: int = 1, latent: int = 8, *, width: int = 64, size: int = 32):
         super().__init__()
-        w = width
-        self.features = nn.Sequential(
-            spectral_norm(nn.Conv2d(channels, w, 4, 2, 1)), nn.LeakyReLU(0.2),     # 32 -> 16
-            spectral_norm(nn.Conv2d(w, 2 * w, 4, 2, 1)), nn.LeakyReLU(0.2),        # 16 -> 8
-            spectral_norm(nn.Conv2d(2 * w, 4 * w, 4, 2, 1)), nn.LeakyReLU(0.2),    # 8 -> 4
-            nn.Flatten(), spectral_norm(nn.Linear(4 * w * 16, 4 * w)), nn.LeakyReLU(0.2))
-        self.score = spectral_norm(nn.Linear(4 * w, 1))
-        self.embed = spectral_norm(nn.Linear(latent, 4 * w, bias=False))
+        stages = upsampling_stages(size)
+        layers: list[nn.Module] = []
+        c_in = channels
+        for i in range(stages):
+            c_out = 4 * width >> (stages - 1 - i)
+            layers += [spectral_norm(nn.Conv2d(c_in, c_out, 4, 2, 1)), nn.LeakyReLU(0.2)]
+            c_in = c_out
+        self.features = nn.Sequential(*layers, nn.Flatten(), spectral_norm(nn.Linear(4 * width * 16, 4 * width)),
+                                      nn.LeakyReLU(0.2))
+        self.score = spectral_norm(nn.Linear(4 * width, 1))
+        self.embed = spectral_norm(nn.Linear(latent, 4 * width, bias=False))
 
     def forward(self, x: Tensor, z: Tensor) -> Tensor:
         h = self.features(2 * x - 1)
@@ -83,15 +89,16 @@ def _validate(encoder: nn.Module, decoder: NoisyDecoder, val: Tensor) -> dict:
 class _ConditionalGan:
     """Decoder, critic and their optimisers; :meth:`step` is one hinge-loss update of each."""
 
-    def __init__(self, encoder: nn.Module, channels: int, latent: int, config: AdversarialConfig):
+    def __init__(self, encoder: nn.Module, image_shape: tuple[int, int, int], latent: int, config: AdversarialConfig):
         self.encoder, self.config = encoder, config
-        self.decoder = NoisyDecoder(channels, latent, noise_dim=config.noise_dim, width=config.width)
-        self.critic = ProjectionCritic(channels, latent, width=config.width)
+        channels, size = image_shape[0], image_shape[-1]
+        self.decoder = NoisyDecoder(channels, latent, noise_dim=config.noise_dim, width=config.width, size=size)
+        self.critic = ProjectionCritic(channels, latent, width=config.width, size=size)
         self.opt_g = torch.optim.Adam(self.decoder.parameters(), lr=config.lr, betas=(0.0, 0.9))
         self.opt_d = torch.optim.Adam(self.critic.parameters(), lr=config.lr, betas=(0.0, 0.9))
 
     def step(self, x: Tensor) -> float:
-        """One critic and one decoder update on public images x (b, C, 32, 32); returns the critic loss."""
+        """One critic and one decoder update on public images x (b, C, H, W); returns the critic loss."""
         cfg = self.config
         z = self.encoder(x)
         fake = self.decoder(z, torch.randn(len(z), cfg.noise_dim))
@@ -144,10 +151,11 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
     public = images[split.public]  # the only rows this function touches
     torch.manual_seed(config.seed)
     order = np.random.default_rng(config.seed).permutation(len(public))
-    val = torch.from_numpy(public[order[:config.val_size]])
-    train = torch.from_numpy(public[order[config.val_size:]])
+    n_val = min(config.val_size, len(public) // 10)  # small public splits (digits: 898 rows) keep 90% to train
+    val = torch.from_numpy(public[order[:n_val]])
+    train = torch.from_numpy(public[order[n_val:]])
     encoder = base.encoder.eval().requires_grad_(False)
-    gan = _ConditionalGan(encoder, base.image_shape[0], base.latent, config)
+    gan = _ConditionalGan(encoder, base.image_shape, base.latent, config)
     partial = out_dir / f"{name}.partial.pt"
     state = _restore(partial, gan, config, base_meta["weights_sha256"])
     bar = tqdm(total=config.steps, initial=state["step"], disable=not progress, desc=f"{name} decoder")

@@ -51,26 +51,35 @@ class SphereAutoencoder(nn.Module):
         return self.decode(torch.as_tensor(latents)).numpy()
 
 
-class NoisyDecoder(nn.Module):
-    """Images (n, C, 32, 32) in [0, 1] from codes (n, latent) and noise (n, noise_dim).
+def upsampling_stages(size: int) -> int:
+    """Doublings from a 4×4 map to ``size``×``size`` (a power of two, at least 8)."""
+    stages = size.bit_length() - 3
+    if size < 8 or size != 4 << stages:
+        raise ValueError(f"image side {size} is not a power of two >= 8")
+    return stages
 
-    Without ``noise`` it draws it from its own generator (seed ``noise_seed``), so decoding the same
-    particles twice in one process gives different but equally distributed images, and a fresh
-    process decoding the same call sequence gives the same images."""
+
+class NoisyDecoder(nn.Module):
+    """Images (n, C, size, size) in [0, 1] from codes (n, latent) and noise (n, noise_dim).
+
+    From a 4×4 map of 4·width channels, each stage doubles the side and halves the channels
+    (size 32: three stages, size 8: one). Without ``noise`` it draws it from its own generator
+    (seed ``noise_seed``), so decoding the same particles twice in one process gives different but
+    equally distributed images, and a fresh process decoding the same call sequence gives the same
+    images."""
 
     def __init__(self, channels: int = 1, latent: int = 8, *, noise_dim: int = 16, width: int = 64,
-                 noise_seed: int = 0):
+                 size: int = 32, noise_seed: int = 0):
         super().__init__()
-        w = width
         self.noise_dim, self.noise_seed = noise_dim, noise_seed
         self._generators: dict[torch.device, torch.Generator] = {}
-        self.net = nn.Sequential(
-            nn.Linear(latent + noise_dim, 4 * w * 4 * 4), nn.Unflatten(1, (4 * w, 4, 4)),
-            nn.BatchNorm2d(4 * w), nn.ReLU(),
-            nn.ConvTranspose2d(4 * w, 2 * w, 4, 2, 1), nn.BatchNorm2d(2 * w), nn.ReLU(),  # 4 -> 8
-            nn.ConvTranspose2d(2 * w, w, 4, 2, 1), nn.BatchNorm2d(w), nn.ReLU(),          # 8 -> 16
-            nn.ConvTranspose2d(w, w // 2, 4, 2, 1), nn.BatchNorm2d(w // 2), nn.ReLU(),    # 16 -> 32
-            nn.Conv2d(w // 2, channels, 3, 1, 1), nn.Sigmoid())
+        c = 4 * width
+        layers: list[nn.Module] = [nn.Linear(latent + noise_dim, c * 4 * 4), nn.Unflatten(1, (c, 4, 4)),
+                                   nn.BatchNorm2d(c), nn.ReLU()]
+        for _ in range(upsampling_stages(size)):
+            layers += [nn.ConvTranspose2d(c, c // 2, 4, 2, 1), nn.BatchNorm2d(c // 2), nn.ReLU()]
+            c //= 2
+        self.net = nn.Sequential(*layers, nn.Conv2d(c, channels, 3, 1, 1), nn.Sigmoid())
 
     def draw_noise(self, n: int, device: torch.device) -> Tensor:
         if device not in self._generators:
@@ -144,5 +153,6 @@ def build(architecture: str, *, channels: int, latent: int, decoder: dict | None
                          "(or NAME-adv with its decoder settings)")
     model = ARCHITECTURES[base](channels=channels, latent=latent)
     if base != architecture:
-        model.decoder = NoisyDecoder(channels, latent, noise_dim=decoder["noise_dim"], width=decoder["width"])
+        model.decoder = NoisyDecoder(channels, latent, noise_dim=decoder["noise_dim"], width=decoder["width"],
+                                     size=model.image_shape[-1])
     return model

@@ -139,10 +139,11 @@ def publish_checkpoint(model: SphereAutoencoder, meta: dict, weights: Path) -> d
 
 
 #: The checkpoint a dataset uses when none is named; others use the dataset's own name. Fashion-MNIST
-#: decodes with the conditional-GAN decoder (reconstruction FID 26 against 78 at 10 000 test images);
-#: ``--checkpoint fashion-mnist`` is the paper's liutkus32, kept for reproducing 004. Both share the
-#: encoder, so private latents and every privacy figure are the same with either.
-DEFAULT_CHECKPOINTS: dict[str, str] = {"fashion-mnist": "fashion-mnist-adv"}
+#: and digits decode with a conditional-GAN decoder (reconstruction FID 26 against 78 at 10 000
+#: Fashion-MNIST test images); ``--checkpoint fashion-mnist`` is the paper's liutkus32, kept for
+#: reproducing 004. Each pair shares its encoder, so private latents and every privacy figure are
+#: the same with either.
+DEFAULT_CHECKPOINTS: dict[str, str] = {"fashion-mnist": "fashion-mnist-adv", "digits": "digits-adv"}
 
 
 def default_checkpoint(dataset: str) -> str:

