@@ -183,8 +183,9 @@ def kernel_inception_distance(real: np.ndarray, fake: np.ndarray, *, subsets: in
     if real.ndim != 2 or fake.ndim != 2 or real.shape[1] != fake.shape[1]:
         raise ValueError(f"need feature sets (n, k) and (m, k), got {real.shape} and {fake.shape}")
     size = min(subset_size, len(real), len(fake))
-    if size < 2 * groups:
-        raise ValueError(f"KID needs at least {2 * groups} samples on each side (2 per jackknife group)")
+    if size < 2 or min(len(real), len(fake)) < 2 * groups:
+        raise ValueError(f"KID needs at least {2 * groups} samples on each side (2 per jackknife group) "
+                         "and subsets of at least 2")
     rng = np.random.default_rng(seed)
     values = np.asarray([_mmd2_unbiased(real[rng.choice(len(real), size, replace=False)],
                                         fake[rng.choice(len(fake), size, replace=False)]) for _ in range(subsets)])
