@@ -12,6 +12,12 @@ The code term (through the frozen encoder E) and the 4× average-pooled L1 tie e
 code without asking for the pixel mean. u is drawn from the decoder's own seeded generator at
 decode time: public randomness applied to the released particles, i.e. post-processing.
 
+The published decoder is an exponential moving average of the trained one's weights (GAN iterates
+oscillate around a better point; averaging them is a cheap, well-known FID gain), with its
+BatchNorm statistics recomputed on public codes. A run may start its decoder from another
+checkpoint's (``init_from``, same encoder) to extend a finished training: the critic then starts
+afresh and gets ``critic_warmup`` updates of its own before the decoder moves.
+
 Training reads ``images[split.public]`` only, like :func:`~autoencoders.train.train_autoencoder`,
 and resumes from ``NAME.partial.pt``.
 """
@@ -25,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.parametrizations import spectral_norm
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, update_bn
 from tqdm.auto import tqdm
 
 from .models import NoisyDecoder, SphereAutoencoder, upsampling_stages
@@ -69,6 +76,9 @@ class AdversarialConfig:
     val_size: int = 1000
     eval_every: int = 250
     seed: int = 0
+    ema_decay: float = 0.999
+    init_from: str | None = None  # checkpoint whose decoder this run starts from
+    critic_warmup: int = 0  # critic-only updates first: a fresh critic for a warm-started decoder
 
 
 def _lowpass(x: Tensor) -> Tensor:
@@ -76,12 +86,19 @@ def _lowpass(x: Tensor) -> Tensor:
 
 
 @torch.no_grad()
+def _averaged_decoder(ema: AveragedModel, encoder: nn.Module, train: Tensor, batch_size: int) -> NoisyDecoder:
+    """The averaged decoder in eval mode, its BatchNorm statistics recomputed on up to 64 batches of
+    public codes (the running statistics of the live decoder belong to other weights)."""
+    codes = [encoder(train[i:i + batch_size]) for i in range(0, min(len(train), 64 * batch_size), batch_size)]
+    update_bn(codes, ema)
+    return ema.module.eval()
+
+
+@torch.no_grad()
 def _validate(encoder: nn.Module, decoder: NoisyDecoder, val: Tensor) -> dict:
     """Held-out public rows: code error ‖E(G(E(x), u)) − E(x)‖² and 4×-pooled L1 to x."""
-    decoder.eval()
     z = encoder(val)
     fake = decoder(z, torch.randn(len(z), decoder.noise_dim, generator=torch.Generator().manual_seed(1)))
-    decoder.train()
     return {"code_error": float(((encoder(fake) - z) ** 2).sum(1).mean()),
             "lowpass_l1": float((_lowpass(fake) - _lowpass(val)).abs().mean())}
 
@@ -96,9 +113,11 @@ class _ConditionalGan:
         self.critic = ProjectionCritic(channels, latent, width=config.width, size=size)
         self.opt_g = torch.optim.Adam(self.decoder.parameters(), lr=config.lr, betas=(0.0, 0.9))
         self.opt_d = torch.optim.Adam(self.critic.parameters(), lr=config.lr, betas=(0.0, 0.9))
+        self.ema = AveragedModel(self.decoder, multi_avg_fn=get_ema_multi_avg_fn(config.ema_decay))
 
-    def step(self, x: Tensor) -> float:
-        """One critic and one decoder update on public images x (b, C, H, W); returns the critic loss."""
+    def step(self, x: Tensor, *, update_decoder: bool = True) -> float:
+        """One critic update and (unless told not to) one decoder update on public images x (b, C, H, W);
+        returns the critic loss."""
         cfg = self.config
         z = self.encoder(x)
         fake = self.decoder(z, torch.randn(len(z), cfg.noise_dim))
@@ -106,15 +125,18 @@ class _ConditionalGan:
         self.opt_d.zero_grad()
         d_loss.backward()
         self.opt_d.step()
+        if not update_decoder:
+            return d_loss.item()
         code = ((self.encoder(fake) - z) ** 2).sum(1).mean()
         g_loss = (-self.critic(fake, z).mean() + cfg.code_weight * code
                   + cfg.lowpass_weight * (_lowpass(fake) - _lowpass(x)).abs().mean())
         self.opt_g.zero_grad()
         g_loss.backward()
         self.opt_g.step()
+        self.ema.update_parameters(self.decoder)
         return d_loss.item()
 
-    PARTS = ("decoder", "critic", "opt_g", "opt_d")
+    PARTS = ("decoder", "critic", "opt_g", "opt_d", "ema")
 
     def state_dict(self) -> dict:
         return {part: getattr(self, part).state_dict() for part in self.PARTS}
@@ -122,6 +144,22 @@ class _ConditionalGan:
     def load_state_dict(self, state: dict) -> None:
         for part in self.PARTS:
             getattr(self, part).load_state_dict(state[part])
+
+
+def _warm_start(gan: _ConditionalGan, init_from: str, base_meta: dict) -> dict:
+    """Copy checkpoint ``init_from``'s decoder into ``gan`` (decoder and its average); its metadata."""
+    from .train import load_autoencoder
+
+    model, meta = load_autoencoder(init_from)
+    if meta.get("encoder_from", {}).get("weights_sha256") != base_meta["weights_sha256"]:
+        raise ValueError(f"{init_from} decodes another encoder's codes; start from a decoder trained on "
+                         f"{base_meta['name']}'s encoder")
+    if not isinstance(model.decoder, NoisyDecoder) or meta["decoder"]["noise_dim"] != gan.config.noise_dim or \
+            meta["decoder"]["width"] != gan.config.width:
+        raise ValueError(f"{init_from}'s decoder is not a NoisyDecoder of this noise_dim and width")
+    gan.decoder.load_state_dict(model.decoder.state_dict())
+    gan.ema.module.load_state_dict(model.decoder.state_dict())
+    return meta
 
 
 def _restore(partial: Path, gan: _ConditionalGan, config: AdversarialConfig, base_sha256: str) -> dict:
@@ -156,15 +194,18 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
     train = torch.from_numpy(public[order[n_val:]])
     encoder = base.encoder.eval().requires_grad_(False)
     gan = _ConditionalGan(encoder, base.image_shape, base.latent, config)
+    init_meta = _warm_start(gan, config.init_from, base_meta) if config.init_from else None
     partial = out_dir / f"{name}.partial.pt"
     state = _restore(partial, gan, config, base_meta["weights_sha256"])
     bar = tqdm(total=config.steps, initial=state["step"], disable=not progress, desc=f"{name} decoder")
     while state["step"] < config.steps:
-        critic_loss = gan.step(train[torch.randint(len(train), (config.batch_size,))])
+        critic_loss = gan.step(train[torch.randint(len(train), (config.batch_size,))],
+                               update_decoder=state["step"] >= config.critic_warmup)
         state["step"] += 1
         bar.update()
         if state["step"] % config.eval_every == 0 or state["step"] == config.steps:
-            row = {"step": state["step"], "critic_loss": critic_loss, **_validate(encoder, gan.decoder, val)}
+            averaged = _averaged_decoder(gan.ema, encoder, train, config.batch_size)
+            row = {"step": state["step"], "critic_loss": critic_loss, **_validate(encoder, averaged, val)}
             state["history"].append(row)
             bar.set_postfix(code=f"{row['code_error']:.3f}", l1=f"{row['lowpass_l1']:.3f}", refresh=False)
             tmp = partial.with_suffix(".tmp")
@@ -172,11 +213,15 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
                         "base_sha256": base_meta["weights_sha256"], "torch_rng": torch.get_rng_state()}, tmp)
             os.replace(tmp, partial)
     bar.close()
-    model = SphereAutoencoder(base.encoder[0], gan.decoder.eval(), image_shape=base.image_shape, latent=base.latent)
+    decoder = _averaged_decoder(gan.ema, encoder, train, config.batch_size)
+    model = SphereAutoencoder(base.encoder[0], decoder, image_shape=base.image_shape, latent=base.latent)
     meta = {**{k: base_meta[k] for k in ("dataset", "channels", "image_shape", "latent", "latent_norm", "split")},
             "name": name, "architecture": f"{base_meta['architecture']}-adv", "trained_on": "public split only",
             "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"]},
-            "decoder": {"kind": "conditional GAN, noise input", "noise_dim": config.noise_dim, "width": config.width},
+            "decoder": {"kind": "conditional GAN, noise input, averaged weights", "noise_dim": config.noise_dim,
+                        "width": config.width},
+            **({"decoder_init_from": {"name": init_meta["name"], "weights_sha256": init_meta["weights_sha256"]}}
+               if init_meta else {}),
             "train_config": asdict(config), "steps_run": state["step"], "validation_curve": state["history"]}
     meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)

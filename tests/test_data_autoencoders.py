@@ -1,3 +1,4 @@
+import dataclasses
 import gzip
 import json
 
@@ -172,6 +173,17 @@ def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp
     with pytest.raises(ValueError, match="split"):
         train_adversarial_decoder("adv2", base, base_meta, images, other, config=config, out_dir=tmp_path,
                                   progress=False)
+    # a warm start whose decoder never moves (all critic warm-up) publishes the starting weights
+    frozen = dataclasses.replace(config, init_from=str(tmp_path / "adv.pt"), critic_warmup=config.steps)
+    warm = train_adversarial_decoder("warm", base, base_meta, poisoned, split, config=frozen, out_dir=tmp_path,
+                                     progress=False)
+    assert warm["decoder_init_from"] == {"name": "adv", "weights_sha256": meta["weights_sha256"]}
+    warm_model, _ = load_autoencoder(tmp_path / "warm.pt")
+    for (key, start), (_, end) in zip(model.decoder.named_parameters(), warm_model.decoder.named_parameters()):
+        assert torch.equal(start, end), key
+    with pytest.raises(ValueError, match="another encoder"):
+        train_adversarial_decoder("bad", base, base_meta, poisoned, split, out_dir=tmp_path, progress=False,
+                                  config=dataclasses.replace(config, init_from=str(tmp_path / "base.pt")))
 
 
 @pytest.mark.parametrize("name, base_name", [("fashion-mnist-adv", "fashion-mnist"), ("digits-adv", "digits")])

@@ -181,7 +181,8 @@ def cmd_train_decoder(args) -> int:
     base, base_meta = load_autoencoder(args.base)
     images, _ = load_dataset(base_meta["dataset"], root=args.data_root)
     split = split_indices(len(images), seed=base_meta["split"]["seed"])
-    config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed)
+    config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed,
+                               init_from=args.init_from, critic_warmup=args.critic_warmup)
     meta = train_adversarial_decoder(args.name or f"{base_meta['name']}-adv", base, base_meta, images, split,
                                      config=config, out_dir=Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR)
     print(json.dumps({k: meta[k] for k in ("name", "architecture", "steps_run", "weights_sha256")}, indent=2))
@@ -248,6 +249,10 @@ def _register_train_decoder(sub) -> None:
     p.add_argument("--steps", type=int, default=AdversarialConfig.steps, help="critic + decoder updates")
     p.add_argument("--batch-size", type=int, default=AdversarialConfig.batch_size, help="public images per update")
     p.add_argument("--seed", type=int, default=0, help="training seed")
+    p.add_argument("--init-from", metavar="CHECKPOINT", help="start the decoder from this checkpoint's (trained on "
+                   "the same encoder), e.g. to train fashion-mnist-adv further under a new name")
+    p.add_argument("--critic-warmup", type=int, default=0, help="critic-only updates before the decoder moves "
+                   "(a fresh critic meets a warm-started decoder: a few hundred)")
     p.add_argument("--data-root", help="directory with the dataset's files")
     p.add_argument("--out-dir", help="default: the repository's checkpoints/")
     p.set_defaults(func=cmd_train_decoder)
