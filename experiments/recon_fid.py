@@ -8,7 +8,7 @@ generator that uses this decoder can be expected below its floor. Each finished 
 written to the JSON at once, so an interrupted run resumes at the next one. Also writes a picture
 of held-out images and their reconstructions (never a private row).
 
-    python experiments/recon_fid.py --checkpoints fashion-mnist fashion-mnist-adv          # ≈ 20 min each
+    python experiments/recon_fid.py --checkpoints fashion-mnist fashion-mnist-adv fashion-mnist-adv2  # ≈ 15-30 min each
     python experiments/recon_fid.py --checkpoints digits digits-adv --out experiments/out/recon_fid_digits.json
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, k
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checkpoints", nargs="+", default=["fashion-mnist", "fashion-mnist-adv"])
+    p.add_argument("--checkpoints", nargs="+", default=["fashion-mnist", "fashion-mnist-adv", "fashion-mnist-adv2"])
     p.add_argument("--n", type=int, default=10_000, help="held-out images (the paper's protocol: 10 000)")
     p.add_argument("--out", default="experiments/out/recon_fid.json")
     args = p.parse_args(argv)
@@ -65,7 +65,7 @@ def main(argv=None) -> int:
         print(json.dumps({key: results[key]}, indent=2))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=2) + "\n")
-    save_panels(panels, out.with_suffix(".png"), ncol=16)
+    save_panels(panels, out.with_suffix(".png"), ncol=8)
     return 0
 
 

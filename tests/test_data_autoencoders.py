@@ -186,15 +186,18 @@ def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp
                                   config=dataclasses.replace(config, init_from=str(tmp_path / "base.pt")))
 
 
-@pytest.mark.parametrize("name, base_name", [("fashion-mnist-adv", "fashion-mnist"), ("digits-adv", "digits")])
-def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_split(monkeypatch, name, base_name):
+@pytest.mark.parametrize("name, base_name, is_default", [("fashion-mnist-adv2", "fashion-mnist", True),
+                                                         ("fashion-mnist-adv", "fashion-mnist", False),
+                                                         ("digits-adv", "digits", True)])
+def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_split(monkeypatch, name, base_name,
+                                                                                    is_default):
     import swflow.data
     from autoencoders import default_checkpoint
     from swflow.cli.autoencoder import private_latents
 
     model, meta = load_autoencoder(name)
     _, base = load_autoencoder(base_name)
-    assert default_checkpoint(base["dataset"]) == name
+    assert (default_checkpoint(base["dataset"]) == name) == is_default
     assert meta["architecture"] == f"{base['architecture']}-adv" and meta["trained_on"] == "public split only"
     assert meta["encoder_from"]["weights_sha256"] == base["weights_sha256"] and meta["split"] == base["split"]
     z = torch.nn.functional.normalize(torch.randn(5, 8, generator=torch.Generator().manual_seed(0)), dim=1)
