@@ -23,7 +23,8 @@ from tqdm.auto import tqdm
 
 from .io import ReleaseRecorder, TrajectoryWriter
 
-__all__ = ["FlowCallback", "Checkpointer", "TrajectoryRecorder", "ReleaseLog", "ProgressBar", "run_files"]
+__all__ = ["FlowCallback", "Checkpointer", "TrajectoryRecorder", "ReleaseLog", "ProgressBar", "release_sketch",
+           "run_files"]
 
 
 class FlowCallback:
@@ -133,6 +134,14 @@ class ProgressBar(FlowCallback):
 
     def on_end(self, flow) -> None:
         self._bar.close()
+
+
+def release_sketch(method: str, sketch: int | None = 64) -> int | None:
+    """Quantile levels model.h5 keeps per released direction: ``sketch`` for releases of projected
+    rows, every level for a histogram's quantile table (already a sketch of TABLE_LEVELS levels)."""
+    from .registry import method as method_spec
+
+    return None if method_spec(method).releases == "histogram" else sketch
 
 
 def run_files(out: Path, *, sketch: int | None = 64) -> list[FlowCallback]:

@@ -45,7 +45,7 @@ def class_shares(counts: np.ndarray, total: int) -> np.ndarray:
 
 def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, out: Path, *, privacy: PrivacySpec,
                            config: FlowConfig, n_projections: int, pool_size: int | None = None,
-                           batch_size: int | None = None, privacy_seed: int | None = None,
+                           batch_size: int | None = None, bins: int | None = None, privacy_seed: int | None = None,
                            decoder: Callable[[np.ndarray], np.ndarray] | None = None, run_config: dict | None = None,
                            progress: bool = True) -> PrivacyReport:
     """Run ``method`` once per class into ``out/classes/class-C/`` (finished classes are skipped on
@@ -65,7 +65,7 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
             batch_c = None if batch_size is None else max(1, round(batch_size * n_c / len(labels)))
             run_flow_to_dir(method, data[torch.as_tensor(labels == c)], sub, privacy=privacy,
                             config=replace(config, n_particles=int(particles_c), seed=config.seed + int(c)),
-                            n_projections=n_projections, pool_size=pool_size, batch_size=batch_c,
+                            n_projections=n_projections, pool_size=pool_size, batch_size=batch_c, bins=bins,
                             privacy_seed=None if privacy_seed is None else privacy_seed + int(c),
                             decoder=None, run_config={**(run_config or {}), "class": int(c)}, progress=progress)
         reports.append(PrivacyReport.from_json(json.loads((sub / "privacy.json").read_text())))

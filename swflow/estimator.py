@@ -124,7 +124,7 @@ class Synthesizer:
                                                       batch_size=shape.batch_size)
 
     def _fit_flow(self, data: torch.Tensor, progress: bool) -> None:
-        from .callbacks import ReleaseLog
+        from .callbacks import ReleaseLog, release_sketch
         from .methods import make_flow
         from .model import FlowModel
         p, shape = self.params, self.params.run_shape()
@@ -132,9 +132,9 @@ class Synthesizer:
         batch = METHODS[p.method].batch(shape.batch_size, data.shape[0])
         with tempfile.TemporaryDirectory() as tmp:
             flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config,
-                             n_projections=shape.n_projections, pool_size=shape.pool_size, batch_size=batch,
+                             n_projections=shape.n_projections, pool_size=shape.pool_size, batch_size=batch, bins=shape.bins,
                              privacy_seed=p.privacy_seed,
-                             callbacks=[ReleaseLog(Path(tmp) / "model.h5", sketch=p.sketch)], progress=progress)
+                             callbacks=[ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(p.method, p.sketch))], progress=progress)
             flow.run()
             self._report = flow.privacy_report(p.method)
             self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)

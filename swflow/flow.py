@@ -27,8 +27,9 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from ._allocator import keep_step_buffers
 from .callbacks import FlowCallback
-from .drift import LOCAL, DriftResult, clip_rows, exact_smoothed_drift, sampled_drift
+from .drift import LOCAL, DriftResult, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
 from .privacy import PrivateTarget
 
 __all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
@@ -43,6 +44,7 @@ class FlowDiverged(ValueError):
 INITS = ("normal", "sphere")
 SMOOTHINGS = ("exact", "sampled")
 MANIFOLDS = ("ball", "sphere")
+PARTICLE_CDFS = ("sorted", "binned")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 
@@ -69,6 +71,9 @@ class FlowConfig:
     smoothing: str = _option("exact", "particle-side smoothing: the exact Gaussian expectation on a grid, or "
                              "004's one random draw per particle and direction (to reproduce the paper)", SMOOTHINGS)
     smoothing_std: float | None = _option(None, "particle-side smoothing std (default: the release's noise std)")
+    particle_cdf: str | None = _option(None, "with no particle-side smoothing: the particles' ranks by sorting, "
+                                       "or read on a 4096-point grid (no sort; faster, within one grid cell). "
+                                       "Default: binned for dpswflow-hist, sorted otherwise", PARTICLE_CDFS)
     drift_clip: float | None = _option(None, "clip each particle's drift to this norm")
     init: str | None = _option(None, "mu_0: standard normal, or uniform on the unit sphere (default: sphere on "
                                "the sphere manifold, normal in the ball)", INITS)
@@ -94,6 +99,8 @@ class FlowConfig:
             raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {self.smoothing!r}")
         if self.smoothing_std is not None and not (self.smoothing_std >= 0 and math.isfinite(self.smoothing_std)):
             raise ValueError(f"smoothing_std must be a finite number >= 0, got {self.smoothing_std}")
+        if self.particle_cdf is not None and self.particle_cdf not in PARTICLE_CDFS:
+            raise ValueError(f"particle_cdf must be one of {PARTICLE_CDFS}, got {self.particle_cdf!r}")
         if self.manifold not in MANIFOLDS:
             raise ValueError(f"manifold must be one of {MANIFOLDS}, got {self.manifold!r}")
 
@@ -213,6 +220,7 @@ class ParticleFlow:
 
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
                  callbacks: Sequence[FlowCallback] = ()):
+        keep_step_buffers()  # per-step buffers reused, not re-faulted from the OS (swflow/_allocator.py)
         self.target, self.strategy, self.config = target, strategy, config
         self.callbacks = list(callbacks)
         self.device = torch.device(config.device)
@@ -288,6 +296,8 @@ class ParticleFlow:
             return DriftResult(torch.zeros_like(self.particles), self.particles.new_zeros(()))
         if std > 0 and cfg.smoothing == "exact":
             return exact_smoothed_drift(self.particles, released, theta, noise_std=std, reduce=self._reduce)
+        if std == 0 and cfg.particle_cdf == "binned":
+            return binned_drift(self.particles, released, theta, reduce=self._reduce)
         proj = theta.T @ self.particles.T  # (k, n)
         if std > 0:
             proj = proj + std * self._particle_noise(theta.shape[1])

@@ -9,7 +9,7 @@ import torch
 
 from .callbacks import FlowCallback, ProgressBar
 from .flow import FlowConfig, ParticleFlow, Presampled, Resampled
-from .privacy import PrivacySpec, check_rows, local_target, private_target
+from .privacy import PrivacySpec, check_rows, histogram_target, local_target, private_target
 from .registry import method as method_spec
 
 __all__ = ["make_flow"]
@@ -17,11 +17,13 @@ __all__ = ["make_flow"]
 
 def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
               n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
-              privacy_seed: int | None = None, callbacks: Sequence[FlowCallback] = (),
+              bins: int | None = None, privacy_seed: int | None = None, callbacks: Sequence[FlowCallback] = (),
               progress: bool = True) -> ParticleFlow:
     """A ready-to-run flow: strategy, calibrated private target and simulator.
 
-    ``data`` (m, d) are the private rows in the flow's space. ``privacy_seed`` seeds the privacy
+    ``data`` (m, d) are the private rows in the flow's space. ``pool_size`` and ``bins`` are the
+    histogram's K and B for dpswflow-hist (None: :func:`~swflow.privacy.histogram.histogram_shape`
+    of the public n and budget). ``privacy_seed`` seeds the privacy
     noise (None: from the OS; ignored with ``secure_noise``). ``callbacks`` observe the run
     (:func:`swflow.callbacks.run_files` for a run directory); ``progress`` adds a progress bar.
     """
@@ -34,6 +36,9 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
     if spec.local:
         return _local_flow(data, privacy=privacy, config=config, n_projections=n_projections, batch_size=batch_size,
                            privacy_seed=privacy_seed, callbacks=callbacks)
+    if spec.releases == "histogram":
+        return _histogram_flow(data, privacy=privacy, config=config, n_projections=n_projections,
+                               n_directions=pool_size, bins=bins, privacy_seed=privacy_seed, callbacks=callbacks)
     plan = spec.release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
                              n_projections=n_projections, batch_size=batch_size, pool_size=pool_size)
     strategy = (Presampled(plan.n_projections, n_projections) if spec.releases == "pool"
@@ -50,3 +55,22 @@ def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
     if config.smoothing_std is None:  # the particle side gets the local release's σ
         config = replace(config, smoothing_std=target.local_noise_std)
     return ParticleFlow(target, Resampled(n_projections), config, callbacks=callbacks)
+
+
+def _histogram_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
+                    n_directions: int | None, bins: int | None, privacy_seed: int | None,
+                    callbacks: list[FlowCallback]) -> ParticleFlow:
+    """Sliced-histogram flow: one release of the K×B counts on K public directions (the strategy's
+    pool), then ``n_projections`` of them per step toward their released quantile functions."""
+    from .privacy.histogram import histogram_shape
+
+    n_directions, bins = histogram_shape(dataset_size=data.shape[0], privacy=privacy, n_directions=n_directions,
+                                         bins=bins)
+    plan = method_spec("dpswflow-hist").release_plan(steps=config.steps, dataset_size=data.shape[0],
+                                                     dim=data.shape[1], n_projections=n_projections,
+                                                     pool_size=n_directions, secure_noise=privacy.secure_noise)
+    target = histogram_target(data, privacy, plan, bins=bins, privacy_seed=privacy_seed, device=config.device)
+    if config.particle_cdf is None:  # the release is a quantile table: read the particles' ranks on a grid
+        config = replace(config, particle_cdf="binned")
+    return ParticleFlow(target, Presampled(n_directions, min(n_projections, n_directions)), config,
+                        callbacks=callbacks)

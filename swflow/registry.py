@@ -22,6 +22,8 @@ __all__ = ["MethodSpec", "RunShape", "METHODS", "DEFAULT_LENGTH", "FLOW_METHOD_N
 RELEASES = {
     "per-step": "one accounted release of a batch's noisy projections (or noisy gradient) per step",
     "pool": "one central release of all rows on a pool of directions; later steps are free",
+    "histogram": "one central release of the noisy K x B count matrix of all rows' projections on K public "
+                 "directions; later steps are free",
     "local": "each record released once as y + N(0, s^2 I); everything after is post-processing",
     "none": "no privacy (the non-private reference)",
 }
@@ -38,7 +40,10 @@ class RunShape:
     n_projections: int = field(default=70, metadata={
         "help": "directions per step (N_theta; M_theta for dpswflow)"})
     pool_size: int | None = field(default=None, metadata={
-        "help": "dpswflow: directions in the released pool (default: n_projections)"})
+        "help": "dpswflow: directions in the released pool (default: n_projections); dpswflow-hist: directions K "
+                "of the released histogram (default: a rule of n and epsilon)"})
+    bins: int | None = field(default=None, metadata={
+        "help": "dpswflow-hist: bins B per direction on [-R, R] (default: a rule of n and epsilon)"})
     batch_size: int = field(default=250, metadata={
         "help": "private rows per step (dpswflow-r, swf, the LDP flow and generators); a batch that covers "
                 "every row is a full batch, and dpswflow always releases every row once"})
@@ -88,17 +93,24 @@ class MethodSpec:
     def batch(self, batch_size: int | None, dataset_size: int) -> int | None:
         """Rows per release, None for the whole data set: the rule of every entry point (a batch that
         covers every row is a full batch; a pool is always released whole)."""
-        if self.releases == "pool" or batch_size is None or batch_size >= dataset_size:
+        if self.releases in ("pool", "histogram") or batch_size is None or batch_size >= dataset_size:
             return None
         return batch_size
 
     def release_plan(self, *, steps: int, dataset_size: int, dim: int, n_projections: int,
-                     batch_size: int | None = None, pool_size: int | None = None):
-        """The :class:`~swflow.privacy.ReleasePlan` of a central release (not for local methods)."""
+                     batch_size: int | None = None, pool_size: int | None = None, secure_noise: bool = False):
+        """The :class:`~swflow.privacy.ReleasePlan` of a central release (not for local methods). A
+        histogram's ``pool_size`` is its number of directions K (resolved by the caller); with
+        ``secure_noise`` its counts get OpenDP's discrete Gaussian."""
         from .privacy import ReleasePlan
 
         if self.local:
             raise ValueError(f"{self.name} releases each record locally once: see privacy.calibrate_local")
+        if self.releases == "histogram":
+            if pool_size is None:
+                raise ValueError("a histogram plan needs its number of directions (pool_size)")
+            return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None, n_projections=pool_size,
+                               dim=dim, noise="discrete-gaussian" if secure_noise else "gaussian")
         if self.releases == "pool":
             return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
                                n_projections=pool_size or n_projections, dim=dim)
@@ -131,6 +143,9 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                "per-step", ("epochs", 35), "swflow.methods"),
     MethodSpec("dpswflow", "flow", "DP flow, one release of a direction pool, free later steps (004 Alg. 2)",
                "pool", ("steps", 1500), "swflow.methods"),
+    MethodSpec("dpswflow-hist", "flow", "DP flow toward a sliced histogram: one noisy release of the K x B "
+               "counts of the rows' projections on public directions; no deconvolution, free later steps",
+               "histogram", ("steps", 300), "swflow.methods"),
     MethodSpec("ldp-flow", "flow", "local DP: each record released once as y + N(0, s^2 I); the flow smooths "
                "the particle side only, so it deconvolves the noise", "local", ("steps", 1500),
                "swflow.methods"),

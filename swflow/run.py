@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .animate import save_grid, save_scatter
-from .callbacks import run_files
+from .callbacks import release_sketch, run_files
 from .flow import FlowConfig, FlowResult
 from .io import write_samples
 from .methods import make_flow
@@ -28,12 +28,12 @@ def _chain(first, rest):
 
 def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: PrivacySpec, config: FlowConfig,
                     n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
-                    privacy_seed: int | None = None, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
+                    bins: int | None = None, privacy_seed: int | None = None, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
                     run_config: dict | None = None, progress: bool = True) -> tuple[FlowResult, PrivacyReport]:
     """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``."""
     flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
-                     pool_size=pool_size, batch_size=batch_size, privacy_seed=privacy_seed,
-                     callbacks=run_files(out), progress=progress)
+                     pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
+                     callbacks=run_files(out, sketch=release_sketch(method)), progress=progress)
     result = flow.run()
     report = flow.privacy_report(method, run_config)
     write_outputs(out, result.particles.cpu().numpy(), report, decoder)

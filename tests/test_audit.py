@@ -62,7 +62,7 @@ def test_split_lower_bound_on_gaussians_reaches_the_truth_and_never_exceeds_it()
     assert split_epsilon_lower_bound(same[:100_000], same[100_000:], delta=delta) < 0.05
 
 
-@pytest.mark.parametrize("method", ["dpswflow", "ldp-flow"])
+@pytest.mark.parametrize("method", ["dpswflow", "ldp-flow", "dpswflow-hist"])
 @pytest.mark.parametrize("eps", [1.0, 2.0])
 def test_whitebox_audit_is_informative_and_flags_halved_noise(method, eps):
     # Worst-case pair, the real release path, 10^6 draws per side (about a second): the bound must

@@ -17,26 +17,17 @@ AE_DEFAULTS = {"digits": ("digits8", 8), "fashion-mnist": ("liutkus32", 8), "mni
 
 
 def private_latents(dataset: str, root, checkpoint: str | None):
-    """Encode the private split of ``dataset`` with the autoencoder trained on its public split.
+    """(latents, labels, decode, split, autoencoder metadata) of the private split (manifest checked)."""
+    from ..latents import encoded_split
 
-    Returns (latents, labels, decode, split, autoencoder metadata) of the private rows."""
-    import torch
+    return tuple(encoded_split(dataset, "private", root=root, checkpoint=checkpoint))
 
-    from autoencoders import default_checkpoint, load_autoencoder
 
-    from ..data import load_dataset, split_indices
+def public_latents(dataset: str, root=None, checkpoint: str | None = None):
+    """Latents (m, d) of the public split (manifest checked)."""
+    from ..latents import encoded_split
 
-    images, labels = load_dataset(dataset, root=root)
-    model, meta = load_autoencoder(checkpoint or default_checkpoint(dataset))
-    if meta["dataset"] != dataset or tuple(meta["image_shape"]) != tuple(images.shape[1:]):
-        raise ValueError(f"checkpoint {meta['name']} was trained on {meta['dataset']} {meta['image_shape']}, "
-                         f"not on {dataset} {list(images.shape[1:])}")
-    split = split_indices(len(images), seed=meta["split"]["seed"])
-    if split.manifest() != meta["split"]:
-        raise ValueError(f"the {dataset} split does not match the one the autoencoder was trained with "
-                         "(different data files?); retrain with `swflow train-ae`")
-    latents = torch.from_numpy(model.encode_images(images[split.private]))
-    return latents, labels[split.private], model.decode_images, split, meta
+    return encoded_split(dataset, "public", root=root, checkpoint=checkpoint).latents
 
 
 MAX_GIF_FRAMES = 50
@@ -126,23 +117,21 @@ def cmd_encode(args) -> int:
     import h5py
     import torch
 
-    from autoencoders import default_checkpoint, load_autoencoder
-
-    from ..data import load_dataset, split_indices
-
-    images, _ = load_dataset(args.dataset, part="test" if args.split == "test" else "train", root=args.data_root)
-    model, meta = load_autoencoder(args.checkpoint or default_checkpoint(args.dataset))
-    if args.split != "test":
-        split = split_indices(len(images), seed=meta["split"]["seed"])
-        images = images[split.public if args.split == "public" else split.private]
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise UsageError(f"{out} exists: pass --overwrite to replace it, or choose another --out")
-    latents = torch.from_numpy(model.encode_images(images))
+    from ..latents import encoded_split
+
+    encoded = encoded_split(args.dataset, args.split, root=args.data_root, checkpoint=args.checkpoint)
+    latents, meta = encoded.latents, encoded.meta
     tmp = out.with_name(f".{out.name}.tmp")
     with h5py.File(tmp, "w") as f:
         f.create_dataset("data", data=latents.numpy(), compression="gzip")
         f.attrs["dataset"], f.attrs["split"], f.attrs["autoencoder"] = args.dataset, args.split, meta["name"]
+        f.attrs["autoencoder_sha256"] = meta["weights_sha256"]
+        # a public declaration of where the rows live (every shipped encoder maps onto the unit sphere),
+        # read by `generate --data` to pick the sphere manifold
+        f.attrs["domain"], f.attrs["norm_bound"] = "sphere", 1.0
         if args.split == "private":
             f.attrs["warning"] = "PRIVATE: these rows are the private records; never publish this file"
     os.replace(tmp, out)  # a finished file or none

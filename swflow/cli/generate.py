@@ -65,14 +65,15 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
         report = run_conditional_to_dir(args.method, data, labels, out, privacy=spec,
                                         config=flow_config(args, steps), n_projections=args.n_projections,
-                                        pool_size=args.pool_size, batch_size=batch, privacy_seed=args.privacy_seed,
+                                        pool_size=args.pool_size, batch_size=batch, bins=args.bins,
+                                        privacy_seed=args.privacy_seed,
                                         decoder=decode, run_config=source)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
               f"wrote {out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
     _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=flow_config(args, steps),
-                                n_projections=args.n_projections, pool_size=args.pool_size, batch_size=batch,
+                                n_projections=args.n_projections, pool_size=args.pool_size, batch_size=batch, bins=args.bins,
                                 privacy_seed=args.privacy_seed, decoder=decode, run_config=source)
     if decode is not None:
         write_gif(out, decode)

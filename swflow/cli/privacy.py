@@ -18,10 +18,21 @@ def cmd_privacy(args) -> int:
     if what.local:
         return _local_privacy(args, spec)
     steps = run_steps(args, args.dataset_size)
+    pool_size, bins = args.pool_size, None
+    if what.releases == "histogram":
+        from ..privacy.histogram import histogram_shape
+
+        pool_size, bins = histogram_shape(dataset_size=args.dataset_size, privacy=spec, n_directions=args.pool_size,
+                                          bins=args.bins)
     plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
-                             n_projections=args.n_projections, pool_size=args.pool_size, batch_size=args.batch_size)
+                             n_projections=args.n_projections, pool_size=pool_size, batch_size=args.batch_size,
+                             secure_noise=spec.secure_noise)
     cal = calibrate(spec, plan)
-    if spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
+    if what.releases == "histogram":
+        from ..privacy import histogram_sensitivity
+
+        sens = histogram_sensitivity(plan.n_projections, adjacency=spec.adjacency)
+    elif spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
         import torch
 
         theta = random_directions(plan.n_projections, plan.dim, generator=torch.Generator().manual_seed(0),
@@ -44,6 +55,8 @@ def cmd_privacy(args) -> int:
            "batch_size": plan.sample_size, "releases": plan.releases, "steps": steps,
            "n_projections": plan.n_projections, "dim": plan.dim, "norm_bound": spec.norm_bound,
            "dataset_size": plan.dataset_size}
+    if bins is not None:
+        out.update(bins=bins, noise="discrete Gaussian (OpenDP)" if plan.noise == "discrete-gaussian" else "Gaussian")
     if args.json:
         print(json.dumps(out))
         return 0
@@ -53,8 +66,12 @@ def cmd_privacy(args) -> int:
     typical = " (typical draw; exact per step)" if sens.kind == "spectral" else ""
     print(f"  noise multiplier {cal.noise_multiplier:.4f} ({cal.mode} mode)")
     print(f"  sensitivity {sens.value:.4f} [{sens.kind}]{typical}, noise std {out['noise_std']:.4f}")
-    print(f"  {plan.releases} release(s) of {plan.rows_per_release} of {plan.dataset_size} rows on "
-          f"{plan.n_projections} directions in d={plan.dim}; flow steps {steps}")
+    if bins is not None:
+        print(f"  one release of the {plan.n_projections} x {bins} count matrix of all {plan.dataset_size} rows' "
+              f"projections ({out['noise']} noise); every flow step after it is free ({steps} steps)")
+    else:
+        print(f"  {plan.releases} release(s) of {plan.rows_per_release} of {plan.dataset_size} rows on "
+              f"{plan.n_projections} directions in d={plan.dim}; flow steps {steps}")
     return 0
 
 

@@ -14,7 +14,9 @@ from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier
 from .noise import NoiseSource
 from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
 from .report import PrivacyReport, privacy_report, statement, write_report
-from .targets import FixedNoiseTarget, ShardedTarget, local_target, private_target, sharded_target
+from .histogram import HistogramTarget, histogram_sensitivity
+from .targets import (FixedNoiseTarget, ShardedTarget, histogram_target, local_target, private_target,
+                      sharded_target)
 from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound,
                           projection_sensitivity, spectral_bound)
 
@@ -22,7 +24,7 @@ __all__ = [
     "ACCOUNTANTS", "ADJACENCIES", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
     "bernstein_bound", "BOUNDS", "BudgetExhausted", "calibrate", "calibrate_local", "Calibration",
     "check_rows", "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
-    "FixedNoiseTarget", "laplace_scale", "local_gaussian_std", "local_laplace_scale", "local_target",
+    "FixedNoiseTarget", "histogram_sensitivity", "histogram_target", "HistogramTarget", "laplace_scale", "local_gaussian_std", "local_laplace_scale", "local_target",
     "LocallyReleasedTarget", "MechanismEvent", "noise_multiplier_for", "NoiseSource", "plan_events",
     "privacy_report", "PrivacyLedger", "PrivacyReport", "PrivacySpec", "private_target", "PrivateTarget",
     "projection_sensitivity", "ReleasePlan", "SensitivityBound", "sharded_target", "ShardedTarget",

@@ -12,13 +12,15 @@
 * Releases of the whole data set (no sampling) are composed Gaussian mechanisms whatever the
   adjacency (its sensitivity sets the multiplier): dp-accounting RDP; a single one is accounted
   exactly with the analytic Gaussian mechanism (Balle & Wang 2018).
+* A single discrete-Gaussian release of integer counts (the sliced histogram with secure noise) is
+  accounted by OpenDP's own privacy map of the mechanism that drew it: zCDP, converted to (ε, δ).
 """
 from __future__ import annotations
 
 from functools import lru_cache
 
 from .ledger import MechanismEvent
-from .mechanisms import analytic_gaussian_epsilon
+from .mechanisms import analytic_gaussian_epsilon, discrete_gaussian_epsilon
 
 __all__ = ["ACCOUNTANTS", "check_combination", "accountant_name", "epsilon_from_events", "default_accountant"]
 
@@ -52,7 +54,12 @@ def check_combination(*, adjacency: str, accountant: str, sampling: str) -> None
                          f"accountant={_ACCOUNTANT_FOR[sampling]!r}, not {accountant!r}")
 
 
+DISCRETE_NAME = "OpenDP discrete Gaussian (zCDP privacy map, converted to (epsilon, delta))"
+
+
 def accountant_name(*, adjacency: str, accountant: str, events: tuple[MechanismEvent, ...]) -> str:
+    if any(e.mechanism == "discrete-gaussian" for e in events):
+        return DISCRETE_NAME
     if _is_single_release(events):
         return "analytic Gaussian mechanism (Balle & Wang 2018)"
     if all(e.sampling == "none" for e in events):
@@ -81,6 +88,10 @@ def epsilon_from_events(events: tuple[MechanismEvent, ...], *, delta: float, adj
         check_combination(adjacency=adjacency, accountant=_ACCOUNTANT_FOR[e.sampling], sampling=e.sampling)
     if any(e.noise_multiplier <= 0 for e in events):
         return math.inf
+    if any(e.mechanism == "discrete-gaussian" for e in events):
+        if not _is_single_release(events):
+            raise ValueError("the discrete Gaussian is accounted for one release of the whole data set only")
+        return discrete_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
     if _is_single_release(events):
         return analytic_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
     if any(e.sampling == "poisson" for e in events):

@@ -13,7 +13,7 @@ import torch
 from scipy.optimize import brentq
 
 from .accountants import ACCOUNTANTS, accountant_name, check_combination, default_accountant, epsilon_from_events
-from .ledger import MechanismEvent
+from .ledger import NOISES, MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
 from .sensitivity import ADJACENCIES, BOUNDS, SensitivityBound, projection_sensitivity
 
@@ -92,6 +92,7 @@ class ReleasePlan:
     sample_size : rows per release (expected size under Poisson); None = the whole data set
     n_projections : directions per release
     dim : dimension of the rows
+    noise : 'gaussian', or 'discrete-gaussian' (integer counts, OpenDP; one release of every row)
     """
 
     releases: int
@@ -99,6 +100,7 @@ class ReleasePlan:
     sample_size: int | None
     n_projections: int
     dim: int
+    noise: str = "gaussian"
 
     def __post_init__(self):
         if self.releases < 1:
@@ -110,6 +112,10 @@ class ReleasePlan:
                              f"{self.dataset_size}")
         if self.n_projections < 1 or self.dim < 1:
             raise ValueError("n_projections and dim must be >= 1")
+        if self.noise not in NOISES:
+            raise ValueError(f"noise must be one of {NOISES}, got {self.noise!r}")
+        if self.noise == "discrete-gaussian" and (self.releases, self.sample_size) != (1, None):
+            raise ValueError("the discrete Gaussian is accounted for one release of every row only")
 
     def sampling(self, adjacency: str) -> str:
         if self.sample_size is None or self.sample_size == self.dataset_size:
@@ -128,7 +134,7 @@ def plan_events(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: 
                            sensitivity_bound=bound,
                            delta_sensitivity=delta_theta, sampling=plan.sampling(adjacency),
                            sample_size=plan.rows_per_release, dataset_size=plan.dataset_size,
-                           n_projections=plan.n_projections, count=plan.releases),)
+                           n_projections=plan.n_projections, count=plan.releases, mechanism=plan.noise),)
 
 
 def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adjacency: str,
@@ -139,7 +145,7 @@ def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adj
     log ε(z) = log ε* in log z, and the answer is nudged up until the accountant confirms
     ε ≤ ε*: the returned multiplier never overshoots the budget.
     """
-    if plan.releases == 1 and plan.sampling(adjacency) == "none":
+    if plan.releases == 1 and plan.sampling(adjacency) == "none" and plan.noise == "gaussian":
         return analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
 
     def eps(z: float) -> float:
@@ -193,7 +199,7 @@ class Calibration:
                               sensitivity=sensitivity.value, sensitivity_bound=sensitivity.kind,
                               delta_sensitivity=sensitivity.failure_probability, sampling=self.sampling,
                               sample_size=sample_size, dataset_size=self.plan.dataset_size,
-                              n_projections=self.plan.n_projections)
+                              n_projections=self.plan.n_projections, mechanism=self.plan.noise)
 
 
 def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:

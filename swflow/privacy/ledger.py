@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
+__all__ = ["NOISES", "SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
 
 SAMPLINGS = ("none", "without-replacement", "poisson")
+#: 'gaussian': continuous N(0, σ²) noise; 'discrete-gaussian': OpenDP's discrete Gaussian on integer counts
+NOISES = ("gaussian", "discrete-gaussian")
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class MechanismEvent:
     sample_size : batch size (expected size under Poisson); dataset_size when sampling is 'none'
     dataset_size : number of private records
     n_projections : directions per release
+    count : repeats of this release
+    mechanism : one of NOISES
     """
 
     noise_multiplier: float
@@ -33,8 +37,11 @@ class MechanismEvent:
     dataset_size: int
     n_projections: int
     count: int = 1
+    mechanism: str = "gaussian"
 
     def __post_init__(self):
+        if self.mechanism not in NOISES:
+            raise ValueError(f"mechanism must be one of {NOISES}, got {self.mechanism!r}")
         if self.sampling not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
         if self.count < 1:
@@ -46,9 +53,9 @@ class MechanismEvent:
 
     def same_kind(self, other: "MechanismEvent") -> bool:
         return (self.noise_multiplier, self.sensitivity_bound, self.delta_sensitivity, self.sampling,
-                self.sample_size, self.dataset_size, self.n_projections) == (
+                self.sample_size, self.dataset_size, self.n_projections, self.mechanism) == (
             other.noise_multiplier, other.sensitivity_bound, other.delta_sensitivity, other.sampling,
-            other.sample_size, other.dataset_size, other.n_projections)
+            other.sample_size, other.dataset_size, other.n_projections, other.mechanism)
 
 
 class PrivacyLedger:

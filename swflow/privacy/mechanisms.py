@@ -10,7 +10,7 @@ import math
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-__all__ = ["analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
+__all__ = ["discrete_gaussian_epsilon", "analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
            "classical_gaussian_multiplier", "laplace_scale", "local_gaussian_std", "local_laplace_scale"]
 
 
@@ -61,6 +61,21 @@ def analytic_gaussian_multiplier(*, epsilon: float, delta: float) -> float:
     while f(z) > 0:
         z = math.nextafter(z, math.inf) * (1 + 1e-12)
     return z
+
+
+def discrete_gaussian_epsilon(*, noise_multiplier: float, delta: float) -> float:
+    """ε at ``delta`` of one discrete-Gaussian release of an integer vector with ℓ2 sensitivity Δ and
+    scale z·Δ: OpenDP's privacy map of the mechanism (zCDP ρ, converted to (ε, δ) by OpenDP)."""
+    _check_delta(delta)
+    if noise_multiplier <= 0:
+        return math.inf
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    release = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float),
+                                 scale=float(noise_multiplier))
+    profile = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(release), delta)
+    return float(profile.map(1.0)[0])
 
 
 def classical_gaussian_multiplier(*, epsilon: float, delta: float) -> float:

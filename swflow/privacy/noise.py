@@ -45,6 +45,19 @@ class NoiseSource:
             z = torch.randn(n, generator=self._generator, dtype=torch.float64)
         return (std * z).reshape(shape).to(device=device, dtype=dtype)
 
+    @staticmethod
+    def discrete_gaussian(counts: torch.Tensor, std: float) -> torch.Tensor:
+        """``counts`` (int64, any shape) plus discrete-Gaussian noise of scale ``std``, drawn by OpenDP's
+        sampler (exact integer arithmetic from OpenDP's own CSPRNG: no floating-point attack surface,
+        never reproducible from a seed)."""
+        import opendp.prelude as dp
+
+        dp.enable_features("contrib")
+        release = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float),
+                                     scale=float(std))
+        noisy = release([int(c) for c in counts.flatten().tolist()])
+        return torch.tensor(noisy, dtype=torch.int64).reshape(counts.shape)
+
     def directions(self, dim: int, count: int) -> torch.Tensor:
         """``count`` directions uniform on the sphere S^{dim-1}, shape (dim, count), float64, secret."""
         g = self.gaussian((dim, count), 1.0, dtype=torch.float64)

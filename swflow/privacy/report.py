@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .noise import SECURE_CAVEAT
+from .histogram import HistogramTarget
 from .release import LocallyReleasedTarget, PrivateTarget
 
 __all__ = ["PrivacyReport", "privacy_report", "statement", "write_report"]
@@ -21,6 +22,16 @@ AMPLIFICATION_NOTE = (
     "it is not applied to epsilon. It contracts only for a fixed previous state, which depends on every "
     "earlier release, and a run also publishes its releases (model.h5) and trajectory: the composed epsilon "
     "above is the guarantee")
+
+
+HISTOGRAM_RELEASE = (
+    "one release of the K x B = {k} x {b} matrix of counts of every private row's projection on K public "
+    "directions (B equal bins on [-{r:g}, {r:g}]), plus Gaussian noise of std noise_std on each count. L2 "
+    "sensitivity sqrt(2K) under replace-one (a changed record moves one count between two bins per direction) "
+    "or sqrt(K) under zero-out (one count per direction; an absent record adds nothing). Calibrated once; the "
+    "counts' post-processing to CDFs and every flow step after the release are free")
+DISCRETE_NOTE = ("the counts' noise is OpenDP's discrete Gaussian (exact integer sampling from OpenDP's CSPRNG: "
+                 "no floating-point attack surface), accounted by OpenDP's own zCDP privacy map")
 
 
 def _num(x: float | None):
@@ -38,7 +49,8 @@ class PrivacyReport:
 
     ``epsilon`` and ``delta`` are None for a run that is not private (and ``epsilon`` None when a
     noise-multiplier run's ε is unbounded). Fields from ``delta_sensitivity`` to ``directions`` are
-    None for non-private runs. ``conditional`` holds a class-conditional run's per-class reports
+    None for non-private runs. ``mechanism`` is the noise ('gaussian' or 'discrete-gaussian') and
+    ``bins`` the histogram's B for the sliced-histogram flow (``n_projections`` is then its K). ``conditional`` holds a class-conditional run's per-class reports
     (``per_class``, ``ledgers``, ``composition``)."""
 
     method: str
@@ -70,6 +82,8 @@ class PrivacyReport:
     secure_noise: bool | None = None
     noise_seed_known: bool | None = None
     directions: str | None = None
+    mechanism: str | None = None
+    bins: int | None = None
     notes: dict = field(default_factory=dict)
     not_accounted: str = NOT_ACCOUNTED
     ledger: list = field(default_factory=list)
@@ -135,6 +149,10 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
         notes["release"] = ("local: each record released once as y + N(0, noise_std^2 I) on the identity "
                             "directions (sensitivity 2R); the same (epsilon, delta) holds per record as local "
                             "DP, and the flow is post-processing")
+    if isinstance(target, HistogramTarget):
+        notes["release"] = HISTOGRAM_RELEASE.format(k=cal.plan.n_projections, b=target.bins, r=spec.norm_bound)
+        if spec.secure_noise:
+            notes["secure_noise_caveat"] = DISCRETE_NOTE
     if diffusion_gamma is not None:
         notes["amplification_note"] = AMPLIFICATION_NOTE
     return PrivacyReport(
@@ -148,10 +166,18 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
         n_projections=cal.plan.n_projections, norm_bound=spec.norm_bound, clipped=spec.clip,
         diffusion_gamma=diffusion_gamma, dataset_size=cal.plan.dataset_size, mode=cal.mode,
         target_epsilon=_num(spec.epsilon), secure_noise=spec.secure_noise, noise_seed_known=target.noise_seed_known,
-        directions=("drawn from the secret privacy-noise stream (the probabilistic sensitivity bound needs "
-                    "directions independent of the neighbouring pair)" if target.secret_directions else
-                    "drawn from the public simulator seed (the spectral bound holds for any directions)"),
+        mechanism=cal.plan.noise, bins=getattr(target, "bins", None),
+        directions=_directions_note(target),
         statement=statement(eps, delta, cal.accountant_name, spec.adjacency), notes=notes, **common)
+
+
+def _directions_note(target: PrivateTarget) -> str:
+    if target.secret_directions:
+        return ("drawn from the secret privacy-noise stream (the probabilistic sensitivity bound needs directions "
+                "independent of the neighbouring pair)")
+    if isinstance(target, HistogramTarget):
+        return "drawn from the public simulator seed (the histogram's sensitivity does not depend on them)"
+    return "drawn from the public simulator seed (the spectral bound holds for any directions)"
 
 
 def statement(epsilon: float, delta: float, accountant: str, adjacency: str) -> str:

@@ -8,6 +8,7 @@ CSPRNG with ``secure_noise``).
 * :func:`private_target`: projections of (batches of) the rows, the central mechanisms.
 * :func:`local_target`: every row released once as y + N(0, σ² I), local DP.
 * :func:`sharded_target`: one rank's shard under torch.distributed (shared seed across ranks).
+* :func:`histogram_target`: one noisy release of the K×B counts of the rows' projections.
 
 * :class:`ShardedTarget`: one rank's shard of the private rows under torch.distributed.
 * :class:`FixedNoiseTarget`: projections with a fixed noise std and NO privacy claim, for
@@ -21,11 +22,13 @@ from torch import Tensor
 
 from ..sliced import project, sort_rows
 from .calibrate import PrivacySpec, ReleasePlan, calibrate, calibrate_local
+from .histogram import HistogramTarget
 from .ledger import PrivacyLedger
 from .noise import NoiseSource
 from .release import LocallyReleasedTarget, PrivateTarget
 
-__all__ = ["ShardedTarget", "FixedNoiseTarget", "private_target", "local_target", "sharded_target"]
+__all__ = ["ShardedTarget", "FixedNoiseTarget", "private_target", "local_target", "sharded_target",
+           "histogram_target"]
 
 
 class ShardedTarget(PrivateTarget):
@@ -95,3 +98,18 @@ def sharded_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, offse
     return ShardedTarget(shard, calibrate(spec, plan), offset=offset, dataset_size=plan.dataset_size,
                          noise=NoiseSource(privacy_seed, seed_known=seed_known), ledger=PrivacyLedger(),
                          batch_size=plan.sample_size)
+
+
+def histogram_target(data: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins: int,
+                     privacy_seed: int | None = None, device=None) -> HistogramTarget:
+    """Rows ``data`` (m, d) behind one release of their K×B sliced histogram (K = ``plan.n_projections``).
+    With ``spec.secure_noise`` the plan must ask for the discrete Gaussian (OpenDP)."""
+    if spec.sensitivity_bound != "spectral":
+        raise ValueError("the sliced histogram's sensitivity (sqrt(2K) or sqrt(K)) does not depend on the "
+                         f"directions; sensitivity_bound={spec.sensitivity_bound!r} does not apply: leave it unset")
+    if spec.private and spec.secure_noise != (plan.noise == "discrete-gaussian"):
+        raise ValueError("secure_noise releases the histogram with OpenDP's discrete Gaussian: build the plan "
+                         "with secure_noise=True (MethodSpec.release_plan)")
+    return HistogramTarget(data if device is None else data.to(device), calibrate(spec, plan),
+                           noise=NoiseSource(privacy_seed, secure=spec.secure_noise), ledger=PrivacyLedger(),
+                           bins=bins)

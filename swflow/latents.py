@@ -1,0 +1,53 @@
+"""One home for a dataset, its autoencoder and its public/private split.
+
+Every path that encodes a split goes through :func:`encoded_split`, which checks that the split the
+autoencoder was trained with (its manifest) is the split being cut now, so a private row can never be
+encoded as public or the other way round.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+import torch
+
+__all__ = ["EncodedSplit", "SPLITS", "encoded_split"]
+
+SPLITS = ("public", "private", "test")
+
+
+class EncodedSplit(NamedTuple):
+    """latents (m, d) on the unit sphere, labels (m,), the decoder, the Split and the autoencoder's metadata."""
+
+    latents: torch.Tensor
+    labels: np.ndarray
+    decode: Callable[[np.ndarray], np.ndarray]
+    split: object
+    meta: dict
+
+
+def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint: str | None = None) -> EncodedSplit:
+    """Encode one split of ``dataset`` with its autoencoder (``checkpoint``, default the dataset's).
+
+    ``public`` and ``private`` are the halves of the training part that the autoencoder's manifest
+    names (refused when the data files give another split); ``test`` is the dataset's test part."""
+    from autoencoders import default_checkpoint, load_autoencoder
+
+    from .data import load_dataset, split_indices
+
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
+    images, labels = load_dataset(dataset, part="test" if split == "test" else "train", root=root)
+    model, meta = load_autoencoder(checkpoint or default_checkpoint(dataset))
+    if meta["dataset"] != dataset or tuple(meta["image_shape"]) != tuple(images.shape[1:]):
+        raise ValueError(f"checkpoint {meta['name']} was trained on {meta['dataset']} {meta['image_shape']}, "
+                         f"not on {dataset} {list(images.shape[1:])}")
+    halves = None
+    if split != "test":
+        halves = split_indices(len(images), seed=meta["split"]["seed"])
+        if halves.manifest() != meta["split"]:
+            raise ValueError(f"the {dataset} split does not match the one the autoencoder was trained with "
+                             "(different data files?); retrain with `swflow train-ae`")
+        rows = halves.public if split == "public" else halves.private
+        images, labels = images[rows], labels[rows]
+    return EncodedSplit(torch.from_numpy(model.encode_images(images)), labels, model.decode_images, halves, meta)
