@@ -54,7 +54,7 @@ def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, 
     """Load an interrupted run into ``model`` and ``opt``; its training state, or a fresh one."""
     if not partial.exists():
         return {"epoch": 0, "best": float("inf"), "best_state": None, "stale": 0, "history": []}
-    saved = torch.load(partial, weights_only=False)
+    saved = torch.load(partial, weights_only=True)
     if saved["config"] != asdict(config) or saved["split"] != split.manifest():
         raise ValueError(f"{partial} was written with other settings or another split; delete it to restart")
     model.load_state_dict(saved["model"])

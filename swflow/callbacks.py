@@ -59,7 +59,7 @@ class Checkpointer(FlowCallback):
     def restore(self, flow) -> bool:
         if not self.path.exists():
             return False
-        flow.load_state_dict(torch.load(self.path, weights_only=False))
+        flow.load_state_dict(torch.load(self.path, weights_only=True))
         return True
 
     def on_step(self, flow, diagnostic) -> None:

@@ -13,6 +13,10 @@ changes:
 
 A staging directory that holds no checkpoint when the command fails is removed (no empty output
 folders are left behind); one with a checkpoint stays for ``--resume``.
+
+One writer per run: the command holds an OS lock on ``LOCK`` inside its staging directory until it
+exits; the kernel releases it when the process dies, however it dies. A second command on the same
+``--out`` is refused while the first is alive (and never told to resume it, nor allowed to discard it).
 """
 from __future__ import annotations
 
@@ -21,9 +25,10 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["MARKER", "RunDir", "atomic_write_text"]
+__all__ = ["MARKER", "RunBusy", "RunDir", "atomic_write_text"]
 
 MARKER = ".swflow-run"
+LOCK = ".swflow-lock"
 CHECKPOINT_GLOB = "checkpoint*.pt"
 
 
@@ -34,6 +39,33 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     tmp.write_text(text)
     os.replace(tmp, path)
     return path
+
+
+class RunBusy(ValueError):
+    """Another live process is writing the same output directory."""
+
+
+def _lock(path: Path, final: Path):
+    """An exclusive, non-blocking OS lock on ``path`` (created if needed), held while the returned file
+    stays open; the holder's pid is written into it. None where the OS has no flock (not POSIX)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        handle.close()
+        raise RunBusy(f"another swflow process (pid {holder}) is writing {final}; wait for it to finish, or stop "
+                      "it and then pass --resume") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
 
 
 def _is_run(directory: Path) -> bool:
@@ -56,13 +88,19 @@ class RunDir:
     final : the directory the user named (``--out``)
     overwrite, resume : the user's flags
     inputs : files the command reads; a directory that holds one of them is never replaced
+    lock : take the one-writer lock (every process but the non-writing ranks of a torchrun)
     """
 
     def __init__(self, final: str | Path, *, overwrite: bool = False, resume: bool = False,
-                 inputs: tuple[str | Path, ...] = ()):
+                 inputs: tuple[str | Path, ...] = (), lock: bool = True):
         self.final = Path(final)
+        if not self.final.name or self.final.name in (".", ".."):
+            raise ValueError(f"--out {str(final)!r} names no directory: give a path such as runs/my-run")
         self.staging = self.final.with_name(f".{self.final.name}.partial")
         self.overwrite, self.resume = overwrite, resume
+        self._locking, self._lock = lock, None
+        if lock and self.staging.is_dir():  # a live writer there refuses us before any advice is given
+            self._lock = _lock(self.staging / LOCK, self.final)
         self._check([Path(p) for p in inputs if p is not None])
 
     def _check(self, inputs: list[Path]) -> None:
@@ -102,15 +140,23 @@ class RunDir:
             self.commit()
             raise ValueError(f"the run in {self.staging} had finished before it was interrupted; it is now "
                              f"{self.final} (nothing was run again)")
-        if self.staging.is_dir() and not self.resume:  # --overwrite of an interrupted run of ours
+        if self.staging.is_dir() and not self.resume:  # --overwrite of an interrupted run of ours (unlocked)
             shutil.rmtree(self.staging)
+            self._release()
         try:
             self.staging.mkdir(parents=True, exist_ok=True)
+            if self._locking and self._lock is None:
+                self._lock = _lock(self.staging / LOCK, self.final)
             atomic_write_text(self.staging / MARKER, json.dumps({"final": self.final.name}) + "\n")
         except OSError as err:
             raise ValueError(f"cannot write the output directory next to {self.final}: {err.strerror or err}") \
                 from err
         return self.staging
+
+    def _release(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def commit(self) -> Path:
         """Swap the finished staging directory in for the final one."""
@@ -125,9 +171,12 @@ class RunDir:
         os.replace(self.staging, self.final)
         if trash is not None:
             shutil.rmtree(trash, ignore_errors=True)
+        (self.final / LOCK).unlink(missing_ok=True)  # a finished run has no writer
+        self._release()
         return self.final
 
     def abandon(self) -> None:
         """After a failure: drop the staging directory unless it holds a checkpoint to resume from."""
         if self.staging.is_dir() and not any(self.staging.rglob(CHECKPOINT_GLOB)):
             shutil.rmtree(self.staging, ignore_errors=True)
+        self._release()

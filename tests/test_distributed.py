@@ -57,7 +57,7 @@ def _run(tmp_path, mode, stop_after=None, tag="", config=CONFIG):
     out = tmp_path / f"{mode}.pt"
     mp.spawn(_worker, args=(2, str(tmp_path / f"store-{mode}{tag}"), str(out), mode, stop_after, config),
              nprocs=2, join=True)
-    return None if stop_after is not None else torch.load(out, weights_only=False)
+    return None if stop_after is not None else torch.load(out, weights_only=True)
 
 
 def _single(config):

@@ -107,7 +107,7 @@ def test_checkpoint_holds_no_private_row(gen, tmp_path):
     ck = tmp_path / "ck.pt"
     make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=8, batch_size=20,
               callbacks=[Checkpointer(ck)], progress=False, config=FlowConfig(steps=4, n_particles=50, checkpoint_every=2)).run()
-    state = torch.load(ck, weights_only=False)
+    state = torch.load(ck, weights_only=True)
     flat = [t for t in _tensors(state)]
     for t in flat:
         if t.dtype.is_floating_point and t.ndim == 2 and t.shape[1] == 4:

@@ -256,3 +256,31 @@ def test_a_run_killed_between_its_outputs_and_the_swap_is_never_run_again(finish
     assert _generate(rows, out, "--resume") == 2
     assert "nothing was run again" in capsys.readouterr().err
     assert _snapshot(out) == before and not staging.exists()
+
+
+def test_a_second_writer_on_a_live_run_is_refused(tmp_path):
+    """Two real processes on one --out: the second is refused while the first runs (plain, with --resume,
+    with --overwrite), never advised to resume it, and the first run's files stay its own."""
+    import torch
+
+    rows = _rows(tmp_path / "rows.npy", n=2000, d=4)
+    argv = [sys.executable, "-m", "swflow.cli", "generate", "--data", str(rows), "--method", "dpswflow-r",
+            "--epsilon", "8", "--steps", "100000", "--batch-size", "200", "--n-projections", "16",
+            "--n-particles", "3000", "--checkpoint-every", "5", "--out", str(tmp_path / "run")]
+    first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        checkpoint, deadline = tmp_path / ".run.partial" / "checkpoint.pt", time.time() + 120
+        while not checkpoint.exists() and first.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert checkpoint.exists() and first.poll() is None, "the first run did not start"
+        for extra in ([], ["--resume"], ["--overwrite"]):
+            second = subprocess.run([*argv, *extra], capture_output=True, text=True, timeout=120)
+            assert second.returncode == 2, second.stderr
+            assert f"another swflow process (pid {first.pid}) is writing" in second.stderr
+            assert "pass --resume to continue" not in second.stderr
+        assert first.poll() is None and checkpoint.exists()
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    state = torch.load(checkpoint, weights_only=True)
+    assert sum(e["count"] for e in state["ledger"]) == state["step"]  # one writer's releases only

@@ -76,7 +76,7 @@ def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: t
     (swflow/outdir.py); the checks run before anything on disk changes."""
     from ..outdir import RunDir
 
-    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs)
+    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, lock=commit)
     work = run_dir.open()
     try:
         yield work

@@ -52,7 +52,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
                                **clips)
         report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
                                       decoder=decode, run_config={**source, "steps": steps, "batch_size": batch})
-        print(f"{report.statement}\nwrote {out}/ (privacy.json, samples.h5, samples.png) "
+        print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
     batch = what.batch(args.batch_size, data.shape[0])
@@ -69,7 +69,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
                                         privacy_seed=args.privacy_seed,
                                         decoder=decode, run_config=source)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
-              f"wrote {out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
+              f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
     _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=flow_config(args, steps),
@@ -77,7 +77,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
                                 privacy_seed=args.privacy_seed, decoder=decode, run_config=source)
     if decode is not None:
         write_gif(out, decode)
-    print(f"{report.statement}\nwrote {out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
+    print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
           f"in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -123,7 +123,7 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
     if rank == 0:
         report = flow.privacy_report(args.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
         write_outputs(out, particles.cpu().numpy(), report, decode)
-        print(f"{report.statement}\nwrote {out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
+        print(f"{report.statement}\nwrote {args.out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
     dist.barrier()
     (out / f"checkpoint.rank{rank}.pt").unlink(missing_ok=True)
     dist.barrier()  # every rank is done with the staging directory before rank 0 swaps it in
