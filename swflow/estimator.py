@@ -190,7 +190,10 @@ class Synthesizer:
         syn = cls(params.pop("method"), **{**params, "device": device})
         from .privacy import PrivacyReport
 
+        from .privacy.verify import verify_report
+
         syn._report = PrivacyReport.from_json(blob["report"])
+        verify_report(syn._report, source=str(path))
         if syn.kind == "flow":
             from .model import FlowModel
 

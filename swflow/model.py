@@ -83,6 +83,12 @@ class FlowModel:
         if len(theta) != config.steps:
             raise ValueError(f"the model holds {len(theta)} of {config.steps} steps: the run did not finish "
                              "(resume it with `swflow generate ... --resume`)")
+        if report is not None:  # a claim is passed on only when what was released supports it
+            from .privacy.verify import verify_releases, verify_report
+            from .registry import method
+
+            verify_report(report, source="privacy.json")
+            verify_releases(report, theta, sigma, releases_per_step=method(report.method).releases in ("per-step", "none"))
         self.config, self.dim, self.report = config, dim, report
         self.theta, self.released, self.sigma = theta, released, sigma
 
@@ -94,15 +100,24 @@ class FlowModel:
             raise FileNotFoundError(f"{path} is missing: only flow runs (swf, dpswflow-r, dpswflow, ldp-flow) "
                                     "made with this version record their releases")
         report = run_dir / "privacy.json"
-        return cls.from_file(path, report=PrivacyReport.from_json(json.loads(report.read_text()))
-                             if report.exists() else None)
+        if not report.exists():
+            raise FileNotFoundError(f"{report} is missing: a run's samples carry its privacy report; regenerate the run")
+        try:
+            parsed = PrivacyReport.from_json(json.loads(report.read_text()))
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"{report} is not a readable privacy report ({err}); regenerate the run") from err
+        return cls.from_file(path, report=parsed)
 
     @classmethod
     def from_file(cls, path: str | Path, *, report: PrivacyReport | None = None) -> "FlowModel":
-        with h5py.File(path, "r") as f:
-            return cls(config=FlowConfig(**json.loads(f.attrs["flow_config"])), dim=json.loads(f.attrs["dim"]),
-                       theta=torch.from_numpy(f["theta"][:]), released=torch.from_numpy(f["released"][:]),
-                       sigma=torch.from_numpy(f["sigma"][:]), report=report)
+        try:
+            with h5py.File(path, "r") as f:
+                arrays = {"config": FlowConfig(**json.loads(f.attrs["flow_config"])), "dim": json.loads(f.attrs["dim"]),
+                          "theta": torch.from_numpy(f["theta"][:]), "released": torch.from_numpy(f["released"][:]),
+                          "sigma": torch.from_numpy(f["sigma"][:])}
+        except (OSError, KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"{path} is not a readable swflow model file ({err}); regenerate the run") from err
+        return cls(**arrays, report=report)
 
     def state(self) -> dict:
         """Tensors and plain values only (loadable with torch.load(weights_only=True))."""

@@ -13,6 +13,7 @@ SETTINGS = {  # small but private runs of every method
     "dpswflow-r": {"epsilon": 5.0, "steps": 20, "n_projections": 10, "batch_size": 100, "n_particles": 200},
     "dpswflow": {"epsilon": 5.0, "steps": 20, "n_projections": 8, "pool_size": 12, "n_particles": 200},
     "ldp-flow": {"epsilon": 5.0, "steps": 20, "n_projections": 10, "n_particles": 200},
+    "dpswflow-hist": {"epsilon": 5.0, "steps": 20, "n_projections": 8, "n_particles": 200, "delta": 1e-4},
     "dpswgen": {"epsilon": 5.0, "steps": 10, "n_projections": 10, "batch_size": 100},
     "dpsgd-sw-gen": {"epsilon": 5.0, "steps": 5, "n_projections": 10, "batch_size": 50,
                      "options": {"hidden": (16,)}},

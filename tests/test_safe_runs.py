@@ -284,3 +284,63 @@ def test_a_second_writer_on_a_live_run_is_refused(tmp_path):
         first.wait()
     state = torch.load(checkpoint, weights_only=True)
     assert sum(e["count"] for e in state["ledger"]) == state["step"]  # one writer's releases only
+
+
+def test_resume_carries_the_privacy_seed_and_refuses_another(tmp_path, monkeypatch, capsys):
+    rows = _rows(tmp_path / "rows.npy")
+    out = tmp_path / "run"
+    argv = ["generate", "--data", str(rows), "--method", "dpswflow-r", "--epsilon", "8", "--steps", "12",
+            "--batch-size", "100", "--n-projections", "8", "--n-particles", "200", "--checkpoint-every", "2",
+            "--out", str(out)]
+    original = _interrupt_at(monkeypatch, 7)
+    with pytest.raises(KeyboardInterrupt):
+        main([*argv, "--privacy-seed", "2"])
+    monkeypatch.setattr(ParticleFlow, "step_once", original)
+    assert main([*argv, "--resume", "--privacy-seed", "3"]) == 2
+    assert "noise comes from --privacy-seed 2, not --privacy-seed 3" in capsys.readouterr().err
+    assert main([*argv, "--resume"]) == 0  # no seed typed: the checkpoint's stream continues
+    resumed = json.loads((out / "privacy.json").read_text())
+    assert resumed["noise_seed_known"] is True  # seed 2 drew the noise, whoever resumed it
+    clean = tmp_path / "clean"
+    assert main([*argv[:-1], str(clean), "--privacy-seed", "2"]) == 0
+    with h5py.File(clean / "samples.h5") as a, h5py.File(out / "samples.h5") as b:
+        assert np.array_equal(a["latents"][:], b["latents"][:])
+
+
+@pytest.mark.parametrize("tamper", ["epsilon", "noise_multiplier", "sigma", "releases"])
+def test_sample_rederives_the_claim_and_refuses_an_edited_run(finished, tmp_path, capsys, tamper):
+    _, run = finished
+    if tamper in ("epsilon", "noise_multiplier"):
+        report = json.loads((run / "privacy.json").read_text())
+        report[tamper] = 0.1 if tamper == "epsilon" else report[tamper] * 3
+        if tamper == "noise_multiplier":  # a consistent-looking edit of the ledger too
+            for e in report["ledger"]:
+                e["noise_multiplier"] *= 3
+        (run / "privacy.json").write_text(json.dumps(report))
+    else:
+        with h5py.File(run / "model.h5", "a") as f:
+            if tamper == "sigma":
+                f["sigma"][3] = 0.0  # one release claimed noisy, recorded noise-free
+            else:
+                for name in ("steps", "theta", "released", "sigma"):
+                    f[name].resize(f[name].shape[0] - 1, axis=0)
+    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 2
+    err = capsys.readouterr().err
+    assert "swflow sample: error:" in err and "Traceback" not in err
+    assert not (tmp_path / "more").exists()
+
+
+def test_a_saved_synthesizer_with_an_edited_claim_is_refused(tmp_path):
+    import torch
+
+    from swflow.estimator import Synthesizer
+    from swflow.privacy.verify import ClaimMismatch
+
+    rows = np.load(_rows(tmp_path / "rows.npy"))
+    path = Synthesizer("dpswflow", epsilon=4.0, steps=5, n_projections=4, pool_size=6, n_particles=50,
+                       privacy_seed=0).fit(rows).save(tmp_path / "m.pt")
+    blob = torch.load(path, weights_only=True)
+    blob["report"]["epsilon"] = 0.5
+    torch.save(blob, path)
+    with pytest.raises(ClaimMismatch, match="claims epsilon = 0.5"):
+        Synthesizer.load(path)

@@ -25,6 +25,7 @@ class NoiseSource:
         self.secure = secure
         # a seed somebody typed makes the noise reproducible by whoever knows it (privacy.json says so)
         self.seed_known = (seed is not None and not secure) if seed_known is None else seed_known
+        self._typed_seed = seed if self.seed_known else None
         self._generator = None if secure else torch.Generator().manual_seed(
             seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
 
@@ -74,11 +75,20 @@ class NoiseSource:
         return torch.nonzero(self._uniform(n) < rate).flatten()
 
     def state_dict(self) -> dict:
-        return {"secure": self.secure,
-                "generator": None if self.secure else self._generator.get_state()}
+        return {"secure": self.secure, "generator": None if self.secure else self._generator.get_state(),
+                "seed_known": self.seed_known, "seed": self._typed_seed}
 
     def load_state_dict(self, state: dict) -> None:
+        """Continue the checkpoint's stream. Whether its seed is known is the run's that drew the noise;
+        a typed seed other than the run's is refused (the noise would not be that seed's)."""
         if state["secure"] != self.secure:
             raise ValueError("checkpoint and run disagree on secure_noise")
+        if self._typed_seed is not None and state.get("seed") != self._typed_seed:
+            drawn = f"--privacy-seed {state['seed']}" if state.get("seed") is not None else "a secret seed"
+            raise ValueError(f"cannot resume: the run's privacy noise comes from {drawn}, not --privacy-seed "
+                             f"{self._typed_seed}; resume without --privacy-seed (the checkpoint carries the noise "
+                             "state) or with the run's own")
         if not self.secure:
             self._generator.set_state(state["generator"])
+        self.seed_known = bool(state.get("seed_known", self.seed_known))
+        self._typed_seed = state.get("seed")
