@@ -57,8 +57,14 @@ def save_panels(panels: list[tuple[str, np.ndarray]], path: str | Path, *, ncol:
 
 def save_scatter(points: np.ndarray, path: str | Path, *, reference: np.ndarray | None = None,
                  title: str = "") -> Path:
-    """Scatter of the first two coordinates (reference points in grey underneath)."""
+    """Scatter of the first two coordinates (reference points in grey underneath); a histogram for 1-D rows."""
     fig, ax = _pyplot().subplots(figsize=(4.5, 4.5))
+    if points.shape[1] == 1:  # one coordinate: its histogram
+        if reference is not None:
+            ax.hist(reference[:, 0], bins=50, density=True, color="0.75", label="target")
+        ax.hist(points[:, 0], bins=50, density=True, color="C0", alpha=0.6, label="particles")
+        ax.set_title(title, fontsize=9)
+        return _save_figure(fig, path)
     if reference is not None:
         ax.scatter(reference[:, 0], reference[:, 1], s=2, color="0.75", label="target")
     ax.scatter(points[:, 0], points[:, 1], s=2, color="C0", alpha=0.6, label="particles")

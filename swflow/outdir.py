@@ -89,15 +89,17 @@ class RunDir:
     overwrite, resume : the user's flags
     inputs : files the command reads; a directory that holds one of them is never replaced
     lock : take the one-writer lock (every process but the non-writing ranks of a torchrun)
+    resumable : False for commands that cannot resume (``sample``): an interrupted staging directory of
+        theirs holds nothing worth keeping and is replaced without asking
     """
 
     def __init__(self, final: str | Path, *, overwrite: bool = False, resume: bool = False,
-                 inputs: tuple[str | Path, ...] = (), lock: bool = True):
+                 inputs: tuple[str | Path, ...] = (), lock: bool = True, resumable: bool = True):
         self.final = Path(final)
         if not self.final.name or self.final.name in (".", ".."):
             raise ValueError(f"--out {str(final)!r} names no directory: give a path such as runs/my-run")
         self.staging = self.final.with_name(f".{self.final.name}.partial")
-        self.overwrite, self.resume = overwrite, resume
+        self.overwrite, self.resume, self.resumable = overwrite, resume, resumable
         self._locking, self._lock = lock, None
         if lock and self.staging.is_dir():  # a live writer there refuses us before any advice is given
             self._lock = _lock(self.staging / LOCK, self.final)
@@ -107,6 +109,10 @@ class RunDir:
         final, staging = self.final, self.staging
         if final.exists() and not final.is_dir():
             raise ValueError(f"--out {final} is a file, not a directory: choose a directory path")
+        for parent in final.resolve().parents:
+            if _is_run(parent):
+                raise ValueError(f"--out {final} lies inside the swflow run {parent}: a finished run is never "
+                                 "written into; choose a directory outside it")
         for path in inputs:
             if _inside(path, final) or _inside(path, staging):
                 raise ValueError(f"--out {final} holds the input {path}: write the result somewhere else")
@@ -117,7 +123,7 @@ class RunDir:
                     raise ValueError(f"{final} is a finished run: there is nothing to resume (its budget is spent); "
                                      "use --overwrite to replace it with a new run, or another --out")
                 raise ValueError(f"{final} is not empty and holds no interrupted swflow run to resume")
-        elif staging.is_dir() and not self.overwrite:
+        elif staging.is_dir() and not self.overwrite and self.resumable:
             raise ValueError(f"an interrupted run is waiting in {staging}: pass --resume to continue it, or "
                              "--overwrite to discard it and start over")
         if occupied and not self.resume:
@@ -140,7 +146,7 @@ class RunDir:
             self.commit()
             raise ValueError(f"the run in {self.staging} had finished before it was interrupted; it is now "
                              f"{self.final} (nothing was run again)")
-        if self.staging.is_dir() and not self.resume:  # --overwrite of an interrupted run of ours (unlocked)
+        if self.staging.is_dir() and not self.resume:  # --overwrite, or a non-resumable command's leftover
             shutil.rmtree(self.staging)
             self._release()
         try:

@@ -43,12 +43,12 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
 
 def run_generator_to_dir(method: str, model, out: Path, *, n_samples: int, seed: int = 0,
                          decoder: Callable[[np.ndarray], np.ndarray] | None = None, run_config: dict | None = None,
-                         progress: bool = True) -> PrivacyReport:
+                         progress: bool = True, checkpoint_every: int = 50) -> PrivacyReport:
     """Fit a generator baseline (it holds its private target) and write privacy.json, samples.h5, samples.png.
 
     Training checkpoints to ``out/checkpoint.pt`` (it holds the privacy-noise state: deleted at the end),
     so an interrupted run continues from there when called again on the same ``out``."""
-    model.fit(progress=progress, checkpoint_path=out / "checkpoint.pt")
+    model.fit(progress=progress, checkpoint_path=out / "checkpoint.pt", checkpoint_every=checkpoint_every)
     config_record = {"method": method, "n_samples": n_samples, **(run_config or {})}
     report = privacy_report(method, model.target, run_config=config_record)
     write_outputs(out, model.sample(n_samples, seed=seed).cpu().numpy(), report, decoder)

@@ -171,10 +171,41 @@ def test_every_method_has_a_working_default_length(tmp_path):
     assert report["steps"] == 42  # dpswflow-r: 35 epochs of 300 rows in batches of 250
 
 
-@pytest.mark.parametrize("case", ["batch-zero", "out-is-file", "one-row-generator", "truncated-samples"])
+@pytest.mark.parametrize("case", ["batch-zero", "out-is-file", "one-row-generator", "truncated-samples",
+                                  "device-bogus", "device-cuda", "huge-particles", "huge-sample", "toml-float",
+                                  "toml-bool", "out-empty", "out-inside-run", "epsilon-huge", "bad-privacy-json"])
 def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
     rows = _rows(tmp_path / "rows.npy")
-    if case == "batch-zero":
+    base = ["generate", "--data", str(rows), "--method", "dpswflow", "--epsilon", "5", "--steps", "3",
+            "--n-projections", "4", "--out", str(tmp_path / "x")]
+    if case == "device-bogus":
+        argv = [*base, "--device", "bogus"]
+    elif case == "device-cuda":
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("this machine has CUDA")
+        argv = [*base, "--device", "cuda"]
+    elif case == "huge-particles":
+        argv = [*base, "--n-particles", "1000000000"]
+    elif case in ("toml-float", "toml-bool"):
+        (tmp_path / "c.toml").write_text("[flow]\nn_particles = 300.5\n" if case == "toml-float" else
+                                         "[shape]\nsteps = true\n")
+        argv = [*base, "--config", str(tmp_path / "c.toml")]
+    elif case == "out-empty":
+        argv = [*base[:-1], ""]
+    elif case == "epsilon-huge":
+        argv = [*base[:5], "--epsilon", "1e7", *base[7:]]
+    elif case in ("huge-sample", "out-inside-run", "bad-privacy-json"):
+        assert _generate(rows, tmp_path / "run") == 0
+        capsys.readouterr()
+        argv = ["sample", str(tmp_path / "run"), "--n", "10000000000", "--out", str(tmp_path / "x")]
+        if case == "out-inside-run":
+            argv = ["sample", str(tmp_path / "run"), "--n", "10", "--out", str(tmp_path / "run" / "sub")]
+        if case == "bad-privacy-json":
+            (tmp_path / "run" / "privacy.json").write_text("{not json")
+            argv[3] = "10"
+    elif case == "batch-zero":
         argv = ["generate", "--data", str(rows), "--steps", "2", "--batch-size", "0", "--epsilon", "5",
                 "--out", str(tmp_path / "x")]
     elif case == "out-is-file":
@@ -190,10 +221,10 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
         (tmp_path / "run" / "samples.h5").write_bytes(data[: len(data) // 3])
         argv = ["evaluate", str(tmp_path / "run"), "--reference", str(rows)]
         capsys.readouterr()
-    assert main(argv) == 2
+    assert main(argv) == 2, capsys.readouterr()
     err = capsys.readouterr().err
     assert err.startswith(f"swflow {argv[0]}: error:") and "Traceback" not in err
-    leftovers = {p.name for p in tmp_path.iterdir()} - {"rows.npy", "file", "one.npy", "run"}
+    leftovers = {p.name for p in tmp_path.iterdir()} - {"rows.npy", "file", "one.npy", "run", "c.toml"}
     assert not leftovers, leftovers  # no empty output folders
 
 
@@ -344,3 +375,32 @@ def test_a_saved_synthesizer_with_an_edited_claim_is_refused(tmp_path):
     torch.save(blob, path)
     with pytest.raises(ClaimMismatch, match="claims epsilon = 0.5"):
         Synthesizer.load(path)
+
+
+def test_one_dimensional_rows_run_to_the_end(tmp_path):
+    np.save(tmp_path / "line.npy", np.random.default_rng(0).uniform(-0.9, 0.9, size=(300, 1)).astype(np.float32))
+    assert main(["generate", "--data", str(tmp_path / "line.npy"), "--method", "dpswflow-r", "--epsilon", "5",
+                 "--steps", "4", "--n-projections", "2", "--n-particles", "100", "--out", str(tmp_path / "r")]) == 0
+    assert (tmp_path / "r" / "samples.png").exists()
+
+
+def test_full_batch_clipped_gradient_generator():
+    from swflow.estimator import Synthesizer
+
+    rows = np.random.default_rng(0).normal(size=(3, 2))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True) * 1.01
+    syn = Synthesizer("dpsgd-sw-gen", epsilon=1.0, batch_size=3, steps=2, delta=1e-2).fit(rows)
+    assert syn.privacy_report().batch_size is None and syn.privacy_report().epsilon <= 1.0
+
+
+def test_no_row_above_the_bound_and_no_claim_above_the_target():
+    import torch
+
+    from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, PrivateTarget, ReleasePlan, calibrate
+
+    rows = torch.nn.functional.normalize(torch.randn(50, 3, dtype=torch.float64), dim=1) * (1 + 5e-6)
+    spec = PrivacySpec(epsilon=1e-9, delta=1e-5)
+    cal = calibrate(spec, ReleasePlan(releases=1, dataset_size=50, sample_size=None, n_projections=3, dim=3))
+    assert cal.epsilon <= 1e-9
+    target = PrivateTarget(rows, cal, noise=NoiseSource(0), ledger=PrivacyLedger())
+    assert float(target._data.norm(dim=1).max()) <= 1.0

@@ -120,8 +120,6 @@ class DPSGDSWGen(TrainedGenerator):
     name = "dpsgd-sw-gen"
 
     def __init__(self, target: PrivateTarget, n_projections: int, config: ClippedGradientConfig):
-        if target.batch_size is None and target.private:
-            raise ValueError("the sensitivity bound divides by the batch size: give batch_size")
         self.target, self.n_projections, self.config = target, n_projections, config
         torch.manual_seed(config.seed)
         self.generator = ClippedGenerator(config.noise_dim, target.dim, config.hidden, config.activation_clip,
@@ -129,6 +127,7 @@ class DPSGDSWGen(TrainedGenerator):
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
         self.steps_done = 0
         norm_bound = target.calibration.spec.norm_bound if target.private else 1.0
+        # a full batch (batch_size None) is a batch of all n rows, n public under replace-one
         self.sensitivity = gradient_sensitivity(activation_clip=config.activation_clip,
                                                 jacobian_clip=config.jacobian_clip, norm_bound=norm_bound,
                                                 batch_size=target.batch_size or target.size)

@@ -53,7 +53,8 @@ def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
     from ..privacy import PrivacySpec
     from ..registry import RunShape
 
-    known = {a.dest for a in parser._actions}
+    actions = {a.dest: a for a in parser._actions}
+    known = set(actions)
     # a table per configuration dataclass, field for field ([run] holds the rest: dataset, method, ...)
     home = {f.name: table for table, cls in (("flow", FlowConfig), ("shape", RunShape), ("privacy", PrivacySpec))
             for f in option_fields(cls)}
@@ -67,8 +68,25 @@ def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
                 raise ValueError(f"{path}: unknown key {key!r} in [{section}]")
             if home.get(key, "run") != section:
                 raise ValueError(f"{path}: key {key!r} in [{section}]: it belongs in [{home.get(key, 'run')}]")
+            expected = _toml_type(actions[key])
+            if expected is not None and (not isinstance(value, expected) or
+                                         (isinstance(value, bool) and expected is not bool)):
+                names = {int: "an integer", str: "a string", bool: "true or false"}
+                raise ValueError(f"{path}: [{section}] {key} = {value!r}: expected "
+                                 f"{names.get(expected, 'a number')}")
+            if expected == (int, float):
+                value = float(value)
             defaults[key] = value
     return defaults
+
+
+def _toml_type(action: argparse.Action):
+    """The TOML value type an option takes: its argparse type, bool for flags (None: not checked)."""
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        return bool
+    if action.type is float:
+        return (int, float)
+    return action.type if action.type in (int, str) else None
 
 
 def main(argv: list[str] | None = None) -> int:

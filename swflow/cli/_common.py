@@ -71,12 +71,13 @@ def privacy_spec(args):
 
 
 @contextmanager
-def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), commit: bool = True):
+def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), commit: bool = True,
+           resumable: bool = True):
     """Work in a staging directory that replaces ``out`` only once the command has finished
     (swflow/outdir.py); the checks run before anything on disk changes."""
     from ..outdir import RunDir
 
-    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, lock=commit)
+    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, lock=commit, resumable=resumable)
     work = run_dir.open()
     try:
         yield work

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import os
+
+import numpy as np
 import time
 from pathlib import Path
 
@@ -17,6 +19,9 @@ def cmd_generate(args) -> int:
 
     from ..data import load_array
 
+    from ..resources import check_device, check_fits
+
+    check_device(args.device)
     if (args.data is None) == (args.dataset is None):
         raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
                          "or --data FILE (.npy/.npz/.h5 rows in the flow's space)")
@@ -26,6 +31,9 @@ def cmd_generate(args) -> int:
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
     else:
         data = torch.from_numpy(load_array(args.data))
+    image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
+    check_fits(n=args.n_particles, dim=data.shape[1], n_projections=args.n_projections, image_values=image_values,
+               frames=50, out=args.out)
     steps = run_steps(args, data.shape[0])
     spec = privacy_spec(args)
     if args.conditional and method(args.method).kind != "flow":
@@ -51,6 +59,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
                                batch_size=batch, privacy_seed=args.privacy_seed, seed=args.seed, device=args.device,
                                **clips)
         report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
+                                      checkpoint_every=args.checkpoint_every,
                                       decoder=decode, run_config={**source, "steps": steps, "batch_size": batch})
         print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")

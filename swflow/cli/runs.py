@@ -41,12 +41,22 @@ def cmd_sample(args) -> int:
     from ..run import write_outputs
 
     t0 = time.perf_counter()
+    from ..resources import check_device, check_fits
+
+    import numpy as np
+
+    if args.device is not None:
+        check_device(args.device)
     model = FlowModel.from_run_dir(args.run_dir)
     report = model.privacy_report()
     report = replace(report, run_config={**report.run_config, "sampled_from": str(args.run_dir), "n": args.n,
                                          "seed": args.seed})
     decoder = run_decoder(report.run_config)
-    with staged(args.out, overwrite=args.overwrite, inputs=(Path(args.run_dir) / "model.h5",)) as out:
+    probe = None if decoder is None else decoder(np.zeros((1, model.dim), np.float32))
+    check_fits(n=args.n, dim=model.dim, image_values=0 if probe is None else int(probe[0].size), out=args.out,
+               resident=50_000)
+    with staged(args.out, overwrite=args.overwrite, inputs=(Path(args.run_dir) / "model.h5",),
+                resumable=False) as out:
         chunks = (c.cpu().numpy() for c in model.sample_chunks(args.n, seed=args.seed, device=args.device,
                                                                  progress=True))
         write_outputs(out, chunks, report, decoder)

@@ -17,7 +17,11 @@ from .ledger import NOISES, MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
 from .sensitivity import ADJACENCIES, BOUNDS, SensitivityBound, projection_sensitivity
 
-__all__ = ["PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local", "noise_multiplier_for"]
+#: the largest epsilon a private run may claim; above it the guarantee is void and the report would be
+#: unreadable (the accountants return inf), so such runs are refused
+MAX_EPSILON = 1e6
+
+__all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local", "noise_multiplier_for"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,9 @@ class PrivacySpec:
                              "(report the budget it buys); epsilon=inf runs without privacy")
         if self.epsilon is not None and not (self.epsilon > 0):
             raise ValueError(f"epsilon must be > 0 (inf for no privacy), got {self.epsilon}")
+        if self.epsilon is not None and MAX_EPSILON < self.epsilon < math.inf:
+            raise ValueError(f"epsilon = {self.epsilon:g} protects nothing (above {MAX_EPSILON:g}): give a "
+                             "meaningful budget, or inf for a run that says it is not private")
         if self.noise_multiplier is not None and not (self.noise_multiplier > 0 and
                                                       math.isfinite(self.noise_multiplier)):
             raise ValueError(f"noise_multiplier must be a finite number > 0, got {self.noise_multiplier}")
@@ -233,6 +240,14 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
                                        adjacency=spec.adjacency, accountant=accountant), "epsilon"
     events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
     eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=accountant)
+    while mode == "epsilon" and eps > spec.epsilon:  # the accountant's last digits: never report above the target
+        z *= 1 + 1e-6
+        events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
+        eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=accountant)
+    if not eps <= MAX_EPSILON:
+        raise ValueError(f"this run's noise buys epsilon above {MAX_EPSILON:g}, which protects nothing: use a "
+                         "larger noise multiplier or a finite epsilon, or epsilon=inf for a run that says it is "
+                         "not private")
     return Calibration(spec=spec, plan=plan, noise_multiplier=z, mode=mode, delta_theta=delta_theta,
                        delta_accountant=delta_acc, accountant=accountant, epsilon=eps,
                        accountant_name=accountant_name(adjacency=spec.adjacency,

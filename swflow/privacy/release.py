@@ -80,15 +80,19 @@ class PrivateTarget:
 
     @staticmethod
     def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
+        """Rows inside the ball of radius R. Rows above it by float rounding (≤ 1e-5 relative, as unit
+        latents are) are clipped silently, larger excess only with ``clip``: no row above R is used."""
         norms = data.norm(dim=1)
         outside = norms > radius * (1 + 1e-5)
-        if outside.any():
-            if not clip:
-                raise ValueError(
-                    f"{int(outside.sum())} private row(s) have norm above R={radius} (largest "
-                    f"{float(norms.max()):.4g}); the sensitivity bound needs every row inside the ball. "
-                    "Pass clip=True (CLI: --clip) to clip them, or rescale the data")
+        if outside.any() and not clip:
+            raise ValueError(
+                f"{int(outside.sum())} private row(s) have norm above R={radius} (largest "
+                f"{float(norms.max()):.4g}); the sensitivity bound needs every row inside the ball. "
+                "Pass clip=True (CLI: --clip) to clip them, or rescale the data")
+        if (norms > radius).any():
             data = data * (radius / norms.clamp(min=radius)).unsqueeze(1)
+            # the rescaled norms can round a hair above R: pull them strictly inside
+            data = data * torch.where(data.norm(dim=1) > radius, 1 - 1e-7, 1.0).to(data.dtype).unsqueeze(1)
         return data
 
     @property
