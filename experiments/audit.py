@@ -145,11 +145,15 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=300, help="runs with and without the canary, each")
     ap.add_argument("--trials", type=int, default=1_000_000, help="white-box draws per neighbouring data set")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
-    white = [whitebox_audit(m, e, trials=args.trials, halve_noise=h)
-             for m in ("dpswflow", "ldp-flow", "dpswflow-hist") for e in (1.0, 2.0, 4.0) for h in (False, True)]
+    epsilons = (1.0, 2.0, 4.0)
     cases = [("swf", math.inf), ("dpswflow-r", 1.0), ("dpswflow-r", 4.0), ("dpswflow", 1.0), ("dpswflow", 4.0),
              ("dpswgen", 1.0), ("dpswgen", 4.0)]
+    if args.smoke:
+        args.runs, args.trials, epsilons, cases = 4, 4_000, (1.0,), [("swf", math.inf), ("dpswflow-r", 1.0)]
+    white = [whitebox_audit(m, e, trials=args.trials, halve_noise=h)
+             for m in ("dpswflow", "ldp-flow", "dpswflow-hist") for e in epsilons for h in (False, True)]
     rows = [audit(m, e, runs=args.runs) for m, e in cases]
     if args.json:
         print(json.dumps({"whitebox": white, "canary": rows}))

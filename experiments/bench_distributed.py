@@ -54,7 +54,10 @@ def main() -> None:
     ap.add_argument("--sizes", default="100000,1000000")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        args.sizes, args.steps = "2000", 2
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in map(int, args.sizes.split(",")):

@@ -53,7 +53,10 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=256, help="images to time per backend")
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        args.n, args.batch = 8, 8
     images, source = _images(args.n)
     reference = InceptionFeatures(batch_size=args.batch)
     ref_feats, ref_rate = _timed(reference, images)

@@ -31,7 +31,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--speed-sizes", default="10000,100000,1000000")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    steps = 200
+    if args.smoke:
+        args.speed_sizes, steps = "1000", 5
     torch.set_num_threads(2)
     private, _, _, split, _ = _private_latents("digits", None, None)
     from autoencoders import load_autoencoder
@@ -41,7 +45,7 @@ def main() -> None:
     with torch.no_grad():
         held_out = model.encoder(torch.from_numpy(load_digits()[0][split.public])).numpy()
     n = 900
-    config = FlowConfig(steps=200, n_particles=n, step_size=1.0, init="sphere", record_every=0, seed=0)
+    config = FlowConfig(steps=steps, n_particles=n, step_size=1.0, init="sphere", record_every=0, seed=0)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for sketch in (16, 64, None):

@@ -56,7 +56,7 @@ def make_flow(n, d, k, batch, device, steps, smoothing="exact"):
     plan = ReleasePlan(releases=steps, dataset_size=30_000, sample_size=batch, n_projections=k, dim=d)
     target = private_target(y, PrivacySpec(noise_multiplier=0.77, delta=1e-6), plan, privacy_seed=0, device=device)
     flow = ParticleFlow(target, Resampled(k), FlowConfig(steps=steps, n_particles=n, device=device,
-                                                                    smoothing=smoothing, manifold="sphere"), progress=False)
+                                                                    smoothing=smoothing, manifold="sphere"))
     flow.strategy.setup(target, flow.generator, dtype=flow.dtype, device=flow.device)
     return flow, y.to(device)
 
@@ -101,12 +101,17 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--max-n", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        args.reps, args.max_n = 2, 1_000
     dev, reps = args.device, args.reps
     machine = (torch.cuda.get_device_name() if dev == "cuda"
                else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
     out = {"device": dev, "machine": machine, "torch": torch.__version__}
     sizes = {"mnist": (10_000, 8, 70, 250), "celeba": (10_000, 48, 300, 250)}
+    if args.smoke:
+        sizes = {"mnist": (1_000, 8, 20, 100), "celeba": (1_000, 48, 30, 100)}
     for name, (n, d, k, b) in sizes.items():
         ours = time_ours(n, d, k, b, dev, reps)
         out[f"{name}_sampled_ms_per_step"] = time_ours(n, d, k, b, dev, reps, "sampled")

@@ -63,6 +63,7 @@ def run(method: str, data: torch.Tensor, eps: float, *, on_sphere: bool, steps: 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     gen = torch.Generator().manual_seed(0)
@@ -71,6 +72,8 @@ def main() -> None:
         "toy": dict(data=toy(2000, gen), held_out=toy(2000, gen), on_sphere=False, steps=200, k=50, batch=500),
         "digits": dict(data=private_digits, held_out=public_digits, on_sphere=True, steps=100, k=64, batch=899),
     }
+    if args.smoke:
+        problems = {"toy": dict(data=toy(300, gen), held_out=toy(300, gen), on_sphere=False, steps=2, k=8, batch=100)}
     rows = []
     for name, p in problems.items():
         theta = torch.nn.functional.normalize(torch.randn(p["data"].shape[1], 1000, generator=gen), dim=0)

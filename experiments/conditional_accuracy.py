@@ -28,11 +28,17 @@ CONFIG = Path(__file__).parent / "configs" / "fashion-mnist-dpswflow-r.toml"
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--epsilon", type=float, default=10.0)
-    p.add_argument("--method", default="dpswflow-r", choices=("dpswflow-r", "dpswflow", "ldp-flow"))
+    p.add_argument("--method", default="dpswflow-r", choices=("dpswflow-r", "dpswflow", "ldp-flow", "dpswflow-hist"))
     p.add_argument("--n", type=int, default=10_000, help="labelled samples (and public images for the references)")
     p.add_argument("--checkpoint", help="autoencoder (default: the dataset's default)")
     p.add_argument("--out", default="experiments/out/conditional_accuracy")
+    p.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = p.parse_args(argv)
+    smoke = ["--steps", "3"] if args.smoke else []
+    if args.smoke:
+        import tempfile
+
+        args.n, args.out = 200, tempfile.mkdtemp()
     checkpoint = args.checkpoint or default_checkpoint("fashion-mnist")
     out = Path(args.out) / checkpoint
     out.mkdir(parents=True, exist_ok=True)
@@ -54,7 +60,7 @@ def main(argv=None) -> int:
             argv = ["generate", "--config", str(config), "--conditional", "--method", args.method,
                     "--epsilon", str(args.epsilon),
                     "--checkpoint", checkpoint, "--n-particles", str(args.n), "--privacy-seed", "0",
-                    "--out", str(run), "--resume"]
+                    "--out", str(run), "--resume", *smoke]
             if not (run / "privacy.json").exists() and swflow(argv) != 0:
                 raise SystemExit(f"swflow {' '.join(argv)} failed")
             if swflow(["evaluate", str(run), "--n-fid", "0"]) != 0:

@@ -62,16 +62,23 @@ def main() -> None:
     ap.add_argument("--smoothing", choices=("exact", "sampled"), default="exact")
     ap.add_argument("--manifold", choices=("sphere", "ball"), default="sphere")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="one tiny cell, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    cells, smoke = CELLS, []
+    if args.smoke:
+        import tempfile
+
+        args.out, cells = tempfile.mkdtemp(), [CELLS[0]]
+        smoke = ["--steps", "3", "--n-particles", "100"]
     out = Path(args.out)
     rows = {}
-    for name, config, extra in CELLS:
+    for name, config, extra in cells:
         run = out / f"{name.replace(' ', '_').replace('=', '')}-{args.smoothing}-{args.manifold}"
         metrics = run / "metrics.json"
         t0 = time.perf_counter()
         if not metrics.exists():
             flags = ["generate", "--config", str(CONFIGS / config), "--out", str(run), "--privacy-seed", "0",
-                     "--smoothing", args.smoothing, "--manifold", args.manifold, *extra]
+                     "--smoothing", args.smoothing, "--manifold", args.manifold, *extra, *smoke]
             if run.exists():
                 flags.append("--resume")
             if swflow(flags) != 0 or swflow(["evaluate", str(run), "--n-fid", "0"]) != 0:

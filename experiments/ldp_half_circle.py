@@ -40,7 +40,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--out", default="experiments/out")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        import tempfile
+
+        args.steps, args.out = 3, tempfile.mkdtemp()
     warnings.simplefilter("ignore")
     gen = torch.Generator().manual_seed(0)
     y, held_out = half_circle(2000, gen), half_circle(1000, gen)

@@ -44,7 +44,10 @@ def main() -> None:
     ap.add_argument("--n-particles", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        args.epsilons, args.steps, args.n_particles = [5.0], 3, 200
 
     private, held_out = mixture(3000, seed=1), mixture(3000, seed=2)
     theta = random_directions(500, 8, generator=torch.Generator().manual_seed(99))

@@ -32,7 +32,12 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoints", nargs="+", default=["fashion-mnist", "fashion-mnist-adv", "fashion-mnist-adv2"])
     p.add_argument("--n", type=int, default=10_000, help="held-out images (the paper's protocol: 10 000)")
     p.add_argument("--out", default="experiments/out/recon_fid.json")
+    p.add_argument("--smoke", action="store_true", help="20 digits, outputs in a temporary folder (CI)")
     args = p.parse_args(argv)
+    if args.smoke:
+        import tempfile
+
+        args.checkpoints, args.n, args.out = ["digits"], 20, str(Path(tempfile.mkdtemp()) / "recon_fid.json")
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     extractor = InceptionFeatures()

@@ -44,6 +44,7 @@ PAPER_FID = {  # 004 Table 1 (ε = ∞ / 10 / 5)
 }
 PAPER_MULTIPLIER = {10.0: 0.67, 5.0: 0.8}  # App. C.5, resampled methods
 DELTA = 1e-5
+SMOKE_FLAGS: list[str] = []  # extra generate flags of a --smoke run
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,7 @@ def run_cell(cell: Cell, out: Path, *, dataset: str, seed: int, n_particles: int
             argv = ["generate", "--config", str(CONFIGS / cell.config), "--method", cell.method, "--out", str(run_dir),
                     "--resume", "--seed", str(seed), "--privacy-seed", str(10_000 + seed), "--checkpoint", checkpoint,
                     "--n-particles", str(n_particles), "--delta", str(DELTA), "--device", device,
-                    *budget_args(cell, DELTA), *root]
+                    *budget_args(cell, DELTA), *root, *SMOKE_FLAGS]
             _timed(seconds, "generate", argv)
         _timed(seconds, "evaluate", ["evaluate", str(run_dir), "--n-fid", str(n_fid), "--device", device, *root])
     metrics = json.loads((run_dir / "metrics.json").read_text())
@@ -223,7 +224,14 @@ def main() -> None:
     ap.add_argument("--noise", default="honest,paper", help="which noise settings of the private cells to run")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--checkpoint", help="autoencoder (default: the dataset's default checkpoint)")
+    ap.add_argument("--smoke", action="store_true", help="one cell of 3 steps, FID on 20 images, in a temporary folder")
     args = ap.parse_args()
+    if args.smoke:
+        import tempfile
+
+        args.out, args.seeds, args.n_fid, args.n_particles = tempfile.mkdtemp(), 1, 20, 20
+        args.rows, args.noise, args.no_extra = "dpswflow", "honest", True
+        SMOKE_FLAGS.extend(["--steps", "3"])
     from autoencoders import default_checkpoint
 
     checkpoint = args.checkpoint or default_checkpoint(args.dataset)

@@ -34,8 +34,7 @@ def run(sigma: float, *, n: int, steps: int, seed: int, snapshots=(1, 10, 200)):
     gen = torch.Generator().manual_seed(seed)
     target = mixture(n, gen)
     flow = ParticleFlow(FixedNoiseTarget(target, sigma, seed=seed), Resampled(200),
-                        FlowConfig(steps=steps, n_particles=n, step_size=1.0, diffusion=0.001, seed=seed),
-                        progress=False)
+                        FlowConfig(steps=steps, n_particles=n, step_size=1.0, diffusion=0.001, seed=seed))
     flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
     frames = {}
     while flow.step < steps:
@@ -57,7 +56,12 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
+    if args.smoke:
+        import tempfile
+
+        args.n, args.steps, args.out = 200, 10, tempfile.mkdtemp()
     results, panels, floor = {}, {}, None
     for sigma in PAPER:
         target, frames, sw, floor = run(sigma, n=args.n, steps=args.steps, seed=args.seed)

@@ -1,0 +1,37 @@
+"""Every script in experiments/ has a --smoke mode, and the default suite runs it: a figure whose
+script no longer runs is not a figure."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = sorted((ROOT / "experiments").glob("*.py"))
+NEEDS_FASHION_MNIST = {"latent_sw_fashion.py", "table1.py", "conditional_accuracy.py"}
+
+
+def _fashion_mnist_installed() -> bool:
+    from swflow.data import load_dataset
+
+    try:
+        load_dataset("fashion-mnist", part="test")
+    except (FileNotFoundError, ValueError):
+        return False
+    return True
+
+
+def test_every_script_has_a_smoke_mode():
+    missing = [p.name for p in SCRIPTS if '"--smoke"' not in p.read_text()]
+    assert not missing, f"scripts without --smoke: {missing}"
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_script_runs_in_smoke_mode(script, tmp_path):
+    if script.name in NEEDS_FASHION_MNIST and not _fashion_mnist_installed():
+        pytest.skip("needs Fashion-MNIST (make fashion-mnist)")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, str(script), "--smoke"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
