@@ -84,6 +84,20 @@ def time_ours(n, d, k, batch, device, reps, smoothing="exact"):
     return _median_ms(flow.step_once, reps, device)
 
 
+def time_hist(n, d, per_step, directions, bins, device, reps):
+    """One dpswflow-hist step (directions picked from the released pool, binned particle ranks, drift,
+    retraction) after its one release of the ``directions`` x ``bins`` histogram."""
+    from swflow import make_flow
+
+    y = torch.nn.functional.normalize(torch.randn(30_000, d, generator=torch.Generator().manual_seed(0)), dim=1)
+    flow = make_flow("dpswflow-hist", y, privacy=PrivacySpec(epsilon=10.0, delta=1e-6), n_projections=per_step,
+                     pool_size=directions, bins=bins, privacy_seed=0, progress=False,
+                     config=FlowConfig(steps=reps + 2, n_particles=n, device=device, manifold="sphere"))
+    flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
+    flow.step_once()
+    return _median_ms(flow.step_once, reps, device)
+
+
 def time_naive(n, d, k, batch, device, reps):
     gen = torch.Generator(device=device).manual_seed(0)
     y = torch.nn.functional.normalize(torch.randn(30_000, d, device=device), dim=1)
@@ -119,6 +133,9 @@ def main() -> None:
         out[f"{name}_ms_per_step"] = ours
         out[f"{name}_naive_ms_per_step"] = naive
         out[f"{name}_speedup"] = naive / ours
+    hist_n = 1_000 if args.smoke else 10_000
+    for per_step in (32, 70):
+        out[f"fashion_hist_m{per_step}_ms_per_step"] = time_hist(hist_n, 8, per_step, 256, 64, dev, reps)
     scaling = []
     n = 1_000
     while n <= args.max_n:
@@ -134,6 +151,9 @@ def main() -> None:
     for name in sizes:
         print(f"{name:8} {out[name + '_ms_per_step']:14.1f} {out[name + '_sampled_ms_per_step']:16.1f} "
               f"{out[name + '_naive_ms_per_step']:14.1f} {out[name + '_speedup']:8.1f}x")
+    for per_step in (32, 70):
+        print(f"dpswflow-hist, n = {hist_n:,}, d = 8, {per_step} of K = 256 directions a step, B = 64: "
+              f"{out[f'fashion_hist_m{per_step}_ms_per_step']:.2f} ms/step")
     print("scaling with n (d = 8, Ntheta = 70, batch 250):")
     prev = None
     for row in scaling:

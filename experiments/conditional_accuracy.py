@@ -60,7 +60,8 @@ def main(argv=None) -> int:
             argv = ["generate", "--config", str(config), "--conditional", "--method", args.method,
                     "--epsilon", str(args.epsilon),
                     "--checkpoint", checkpoint, "--n-particles", str(args.n), "--privacy-seed", "0",
-                    "--out", str(run), "--resume", *smoke]
+                    "--out", str(run), "--resume",
+                    *(["--steps", "300"] if args.method == "dpswflow-hist" else []), *smoke]
             if not (run / "privacy.json").exists() and swflow(argv) != 0:
                 raise SystemExit(f"swflow {' '.join(argv)} failed")
             if swflow(["evaluate", str(run), "--n-fid", "0"]) != 0:

@@ -4,13 +4,13 @@ An 8-dimensional mixture of 6 clusters on S^7 (a centre uniform on the sphere, r
 normalize(centre + 0.35·N(0, I))): 3 000 private rows and 3 000 held-out rows from the same law.
 Every flow runs at the command line's defaults for ``--data rows.npy --epsilon E --steps 300``
 (10 000 particles, 70 directions, batch 250, h = 1, replace-one, δ = 1e-5), with the
-particle-side smoothing exact or sampled (004's one draw) and the particles free in the ball or
-retracted onto the sphere. The score is SW2 to the held-out rows on 500 fixed directions.
+particle-side smoothing exact (or, with --smoothings, sampled: 004's one draw) and the particles free
+in the ball or retracted onto the sphere; dpswflow-hist (K and B by its default rule) on the sphere. The score is SW2 to the held-out rows on 500 fixed directions.
 
 The trivial answers sit beside the flows: the floor (the private rows themselves against the
 held-out rows: what a perfect generator would score) and uniform noise on the sphere.
 
-    python experiments/mixture_sphere.py [--epsilons 10 5] [--steps 300] [--json]
+    python experiments/mixture_sphere.py [--epsilons 10 5 1] [--steps 300] [--json]
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from swflow import FlowConfig, make_flow, sliced_wasserstein
 from swflow.privacy import PrivacySpec
 from swflow.sliced import random_directions
 
-FLOWS = ("dpswflow-r", "dpswflow", "ldp-flow")
+FLOWS = ("dpswflow-r", "dpswflow", "ldp-flow", "dpswflow-hist")
 
 
 def mixture(n: int, *, dim: int = 8, clusters: int = 6, spread: float = 0.35, seed: int) -> torch.Tensor:
@@ -39,7 +39,8 @@ def mixture(n: int, *, dim: int = 8, clusters: int = 6, spread: float = 0.35, se
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--epsilons", type=float, nargs="+", default=[10.0, 5.0])
+    ap.add_argument("--epsilons", type=float, nargs="+", default=[10.0, 5.0, 1.0])
+    ap.add_argument("--smoothings", nargs="+", default=["exact"], choices=("exact", "sampled"))
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--n-particles", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
@@ -59,11 +60,15 @@ def main() -> None:
                                             dim=1)
     out = {"machine": f"{platform.machine()}, {torch.get_num_threads()} threads", "torch": torch.__version__,
            "floor": sw2(private), "uniform_on_sphere": sw2(uniform), "runs": []}
-    for eps, method, smoothing, manifold in itertools.product(args.epsilons, FLOWS, ("exact", "sampled"),
-                                                                ("sphere", "ball")):
+    combos = [(eps, method, smoothing, manifold)
+              for eps, method, smoothing, manifold in itertools.product(args.epsilons, FLOWS, args.smoothings,
+                                                                        ("sphere", "ball"))
+              # the histogram flow has no particle-side smoothing, and its release bins [-R, R] of the sphere's rows
+              if method != "dpswflow-hist" or (smoothing, manifold) == (args.smoothings[0], "sphere")]
+    for eps, method, smoothing, manifold in combos:
         t0 = time.perf_counter()
         flow = make_flow(method, private, privacy=PrivacySpec(epsilon=eps, delta=1e-5), n_projections=70,
-                         batch_size=250 if method != "dpswflow" else None, privacy_seed=args.seed, progress=False,
+                         batch_size=250 if method not in ("dpswflow", "dpswflow-hist") else None, privacy_seed=args.seed, progress=False,
                          config=FlowConfig(steps=args.steps, n_particles=args.n_particles, smoothing=smoothing,
                                            manifold=manifold, seed=args.seed))
         particles = flow.run().particles

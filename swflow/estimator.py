@@ -132,7 +132,8 @@ class Synthesizer:
         batch = METHODS[p.method].batch(shape.batch_size, data.shape[0])
         with tempfile.TemporaryDirectory() as tmp:
             flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config,
-                             n_projections=shape.n_projections, pool_size=shape.pool_size, batch_size=batch, bins=shape.bins,
+                             n_projections=METHODS[p.method].projections(shape.n_projections), pool_size=shape.pool_size,
+                             batch_size=batch, bins=shape.bins,
                              privacy_seed=p.privacy_seed,
                              callbacks=[ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(p.method, p.sketch))], progress=progress)
             flow.run()
@@ -145,7 +146,8 @@ class Synthesizer:
 
         p, shape = self.params, self.params.run_shape()
         model = make_generator(p.method, data, privacy=p.privacy_spec(), steps=self._steps(data.shape[0]),
-                               n_projections=shape.n_projections, batch_size=min(shape.batch_size, data.shape[0]),
+                               n_projections=METHODS[p.method].projections(shape.n_projections),
+                               batch_size=min(shape.batch_size, data.shape[0]),
                                privacy_seed=p.privacy_seed, seed=p.seed, device=p.device, **p.options)
         model.fit(progress=progress)
         self._report = privacy_report(p.method, model.target, run_config={"method": p.method, **asdict(model.config)})

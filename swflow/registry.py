@@ -37,8 +37,9 @@ class RunShape:
     steps: int | None = field(default=None, metadata={
         "help": "Euler-Maruyama (or training) steps (default: --epochs, else the method's default length)"})
     epochs: float | None = field(default=None, metadata={"help": "steps = epochs x n / batch"})
-    n_projections: int = field(default=70, metadata={
-        "help": "directions per step (N_theta; M_theta for dpswflow)"})
+    n_projections: int | None = field(default=None, metadata={
+        "help": "directions per step (N_theta; M_theta for dpswflow). Default: the method's (70; 32 for "
+                "dpswflow-hist)"})
     pool_size: int | None = field(default=None, metadata={
         "help": "dpswflow: directions in the released pool (default: n_projections); dpswflow-hist: directions K "
                 "of the released histogram (default: a rule of n and epsilon)"})
@@ -61,6 +62,7 @@ class MethodSpec:
         where the paper has a setting)
     module : where its code lives; a generator's module has the ``build`` function
     noise_on : what the Gaussian noise is added to: 'projections' or 'gradient'
+    default_projections : directions per step when the run does not say
     """
 
     name: str
@@ -70,6 +72,7 @@ class MethodSpec:
     default_length: tuple[str, int]
     module: str
     noise_on: str = "projections"
+    default_projections: int = 70
 
     def __post_init__(self):
         if self.kind not in ("flow", "generator") or self.releases not in RELEASES:
@@ -89,6 +92,12 @@ class MethodSpec:
         if self.local and not private:
             raise ValueError(f"{self.name} is a local release: it needs a finite epsilon or a noise multiplier "
                              "(use swf for no privacy)")
+
+    def projections(self, n_projections: int | None) -> int:
+        """Directions per step: the run's, else the method's default."""
+        if n_projections is not None and n_projections < 1:
+            raise ValueError(f"n_projections must be >= 1, got {n_projections}")
+        return self.default_projections if n_projections is None else n_projections
 
     def batch(self, batch_size: int | None, dataset_size: int) -> int | None:
         """Rows per release, None for the whole data set: the rule of every entry point (a batch that
@@ -145,7 +154,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                "pool", ("steps", 1500), "swflow.methods"),
     MethodSpec("dpswflow-hist", "flow", "DP flow toward a sliced histogram: one noisy release of the K x B "
                "counts of the rows' projections on public directions; no deconvolution, free later steps",
-               "histogram", ("steps", 300), "swflow.methods"),
+               "histogram", ("steps", 300), "swflow.methods", default_projections=32),
     MethodSpec("ldp-flow", "flow", "local DP: each record released once as y + N(0, s^2 I); the flow smooths "
                "the particle side only, so it deconvolves the noise", "local", ("steps", 1500),
                "swflow.methods"),

@@ -22,6 +22,7 @@ def cmd_generate(args) -> int:
     from ..resources import check_device, check_fits
 
     check_device(args.device)
+    args.n_projections = method(args.method).projections(args.n_projections)
     if (args.data is None) == (args.dataset is None):
         raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
                          "or --data FILE (.npy/.npz/.h5 rows in the flow's space)")

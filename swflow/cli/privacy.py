@@ -15,6 +15,7 @@ def cmd_privacy(args) -> int:
     if not spec.private:
         raise UsageError("nothing to compute: the run is not private")
     what = method(args.method)
+    args.n_projections = what.projections(args.n_projections)
     if what.local:
         return _local_privacy(args, spec)
     steps = run_steps(args, args.dataset_size)
