@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "load_array", "read_idx",
+__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "load_array", "declared_domain", "read_idx",
            "pad_to_32", "write_manifest"]
 
 FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
@@ -206,6 +206,29 @@ def load_array(path: str | Path) -> np.ndarray:
     if arr.ndim != 2:
         raise ValueError(f"{path} holds an array of shape {arr.shape}; need 2-D rows = records")
     return as_rows(arr, name=str(path))
+
+
+def declared_domain(path: str | Path) -> dict | None:
+    """The public declaration of where a file's rows live, or None: an .h5 file's attributes ``domain``
+    ('sphere' or 'ball') and ``norm_bound``, with the autoencoder and split that made them (what
+    ``swflow encode`` writes). Read from the file's metadata, never from its rows."""
+    path = Path(path)
+    if path.suffix.lower() not in (".h5", ".hdf5"):
+        return None
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            attrs = dict(f.attrs)
+    except OSError:
+        return None
+    if "domain" not in attrs:
+        return None
+    domain = str(attrs["domain"])
+    if domain not in ("sphere", "ball"):
+        raise ValueError(f"{path} declares domain {domain!r}; a domain is 'sphere' or 'ball'")
+    return {"domain": domain, "norm_bound": float(attrs.get("norm_bound", 1.0)),
+            **{k: str(attrs[k]) for k in ("dataset", "split", "autoencoder") if k in attrs}}
 
 
 def as_rows(arr: np.ndarray, *, name: str = "data") -> np.ndarray:

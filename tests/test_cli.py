@@ -46,14 +46,14 @@ def test_generate_on_vectors_and_refusals(tmp_path, capsys):
     rng = np.random.default_rng(0)
     rows = rng.standard_normal((600, 2)).astype(np.float32) * 0.3
     np.save(tmp_path / "rows.npy", rows)
-    args = ["generate", "--data", str(tmp_path / "rows.npy"), "--method", "dpswflow-r", "--epsilon", "5",
+    args = ["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "5",
             "--delta", "1e-5", "--steps", "20", "--batch-size", "100", "--n-projections", "20",
             "--n-particles", "300", "--out", str(tmp_path / "run")]
     assert main(args) == 2 and "--clip" in capsys.readouterr().err  # some rows are outside the unit ball
     assert main(args + ["--clip"]) == 0
     report = json.loads((tmp_path / "run" / "privacy.json").read_text())
     assert report["clipped"] and report["epsilon"] <= 5.0 and report["steps"] == 20
-    assert main(["generate", "--data", str(tmp_path / "missing.npy"), "--method", "swf", "--steps", "2",
+    assert main(["generate", "--data", str(tmp_path / "missing.npy"), "--manifold", "ball", "--method", "swf", "--steps", "2",
                  "--out", str(tmp_path / "x")]) == 2
     assert "does not exist" in capsys.readouterr().err
 
@@ -127,7 +127,7 @@ def test_encode_then_generate_from_file(tmp_path, capsys):
         z = f["data"][:]
         assert f.attrs["split"] == "private"
     assert z.shape == (899, 8) and np.allclose(np.linalg.norm(z, axis=1), 1.0, atol=1e-5)
-    assert main(["generate", "--data", str(tmp_path / "z.h5"), "--method", "dpswflow-r", "--epsilon", "5",
+    assert main(["generate", "--data", str(tmp_path / "z.h5"), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "5",
                  "--delta", "1e-5", "--steps", "4", "--batch-size", "100", "--n-projections", "16",
                  "--n-particles", "100", "--out", str(tmp_path / "run")]) == 0
 
@@ -164,16 +164,16 @@ def test_local_dp_calculator_and_run_agree_and_refuse_zero_out(tmp_path, capsys)
     base = ["--epsilon", "4", "--delta", "1e-6"]
     assert main(["privacy", "--method", "ldp-flow", *base, "--dataset-size", "400", "--dim", "3", "--json"]) == 0
     calculator = json.loads(capsys.readouterr().out)
-    assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--method", "ldp-flow", *base, "--steps", "3",
+    assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "ldp-flow", *base, "--steps", "3",
                  "--n-particles", "50", "--out", str(tmp_path / "run")]) == 0
     run = json.loads((tmp_path / "run" / "privacy.json").read_text())
     assert run["noise_std"] == pytest.approx(calculator["noise_std"], rel=1e-12)
     assert run["noise_std"] == pytest.approx(2 * run["noise_multiplier"])  # sensitivity 2R, R = 1
     capsys.readouterr()
     for command in (["privacy", "--method", "ldp-flow", "--dataset-size", "400", "--dim", "3"],
-                    ["generate", "--data", str(tmp_path / "rows.npy"), "--method", "ldp-flow", "--steps", "3",
+                    ["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "ldp-flow", "--steps", "3",
                      "--out", str(tmp_path / "zero")],
-                    ["generate", "--data", str(tmp_path / "rows.npy"), "--method", "ldp-sinkhorn-gen", "--steps", "3",
+                    ["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "ldp-sinkhorn-gen", "--steps", "3",
                      "--out", str(tmp_path / "zero-gen")]):
         assert main([*command, *base, "--adjacency", "zero-out"]) == 2
         assert "does not apply to a local release" in capsys.readouterr().err
@@ -196,12 +196,12 @@ def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, cap
     np.save(tmp_path / "rows.npy", np.random.default_rng(0).normal(size=(40, 3)) / 4)
     config = tmp_path / "c.toml"
     config.write_text('[flow]\ndrift_clip = 0.5\nsmoothing = "sampled"\ndtype = "float64"\nn_particles = 30\n')
-    assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--method", "swf",
+    assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "swf",
                  "--steps", "3", "--out", str(tmp_path / "run")]) == 0
     run = json.loads((tmp_path / "run" / "privacy.json").read_text())["run_config"]
     assert (run["drift_clip"], run["smoothing"], run["dtype"], run["n_particles"]) == (0.5, "sampled", "float64", 30)
     config.write_text('[shape]\nstep_size = 2.0\n')
-    assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--method", "swf",
+    assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "swf",
                  "--steps", "3", "--out", str(tmp_path / "bad")]) == 2
     assert "it belongs in [flow]" in capsys.readouterr().err
     # the estimator takes the same names, and checks them before any budget is spent
@@ -214,3 +214,23 @@ def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, cap
     assert Synthesizer("dpswflow-r", epsilon=5.0, adjacency="zero-out", epochs=2.0).params.run_shape().epochs == 2.0
     with pytest.raises(TypeError, match="unknown settings"):
         Synthesizer("dpswflow-r", epsilon=5.0, n_projection=10)
+
+
+def test_encoded_files_declare_their_domain_and_plain_files_must_say(tmp_path, capsys):
+    import h5py
+
+    rows = np.random.default_rng(0).normal(size=(300, 4))
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    with h5py.File(tmp_path / "latents.h5", "w") as f:  # as `swflow encode` writes them
+        f.create_dataset("data", data=rows.astype(np.float32))
+        f.attrs["domain"], f.attrs["norm_bound"], f.attrs["autoencoder"] = "sphere", 1.0, "digits"
+    np.save(tmp_path / "rows.npy", rows.astype(np.float32))
+    common = ["generate", "--method", "dpswflow-hist", "--epsilon", "5", "--delta", "1e-4", "--steps", "3",
+              "--n-particles", "50"]
+    assert main([*common, "--data", str(tmp_path / "latents.h5"), "--out", str(tmp_path / "a")]) == 0
+    assert "declares its rows on the sphere" in capsys.readouterr().out
+    report = json.loads((tmp_path / "a" / "privacy.json").read_text())
+    assert report["run_config"]["manifold"] == "sphere"
+    assert main([*common, "--data", str(tmp_path / "rows.npy"), "--out", str(tmp_path / "b")]) == 2
+    assert "pass --manifold sphere" in capsys.readouterr().err
+    assert main([*common, "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere", "--out", str(tmp_path / "b")]) == 0

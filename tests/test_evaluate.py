@@ -59,7 +59,7 @@ def test_evaluate_compare_and_animate_a_2d_run(tmp_path, capsys):
     np.save(tmp_path / "rows.npy", rows[:300])
     np.save(tmp_path / "held_out.npy", rows[300:])
     run = tmp_path / "run"
-    assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--method", "swf", "--steps", "30",
+    assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "swf", "--steps", "30",
                  "--n-projections", "20", "--n-particles", "300", "--record-every", "3", "--out", str(run)]) == 0
     assert main(["evaluate", str(run), "--n-fid", "0"]) == 2  # a --data run needs --reference
     assert "--reference" in capsys.readouterr().err

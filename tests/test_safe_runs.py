@@ -22,7 +22,7 @@ def _rows(path, n=300, d=3, seed=0):
 
 
 def _generate(rows, out, *extra):
-    return main(["generate", "--data", str(rows), "--method", "dpswflow-r", "--epsilon", "8", "--steps", "12",
+    return main(["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "8", "--steps", "12",
                  "--batch-size", "100", "--n-projections", "8", "--n-particles", "200", "--checkpoint-every", "2",
                  "--privacy-seed", "1", "--out", str(out), *extra])
 
@@ -129,7 +129,7 @@ def test_resume_of_a_finished_run_is_refused(finished, capsys):
 
 def test_a_diverging_flow_is_an_error_not_a_result(tmp_path, capsys):
     rows = _rows(tmp_path / "rows.npy")
-    assert main(["generate", "--data", str(rows), "--method", "swf", "--steps", "30", "--step-size", "1e6",
+    assert main(["generate", "--data", str(rows), "--manifold", "ball", "--method", "swf", "--steps", "30", "--step-size", "1e6",
                  "--n-projections", "8", "--n-particles", "100", "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert "diverged at step" in err and "--step-size" in err
@@ -140,14 +140,14 @@ def test_privacy_and_generate_accept_and_refuse_the_same(tmp_path, capsys):
     rows = _rows(tmp_path / "rows.npy")
     shape = ["--dataset-size", "300", "--dim", "3", "--steps", "5"]
     assert main(["privacy", "--method", "swf", "--epsilon", "5", *shape]) == 2
-    assert main(["generate", "--data", str(rows), "--method", "swf", "--epsilon", "5", "--steps", "5",
+    assert main(["generate", "--data", str(rows), "--manifold", "ball", "--method", "swf", "--epsilon", "5", "--steps", "5",
                  "--out", str(tmp_path / "a")]) == 2
     assert capsys.readouterr().err.count("swf is not private") == 2
     # a batch covering every row means full-batch releases for both
     assert main(["privacy", "--method", "dpswflow-r", "--epsilon", "5", "--batch-size", "500", *shape, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["sample_rate"] == 1.0
     # epsilon = inf runs the method without noise and says so
-    assert main(["generate", "--data", str(rows), "--method", "dpswflow-r", "--epsilon", "inf", "--steps", "3",
+    assert main(["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "inf", "--steps", "3",
                  "--n-particles", "50", "--out", str(tmp_path / "free")]) == 0
     report = json.loads((tmp_path / "free" / "privacy.json").read_text())
     assert report["private"] is False and "not differentially private" in report["statement"]
@@ -155,17 +155,17 @@ def test_privacy_and_generate_accept_and_refuse_the_same(tmp_path, capsys):
 
 def test_input_types_follow_one_rule(tmp_path, capsys):
     np.save(tmp_path / "complex.npy", np.ones((20, 2), dtype=np.complex64))
-    assert main(["generate", "--data", str(tmp_path / "complex.npy"), "--method", "swf", "--steps", "2",
+    assert main(["generate", "--data", str(tmp_path / "complex.npy"), "--manifold", "ball", "--method", "swf", "--steps", "2",
                  "--out", str(tmp_path / "c")]) == 2
     assert "complex" in capsys.readouterr().err
     np.save(tmp_path / "ints.npy", np.eye(20, 2, dtype=np.int64))
-    assert main(["generate", "--data", str(tmp_path / "ints.npy"), "--method", "swf", "--steps", "2",
+    assert main(["generate", "--data", str(tmp_path / "ints.npy"), "--manifold", "ball", "--method", "swf", "--steps", "2",
                  "--n-particles", "20", "--out", str(tmp_path / "i")]) == 0
 
 
 def test_every_method_has_a_working_default_length(tmp_path):
     rows = _rows(tmp_path / "rows.npy")
-    assert main(["generate", "--data", str(rows), "--epsilon", "10", "--n-particles", "50", "--n-projections", "8",
+    assert main(["generate", "--data", str(rows), "--manifold", "ball", "--epsilon", "10", "--n-particles", "50", "--n-projections", "8",
                  "--out", str(tmp_path / "default")]) == 0
     report = json.loads((tmp_path / "default" / "privacy.json").read_text())
     assert report["steps"] == 42  # dpswflow-r: 35 epochs of 300 rows in batches of 250
@@ -176,7 +176,7 @@ def test_every_method_has_a_working_default_length(tmp_path):
                                   "toml-bool", "out-empty", "out-inside-run", "epsilon-huge", "bad-privacy-json"])
 def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
     rows = _rows(tmp_path / "rows.npy")
-    base = ["generate", "--data", str(rows), "--method", "dpswflow", "--epsilon", "5", "--steps", "3",
+    base = ["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow", "--epsilon", "5", "--steps", "3",
             "--n-projections", "4", "--out", str(tmp_path / "x")]
     if case == "device-bogus":
         argv = [*base, "--device", "bogus"]
@@ -195,7 +195,8 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
     elif case == "out-empty":
         argv = [*base[:-1], ""]
     elif case == "epsilon-huge":
-        argv = [*base[:5], "--epsilon", "1e7", *base[7:]]
+        argv = [*base]
+        argv[argv.index("--epsilon") + 1] = "1e7"
     elif case in ("huge-sample", "out-inside-run", "bad-privacy-json"):
         assert _generate(rows, tmp_path / "run") == 0
         capsys.readouterr()
@@ -206,14 +207,14 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
             (tmp_path / "run" / "privacy.json").write_text("{not json")
             argv[3] = "10"
     elif case == "batch-zero":
-        argv = ["generate", "--data", str(rows), "--steps", "2", "--batch-size", "0", "--epsilon", "5",
+        argv = ["generate", "--data", str(rows), "--manifold", "ball", "--steps", "2", "--batch-size", "0", "--epsilon", "5",
                 "--out", str(tmp_path / "x")]
     elif case == "out-is-file":
         (tmp_path / "file").write_text("")
-        argv = ["generate", "--data", str(rows), "--method", "swf", "--steps", "2", "--out", str(tmp_path / "file")]
+        argv = ["generate", "--data", str(rows), "--manifold", "ball", "--method", "swf", "--steps", "2", "--out", str(tmp_path / "file")]
     elif case == "one-row-generator":
         np.save(tmp_path / "one.npy", np.load(rows)[:1])
-        argv = ["generate", "--data", str(tmp_path / "one.npy"), "--method", "dpswgen", "--epsilon", "5", "--delta",
+        argv = ["generate", "--data", str(tmp_path / "one.npy"), "--manifold", "ball", "--method", "dpswgen", "--epsilon", "5", "--delta",
                 "0.1", "--steps", "2", "--out", str(tmp_path / "g")]
     else:
         assert _generate(rows, tmp_path / "run") == 0
@@ -232,7 +233,7 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
 def test_killed_again_and_again_the_resumed_run_is_bit_identical(tmp_path):
     """SIGKILL at random moments, resume each time: the result equals an uninterrupted run's."""
     rows = _rows(tmp_path / "rows.npy", n=2000, d=4)
-    argv = [sys.executable, "-m", "swflow.cli", "generate", "--data", str(rows), "--method", "dpswflow-r",
+    argv = [sys.executable, "-m", "swflow.cli", "generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-r",
             "--epsilon", "8", "--steps", "1500", "--batch-size", "200", "--n-projections", "16",
             "--n-particles", "3000", "--checkpoint-every", "7", "--privacy-seed", "3", "--seed", "2"]
     subprocess.run([*argv, "--out", str(tmp_path / "clean")], check=True, capture_output=True)
@@ -295,7 +296,7 @@ def test_a_second_writer_on_a_live_run_is_refused(tmp_path):
     import torch
 
     rows = _rows(tmp_path / "rows.npy", n=2000, d=4)
-    argv = [sys.executable, "-m", "swflow.cli", "generate", "--data", str(rows), "--method", "dpswflow-r",
+    argv = [sys.executable, "-m", "swflow.cli", "generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-r",
             "--epsilon", "8", "--steps", "100000", "--batch-size", "200", "--n-projections", "16",
             "--n-particles", "3000", "--checkpoint-every", "5", "--out", str(tmp_path / "run")]
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
@@ -320,7 +321,7 @@ def test_a_second_writer_on_a_live_run_is_refused(tmp_path):
 def test_resume_carries_the_privacy_seed_and_refuses_another(tmp_path, monkeypatch, capsys):
     rows = _rows(tmp_path / "rows.npy")
     out = tmp_path / "run"
-    argv = ["generate", "--data", str(rows), "--method", "dpswflow-r", "--epsilon", "8", "--steps", "12",
+    argv = ["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "8", "--steps", "12",
             "--batch-size", "100", "--n-projections", "8", "--n-particles", "200", "--checkpoint-every", "2",
             "--out", str(out)]
     original = _interrupt_at(monkeypatch, 7)
@@ -379,7 +380,7 @@ def test_a_saved_synthesizer_with_an_edited_claim_is_refused(tmp_path):
 
 def test_one_dimensional_rows_run_to_the_end(tmp_path):
     np.save(tmp_path / "line.npy", np.random.default_rng(0).uniform(-0.9, 0.9, size=(300, 1)).astype(np.float32))
-    assert main(["generate", "--data", str(tmp_path / "line.npy"), "--method", "dpswflow-r", "--epsilon", "5",
+    assert main(["generate", "--data", str(tmp_path / "line.npy"), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "5",
                  "--steps", "4", "--n-projections", "2", "--n-particles", "100", "--out", str(tmp_path / "r")]) == 0
     assert (tmp_path / "r" / "samples.png").exists()
 

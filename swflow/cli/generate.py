@@ -32,6 +32,7 @@ def cmd_generate(args) -> int:
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
     else:
         data = torch.from_numpy(load_array(args.data))
+        _set_manifold_from_domain(args)
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
     check_fits(n=args.n_particles, dim=data.shape[1], n_projections=args.n_projections, image_values=image_values,
                frames=50, out=args.out)
@@ -43,6 +44,23 @@ def cmd_generate(args) -> int:
     with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data,),
                  commit=int(os.environ.get("RANK", "0")) == 0) as out:
         return _generate_into(out, args, data, labels, spec, steps, decode, source, distributed)
+
+
+def _set_manifold_from_domain(args) -> None:
+    """--data: the manifold the file declares (swflow encode writes 'sphere'), else the one the user states.
+    The rows' norms are private, so the domain is never guessed from them."""
+    from ..data import declared_domain
+
+    domain = declared_domain(args.data)
+    if args.manifold is None and domain is not None:
+        args.manifold = domain["domain"]
+        print(f"{args.data} declares its rows on the {domain['domain']} (R = {domain['norm_bound']:g}"
+              + (f", encoded by {domain['autoencoder']}" if "autoencoder" in domain else "") + f"): --manifold "
+              f"{args.manifold}")
+    elif args.manifold is None and method(args.method).kind == "flow":
+        raise UsageError(f"{args.data} does not say where its rows live: pass --manifold sphere (rows on the unit "
+                         "sphere, such as autoencoder latents) or --manifold ball (rows anywhere in the ball of "
+                         "radius R). Files from `swflow encode` declare it themselves")
 
 
 def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, source: dict, distributed: bool) -> int:
