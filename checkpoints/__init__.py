@@ -1,0 +1,1 @@
+"""The shipped autoencoders (weights and metadata), installed with the wheel as ``swflow.checkpoints``."""
