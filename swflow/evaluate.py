@@ -57,6 +57,14 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
         public = split_indices(len(images), seed=meta["split"]["seed"]).public
         images, labels = images[public], labels[public]
         description, part = f"{dataset} public split ({len(images)} images; it has no test part)", "public"
+    population = run_config.get("population")
+    if population is not None:  # the run's private data was a declared population: score against the same one
+        from .populations import population_rows
+
+        rows = population_rows(labels, population["population"])
+        images, labels = images[rows], labels[rows]
+        description = f"{description[:description.index(' (')]}, population {population['population']} ({len(rows)} images)"
+        part = f"{part}-{population['population']}"
     latents = model.encode_images(images)
     return Reference(latents, images, labels, description, f"{dataset}-{part}")
 

@@ -24,13 +24,17 @@ class EncodedSplit(NamedTuple):
     decode: Callable[[np.ndarray], np.ndarray]
     split: object
     meta: dict
+    population: dict | None = None  # the declared population drawn from the split (swflow/populations.py)
 
 
-def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint: str | None = None) -> EncodedSplit:
+def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint: str | None = None,
+                  population: str | None = None) -> EncodedSplit:
     """Encode one split of ``dataset`` with its autoencoder (``checkpoint``, default the dataset's).
 
     ``public`` and ``private`` are the halves of the training part that the autoencoder's manifest
-    names (refused when the data files give another split); ``test`` is the dataset's test part."""
+    names (refused when the data files give another split); ``test`` is the dataset's test part.
+    ``population`` draws a declared sub-population of the private split or of the test part (its
+    reference); the public split is the broad population and takes none."""
     from autoencoders import default_checkpoint, load_autoencoder
 
     from .data import load_dataset, split_indices
@@ -50,4 +54,15 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
                              "(different data files?); retrain with `swflow train-ae`")
         rows = halves.public if split == "public" else halves.private
         images, labels = images[rows], labels[rows]
-    return EncodedSplit(torch.from_numpy(model.encode_images(images)), labels, model.decode_images, halves, meta)
+    drawn = None
+    if population is not None:
+        from .populations import describe, population_rows
+
+        if split == "public":
+            raise ValueError("the public split is the broad population the autoencoder learned: a population is "
+                             "drawn from the private split (or the test part, its reference)")
+        rows = population_rows(labels, population)
+        drawn = {**describe(population, rows, labels), "drawn_from": split}
+        images, labels = images[rows], labels[rows]
+    return EncodedSplit(torch.from_numpy(model.encode_images(images)), labels, model.decode_images, halves, meta,
+                        drawn)

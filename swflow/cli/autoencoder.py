@@ -20,7 +20,7 @@ def private_latents(dataset: str, root, checkpoint: str | None):
     """(latents, labels, decode, split, autoencoder metadata) of the private split (manifest checked)."""
     from ..latents import encoded_split
 
-    return tuple(encoded_split(dataset, "private", root=root, checkpoint=checkpoint))
+    return tuple(encoded_split(dataset, "private", root=root, checkpoint=checkpoint))[:5]
 
 
 def public_latents(dataset: str, root=None, checkpoint: str | None = None):

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..registry import method
 from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, privacy_spec,
                       run_steps, shape_args, staged)
-from .autoencoder import private_latents, write_gif
+from .autoencoder import write_gif
 
 
 def cmd_generate(args) -> int:
@@ -26,10 +26,18 @@ def cmd_generate(args) -> int:
     if (args.data is None) == (args.dataset is None):
         raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
                          "or --data FILE (.npy/.npz/.h5 rows in the flow's space)")
+    if args.population is not None and args.dataset is None:
+        raise UsageError("--population draws from a dataset's private split: give --dataset")
     decode, labels, source = None, None, {"data": str(args.data)}
     if args.dataset is not None:
-        data, labels, decode, _, meta = private_latents(args.dataset, args.data_root, args.checkpoint)
+        from ..latents import encoded_split
+
+        encoded = encoded_split(args.dataset, "private", root=args.data_root, checkpoint=args.checkpoint,
+                                population=args.population)
+        data, labels, decode, meta = encoded.latents, encoded.labels, encoded.decode, encoded.meta
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
+        if encoded.population is not None:
+            source["population"] = encoded.population
     else:
         data = torch.from_numpy(load_array(args.data))
         _set_manifold_from_domain(args)
@@ -180,6 +188,12 @@ def register(sub) -> None:
     p.add_argument("--data-root", help="directory holding the dataset's files (see `swflow train-ae --help`)")
     p.add_argument("--checkpoint", help="autoencoder name in checkpoints/ or path to a .pt (default: the dataset's)")
     p.add_argument("--data", help=".npy/.npz/.h5 file, rows = private records in the flow's space")
+    from ..populations import POPULATIONS
+
+    p.add_argument("--population", choices=sorted(POPULATIONS),
+                   help="with --dataset: the private data is a declared sub-population of the private split "
+                   "(skewed: all classes, 32%% down to 1%%; footwear: Fashion-MNIST classes 5, 7, 9), scored "
+                   "against the same population of the test part; the autoencoder keeps the broad public split")
     p.add_argument("--config", help="TOML file with [run] [privacy] [shape] [flow] tables (paper settings in "
                    "experiments/configs/); command-line flags override it")
     p.add_argument("--out", required=True, help="output directory")
