@@ -65,10 +65,14 @@ class SynthesizerParams:
     def run_shape(self) -> RunShape:
         return RunShape(**self.shape)
 
-    def flow_config(self, steps: int):
+    def flow_config(self, steps: int, dataset_size: int | None = None):
+        """The simulator settings; without ``step_size``, the method's default for ``dataset_size`` rows."""
         from .flow import FlowConfig
 
-        return FlowConfig(steps=steps, seed=self.seed, device=self.device, **self.flow)
+        flow = dict(self.flow)
+        if "step_size" not in flow and dataset_size is not None:
+            flow["step_size"] = METHODS[self.method].step_size(dataset_size=dataset_size, privacy=self.privacy_spec())
+        return FlowConfig(steps=steps, seed=self.seed, device=self.device, **flow)
 
 
 class Synthesizer:
@@ -128,7 +132,7 @@ class Synthesizer:
         from .methods import make_flow
         from .model import FlowModel
         p, shape = self.params, self.params.run_shape()
-        config = p.flow_config(steps=self._steps(data.shape[0]))
+        config = p.flow_config(steps=self._steps(data.shape[0]), dataset_size=data.shape[0])
         batch = METHODS[p.method].batch(shape.batch_size, data.shape[0])
         with tempfile.TemporaryDirectory() as tmp:
             flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config,

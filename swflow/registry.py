@@ -99,6 +99,14 @@ class MethodSpec:
             raise ValueError(f"n_projections must be >= 1, got {n_projections}")
         return self.default_projections if n_projections is None else n_projections
 
+    def step_size(self, *, dataset_size: int, privacy) -> float:
+        """The step size h when the run does not give one: 1, or the histogram's rule of n and the budget."""
+        if self.releases == "histogram":
+            from .privacy.histogram import histogram_step_size
+
+            return histogram_step_size(dataset_size=dataset_size, privacy=privacy)
+        return 1.0
+
     def batch(self, batch_size: int | None, dataset_size: int) -> int | None:
         """Rows per release, None for the whole data set: the rule of every entry point (a batch that
         covers every row is a full batch; a pool is always released whole)."""

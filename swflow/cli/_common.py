@@ -93,8 +93,9 @@ def flow_config_args(p: argparse.ArgumentParser) -> None:
     from ..options import add_options
 
     g = p.add_argument_group("simulator")
-    add_options(g, FlowConfig, defaults={"manifold": None, "checkpoint_every": 50},
-                notes={"manifold": "(default: sphere with --dataset, ball with --data)",
+    add_options(g, FlowConfig, defaults={"manifold": None, "checkpoint_every": 50, "step_size": None},
+                notes={"manifold": "(default: sphere with --dataset, the file's declared domain with --data)",
+                       "step_size": "(default: 1; dpswflow-hist: 3 when n/z >= 2000, else 1)",
                        "record_every": "(0: about 50 frames over the run)"})
     g.add_argument("--privacy-seed", type=int, default=None,
                    help="privacy-noise seed, for reproducible experiments only: anyone who knows it can reproduce "
@@ -104,9 +105,13 @@ def flow_config_args(p: argparse.ArgumentParser) -> None:
                    help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
 
 
-def flow_config(args, steps: int):
+def flow_config(args, steps: int, *, dataset_size: int, privacy):
     from ..flow import FlowConfig
     from ..options import values
 
+    step_size = args.step_size
+    if step_size is None:
+        step_size = method(args.method).step_size(dataset_size=dataset_size, privacy=privacy)
     return FlowConfig(**values(FlowConfig, args, steps=steps, record_every=args.record_every or max(1, steps // 50),
+                               step_size=step_size,
                                manifold=args.manifold or ("sphere" if getattr(args, "dataset", None) else "ball")))

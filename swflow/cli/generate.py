@@ -94,13 +94,14 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
     batch = what.batch(args.batch_size, data.shape[0])
     if distributed:
         return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
+    config = flow_config(args, steps, dataset_size=data.shape[0], privacy=spec)
     if args.conditional:
         from ..conditional import run_conditional_to_dir
 
         if args.dataset is None:
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
         report = run_conditional_to_dir(args.method, data, labels, out, privacy=spec,
-                                        config=flow_config(args, steps), n_projections=args.n_projections,
+                                        config=config, n_projections=args.n_projections,
                                         pool_size=args.pool_size, batch_size=batch, bins=args.bins,
                                         privacy_seed=args.privacy_seed,
                                         decoder=decode, run_config=source)
@@ -108,7 +109,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
               f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
-    _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=flow_config(args, steps),
+    _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=config,
                                 n_projections=args.n_projections, pool_size=args.pool_size, batch_size=batch, bins=args.bins,
                                 privacy_seed=args.privacy_seed, decoder=decode, run_config=source)
     if decode is not None:
@@ -144,7 +145,7 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
     dist.broadcast_object_list(seed, src=0)
     try:
         lo, hi = shard_range(data.shape[0], rank, world)
-        config = flow_config(args, steps)
+        config = flow_config(args, steps, dataset_size=data.shape[0], privacy=spec)
         flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=spec,
                                      config=replace(config, record_every=0),
                                      n_projections=args.n_projections, batch_size=batch,

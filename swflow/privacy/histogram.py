@@ -30,7 +30,7 @@ from .release import PrivateTarget
 from .sensitivity import ADJACENCIES, SensitivityBound
 
 __all__ = ["HistogramTarget", "bin_edges", "projection_counts", "histogram_sensitivity", "monotone_cdf", "quantile_table",
-           "TABLE_LEVELS", "THRESHOLD_STDS"]
+           "TABLE_LEVELS", "THRESHOLD_STDS", "histogram_shape", "histogram_step_size"]
 
 #: quantile levels kept per released direction (the flow reads the released quantile function there)
 TABLE_LEVELS = 256
@@ -226,6 +226,13 @@ def histogram_shape(*, dataset_size: int, privacy, n_directions: int | None = No
     if bins is None:
         bins = _power_of_two(n_directions / 4.0, 16, 128)
     return n_directions, bins
+
+
+def histogram_step_size(*, dataset_size: int, privacy) -> float:
+    """The default step size h: 3 when the effective size n / z is at least 2 000, else 1 (a larger
+    step reaches the released marginals sooner but follows their noise more when few rows back them).
+    Chosen with the (K, B) rule on the same public and synthetic data (experiments/hist_rules.py)."""
+    return 3.0 if _effective_size(dataset_size, privacy) >= 2_000 else 1.0
 
 
 def _effective_size(n: int, privacy) -> float:
