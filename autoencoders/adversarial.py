@@ -166,7 +166,9 @@ def _restore(partial: Path, gan: _ConditionalGan, config: AdversarialConfig, bas
     """Load an interrupted run's state into ``gan``; the training state, or a fresh one."""
     if not partial.exists():
         return {"step": 0, "history": []}
-    saved = torch.load(partial, weights_only=True)
+    from swflow.io import load_tensors
+
+    saved = load_tensors(partial, what="decoder training checkpoint")
     # only the length may change: a run can be extended, or finished early from its last save
     settings = lambda c: {k: v for k, v in c.items() if k != "steps"}  # noqa: E731
     if settings(saved["config"]) != settings(asdict(config)) or saved["base_sha256"] != base_sha256:

@@ -65,7 +65,9 @@ def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, 
     """Load an interrupted run into ``model`` and ``opt``; its training state, or a fresh one."""
     if not partial.exists():
         return {"epoch": 0, "best": float("inf"), "best_state": None, "stale": 0, "history": []}
-    saved = torch.load(partial, weights_only=True)
+    from swflow.io import load_tensors
+
+    saved = load_tensors(partial, what="autoencoder training checkpoint")
     if saved["config"] != asdict(config) or saved["split"] != split.manifest():
         raise ValueError(f"{partial} was written with other settings or another split; delete it to restart")
     model.load_state_dict(saved["model"])
@@ -177,6 +179,8 @@ def load_autoencoder(name_or_path: str | Path, *, expected_sha256: str | None = 
     if expected_sha256 is not None and meta["weights_sha256"] != expected_sha256:
         raise ValueError(f"checkpoint {meta['name']} is not the autoencoder the run used (sha256 differs)")
     model = build(meta["architecture"], channels=meta["channels"], latent=meta["latent"], decoder=meta.get("decoder"))
-    model.load_state_dict(torch.load(path, weights_only=True))
+    from swflow.io import load_tensors
+
+    model.load_state_dict(load_tensors(path, what="autoencoder checkpoint"))
     model.eval()
     return model, meta

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from tqdm.auto import tqdm
 
-from .io import ReleaseRecorder, TrajectoryWriter
+from .io import ReleaseRecorder, TrajectoryWriter, load_tensors
 
 __all__ = ["FlowCallback", "Checkpointer", "TrajectoryRecorder", "ReleaseLog", "ProgressBar", "release_sketch",
            "run_files"]
@@ -59,7 +59,7 @@ class Checkpointer(FlowCallback):
     def restore(self, flow) -> bool:
         if not self.path.exists():
             return False
-        flow.load_state_dict(torch.load(self.path, weights_only=True))
+        flow.load_state_dict(load_tensors(self.path, what="flow checkpoint"))
         return True
 
     def on_step(self, flow, diagnostic) -> None:

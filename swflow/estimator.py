@@ -189,7 +189,9 @@ class Synthesizer:
 
     @classmethod
     def load(cls, path: str | Path, *, device: str = "cpu") -> "Synthesizer":
-        blob = torch.load(path, weights_only=True, map_location=device)
+        from .io import load_tensors
+
+        blob = load_tensors(path, what="saved Synthesizer", map_location=device)
         if blob.get("format") != FORMAT:
             raise ValueError(f"{path} is not a saved swflow Synthesizer (format {blob.get('format')!r})")
         params = dict(blob["params"])

@@ -12,7 +12,23 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-__all__ = ["TrajectoryWriter", "ReleaseRecorder", "read_trajectory", "write_samples", "read_samples"]
+__all__ = ["load_tensors", "TrajectoryWriter", "ReleaseRecorder", "read_trajectory", "write_samples", "read_samples"]
+
+
+def load_tensors(path: str | Path, *, what: str, map_location=None):
+    """``torch.load(path, weights_only=True)``: tensors and plain values only, so a file can never run
+    code. A file that holds anything else, or is truncated, is refused with what to do."""
+    import pickle
+
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True, map_location=map_location)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, AttributeError, TypeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path} is not a readable {what} (truncated, or it holds objects other than tensors and "
+                         f"plain values, which swflow never loads: {first[:160]}); delete it, or start over "
+                         "with --overwrite") from err
 
 
 class TrajectoryWriter:

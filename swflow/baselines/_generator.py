@@ -76,7 +76,9 @@ class TrainedGenerator:
         optimizer = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
         path = Path(checkpoint_path) if checkpoint_path else None
         if path is not None and path.exists():
-            self.load_state_dict(torch.load(path, weights_only=True), optimizer)
+            from ..io import load_tensors
+
+            self.load_state_dict(load_tensors(path, what="generator checkpoint"), optimizer)
         self.generator.train()
         for _ in tqdm(range(self.steps_done, self.config.steps), disable=not progress, desc=self.name):
             self._step(optimizer)
