@@ -131,8 +131,8 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
     from ..distributed import make_distributed_flow, shard_range
     from ..run import write_outputs
 
-    if args.method not in ("dpswflow-r", "swf"):
-        raise UsageError(f"under torchrun only dpswflow-r and swf are sharded, not {args.method}")
+    if args.method not in ("dpswflow-r", "swf", "dpswflow-hist"):
+        raise UsageError(f"under torchrun only dpswflow-r, swf and dpswflow-hist are sharded, not {args.method}")
     if args.secure_noise:
         raise UsageError("under torchrun the ranks must draw the same batches from one shared privacy seed, "
                          "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
@@ -150,7 +150,8 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
                                      config=replace(config, record_every=0),
                                      n_projections=args.n_projections, batch_size=batch,
                                      privacy_seed=seed[0], seed_known=args.privacy_seed is not None,
-                                     mode=args.shard_mode,
+                                     mode=args.shard_mode, method_name="dpswflow-hist" if args.method ==
+                                     "dpswflow-hist" else "dpswflow-r", pool_size=args.pool_size, bins=args.bins,
                                      callbacks=[Checkpointer(out / f"checkpoint.rank{rank}.pt")])
         flow.run()
         particles = flow.gather_particles()

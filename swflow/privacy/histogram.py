@@ -155,8 +155,8 @@ class HistogramTarget(PrivateTarget):
     they come from the public simulator seed.
     """
 
-    def __init__(self, data: Tensor, calibration, *, noise, ledger, bins: int):
-        super().__init__(data, calibration, noise=noise, ledger=ledger, batch_size=None)
+    def __init__(self, data: Tensor, calibration, *, noise, ledger, bins: int, dataset_size: int | None = None):
+        super().__init__(data, calibration, noise=noise, ledger=ledger, batch_size=None, dataset_size=dataset_size)
         if bins < 2:
             raise ValueError(f"a sliced histogram needs at least 2 bins, got {bins}")
         if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
@@ -177,7 +177,7 @@ class HistogramTarget(PrivateTarget):
     def release(self, theta: Tensor) -> tuple[Tensor, float]:
         """Quantile tables (K, TABLE_LEVELS) of the released CDFs on ``theta`` (d, K), and σ = 0."""
         self._check_budget()
-        counts = projection_counts(self._data, theta, bins=self.bins, radius=self.radius)
+        counts = self._counts(theta)
         cal = self._calibration
         if cal is None:
             noisy, sigma = counts.to(torch.float64), 0.0
@@ -198,6 +198,11 @@ class HistogramTarget(PrivateTarget):
         levels = (torch.arange(TABLE_LEVELS, dtype=torch.float64) + 0.5) / TABLE_LEVELS
         table = quantile_table(cdf, bin_edges(self.bins, radius=self.radius), levels)
         return table.to(device=theta.device, dtype=theta.dtype), 0.0
+
+
+    def _counts(self, theta: Tensor) -> Tensor:
+        """The exact (K, B) counts of every private row (a sharded target sums its ranks' counts)."""
+        return projection_counts(self._data, theta, bins=self.bins, radius=self.radius)
 
 
 def _radius(data: Tensor) -> float:

@@ -27,8 +27,8 @@ from .ledger import PrivacyLedger
 from .noise import NoiseSource
 from .release import LocallyReleasedTarget, PrivateTarget
 
-__all__ = ["ShardedTarget", "FixedNoiseTarget", "private_target", "local_target", "sharded_target",
-           "histogram_target"]
+__all__ = ["ShardedTarget", "ShardedHistogramTarget", "FixedNoiseTarget", "private_target", "local_target",
+           "sharded_target", "histogram_target", "sharded_histogram_target"]
 
 
 class ShardedTarget(PrivateTarget):
@@ -98,6 +98,26 @@ def sharded_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, offse
     return ShardedTarget(shard, calibrate(spec, plan), offset=offset, dataset_size=plan.dataset_size,
                          noise=NoiseSource(privacy_seed, seed_known=seed_known), ledger=PrivacyLedger(),
                          batch_size=plan.sample_size)
+
+
+class ShardedHistogramTarget(HistogramTarget):
+    """One rank's shard of the private rows behind a sliced-histogram release: the exact counts are
+    summed over the ranks (all-reduce), and every rank adds the same noise from the shared privacy
+    seed, so all ranks hold the one release (a record is counted once, on its own rank)."""
+
+    def _counts(self, theta: Tensor) -> Tensor:
+        counts = super()._counts(theta)
+        dist.all_reduce(counts)
+        return counts
+
+
+def sharded_histogram_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins: int, privacy_seed: int,
+                             seed_known: bool) -> ShardedHistogramTarget:
+    """This rank's ``shard`` of a private set of ``plan.dataset_size`` rows behind one histogram release."""
+    if spec.secure_noise:
+        raise ValueError("sharded runs share one privacy seed across ranks; secure_noise is not available")
+    return ShardedHistogramTarget(shard, calibrate(spec, plan), noise=NoiseSource(privacy_seed, seed_known=seed_known),
+                                  ledger=PrivacyLedger(), bins=bins, dataset_size=plan.dataset_size)
 
 
 def histogram_target(data: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins: int,
