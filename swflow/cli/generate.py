@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import argparse
 import os
-
-import numpy as np
 import time
 from pathlib import Path
+
+import numpy as np
 
 from ..registry import method
 from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, privacy_spec,
@@ -18,7 +18,6 @@ def cmd_generate(args) -> int:
     import torch
 
     from ..data import load_array
-
     from ..resources import check_device, check_fits
 
     check_device(args.device)
