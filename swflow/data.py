@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "load_array", "declared_domain", "read_idx",
+__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "load_array", "declared_domain",
+           "read_idx",
            "pad_to_32", "write_manifest"]
 
 FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)

@@ -29,7 +29,8 @@ from torch import Tensor
 
 from .sliced import quantile, rank_levels, sort_rows
 
-__all__ = ["DriftResult", "GridReduce", "LOCAL", "binned_drift", "exact_smoothed_drift", "sampled_drift", "pull_back", "clip_rows",
+__all__ = ["DriftResult", "GridReduce", "LOCAL", "binned_drift", "exact_smoothed_drift", "sampled_drift", "pull_back",
+           "clip_rows",
            "grid_spacing_ratio"]
 
 #: Grid spacing Δ ≤ σ / SPACING_RATIO (the error bound below is quadratic in Δ/σ).

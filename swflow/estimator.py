@@ -133,13 +133,14 @@ class Synthesizer:
         from .model import FlowModel
         p, shape = self.params, self.params.run_shape()
         config = p.flow_config(steps=self._steps(data.shape[0]), dataset_size=data.shape[0])
-        batch = METHODS[p.method].batch(shape.batch_size, data.shape[0])
+        spec = METHODS[p.method]
+        batch = spec.batch(shape.batch_size, data.shape[0])
         with tempfile.TemporaryDirectory() as tmp:
+            log = ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(p.method, p.sketch))
             flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config,
-                             n_projections=METHODS[p.method].projections(shape.n_projections), pool_size=shape.pool_size,
-                             batch_size=batch, bins=shape.bins,
-                             privacy_seed=p.privacy_seed,
-                             callbacks=[ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(p.method, p.sketch))], progress=progress)
+                             n_projections=spec.projections(shape.n_projections), pool_size=shape.pool_size,
+                             batch_size=batch, bins=shape.bins, privacy_seed=p.privacy_seed, callbacks=[log],
+                             progress=progress)
             flow.run()
             self._report = flow.privacy_report(p.method)
             self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)

@@ -63,7 +63,8 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
 
         rows = population_rows(labels, population["population"])
         images, labels = images[rows], labels[rows]
-        description = f"{description[:description.index(' (')]}, population {population['population']} ({len(rows)} images)"
+        base = description[:description.index(" (")]
+        description = f"{base}, population {population['population']} ({len(rows)} images)"
         part = f"{part}-{population['population']}"
     latents = model.encode_images(images)
     return Reference(latents, images, labels, description, f"{dataset}-{part}")

@@ -88,7 +88,8 @@ class FlowModel:
             from .registry import method
 
             verify_report(report, source="privacy.json")
-            verify_releases(report, theta, sigma, releases_per_step=method(report.method).releases in ("per-step", "none"))
+            per_step = method(report.method).releases in ("per-step", "none")
+            verify_releases(report, theta, sigma, releases_per_step=per_step)
         self.config, self.dim, self.report = config, dim, report
         self.theta, self.released, self.sigma = theta, released, sigma
 
@@ -101,7 +102,8 @@ class FlowModel:
                                     "made with this version record their releases")
         report = run_dir / "privacy.json"
         if not report.exists():
-            raise FileNotFoundError(f"{report} is missing: a run's samples carry its privacy report; regenerate the run")
+            raise FileNotFoundError(f"{report} is missing: a run's samples carry its privacy report; "
+                                    "regenerate the run")
         try:
             parsed = PrivacyReport.from_json(json.loads(report.read_text()))
         except (ValueError, TypeError) as err:

@@ -28,7 +28,8 @@ def _chain(first, rest):
 
 def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: PrivacySpec, config: FlowConfig,
                     n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
-                    bins: int | None = None, privacy_seed: int | None = None, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
+                    bins: int | None = None, privacy_seed: int | None = None,
+                    decoder: Callable[[np.ndarray], np.ndarray] | None = None,
                     run_config: dict | None = None, progress: bool = True) -> tuple[FlowResult, PrivacyReport]:
     """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``."""
     flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
