@@ -116,6 +116,9 @@ class RunDir:
         for path in inputs:
             if _inside(path, final) or _inside(path, staging):
                 raise ValueError(f"--out {final} holds the input {path}: write the result somewhere else")
+        if staging.is_dir() and not (staging / MARKER).is_file():
+            raise ValueError(f"{staging} exists but was not made by swflow: move it away or choose another --out "
+                             "(nothing was changed)")
         occupied = final.is_dir() and any(final.iterdir())
         if self.resume:
             if not staging.is_dir() and occupied:

@@ -405,3 +405,13 @@ def test_no_row_above_the_bound_and_no_claim_above_the_target():
     assert cal.epsilon <= 1e-9
     target = PrivateTarget(rows, cal, noise=NoiseSource(0), ledger=PrivacyLedger())
     assert float(target._data.norm(dim=1).max()) <= 1.0
+
+
+def test_a_foreign_staging_folder_is_never_deleted(finished, tmp_path, capsys):
+    _, run = finished
+    foreign = tmp_path / ".more.partial"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    assert main(["sample", str(run), "--n", "10", "--out", str(tmp_path / "more")]) == 2
+    assert "was not made by swflow" in capsys.readouterr().err
+    assert (foreign / "notes.txt").read_text() == "mine"
