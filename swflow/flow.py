@@ -72,7 +72,7 @@ class FlowConfig:
                              "004's one random draw per particle and direction (to reproduce the paper)", SMOOTHINGS)
     smoothing_std: float | None = _option(None, "particle-side smoothing std (default: the release's noise std)")
     particle_cdf: str | None = _option(None, "with no particle-side smoothing: the particles' ranks by sorting, "
-                                       "or read on a 4096-point grid (no sort; faster, within one grid cell). "
+                                       "or read on a 2048-point grid (no sort; faster, within one grid cell). "
                                        "Default: binned for dpswflow-hist, sorted otherwise", PARTICLE_CDFS)
     drift_clip: float | None = _option(None, "clip each particle's drift to this norm")
     init: str | None = _option(None, "mu_0: standard normal, or uniform on the unit sphere (default: sphere on "

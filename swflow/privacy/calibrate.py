@@ -21,7 +21,8 @@ from .sensitivity import ADJACENCIES, BOUNDS, SensitivityBound, projection_sensi
 #: unreadable (the accountants return inf), so such runs are refused
 MAX_EPSILON = 1e6
 
-__all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local", "noise_multiplier_for"]
+__all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local",
+           "noise_multiplier_for"]
 
 
 @dataclass(frozen=True)

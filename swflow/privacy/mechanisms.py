@@ -10,7 +10,8 @@ import math
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-__all__ = ["discrete_gaussian_epsilon", "analytic_gaussian_delta", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
+__all__ = ["discrete_gaussian_epsilon", "discrete_gaussian_measurement", "analytic_gaussian_delta",
+           "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
            "classical_gaussian_multiplier", "laplace_scale", "local_gaussian_std", "local_laplace_scale"]
 
 
@@ -63,6 +64,15 @@ def analytic_gaussian_multiplier(*, epsilon: float, delta: float) -> float:
     return z
 
 
+def discrete_gaussian_measurement(scale: float):
+    """OpenDP's discrete Gaussian on integer vectors (ℓ2 input distance), scale = its std: the one
+    mechanism that both draws the histogram's secure noise and is accounted."""
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float), scale=float(scale))
+
+
 def discrete_gaussian_epsilon(*, noise_multiplier: float, delta: float) -> float:
     """ε at ``delta`` of one discrete-Gaussian release of an integer vector with ℓ2 sensitivity Δ and
     scale z·Δ: OpenDP's privacy map of the mechanism (zCDP ρ, converted to (ε, δ) by OpenDP)."""
@@ -71,10 +81,7 @@ def discrete_gaussian_epsilon(*, noise_multiplier: float, delta: float) -> float
         return math.inf
     import opendp.prelude as dp
 
-    dp.enable_features("contrib")
-    release = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float),
-                                 scale=float(noise_multiplier))
-    profile = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(release), delta)
+    profile = dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(discrete_gaussian_measurement(noise_multiplier)), delta)
     return float(profile.map(1.0)[0])
 
 

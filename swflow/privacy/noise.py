@@ -51,12 +51,9 @@ class NoiseSource:
         """``counts`` (int64, any shape) plus discrete-Gaussian noise of scale ``std``, drawn by OpenDP's
         sampler (exact integer arithmetic from OpenDP's own CSPRNG: no floating-point attack surface,
         never reproducible from a seed)."""
-        import opendp.prelude as dp
+        from .mechanisms import discrete_gaussian_measurement
 
-        dp.enable_features("contrib")
-        release = dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float),
-                                     scale=float(std))
-        noisy = release([int(c) for c in counts.flatten().tolist()])
+        noisy = discrete_gaussian_measurement(std)([int(c) for c in counts.flatten().tolist()])
         return torch.tensor(noisy, dtype=torch.int64).reshape(counts.shape)
 
     def directions(self, dim: int, count: int) -> torch.Tensor:

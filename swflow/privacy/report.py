@@ -50,7 +50,8 @@ class PrivacyReport:
     ``epsilon`` and ``delta`` are None for a run that is not private (and ``epsilon`` None when a
     noise-multiplier run's ε is unbounded). Fields from ``delta_sensitivity`` to ``directions`` are
     None for non-private runs. ``mechanism`` is the noise ('gaussian' or 'discrete-gaussian') and
-    ``bins`` the histogram's B for the sliced-histogram flow (``n_projections`` is then its K). ``conditional`` holds a class-conditional run's per-class reports
+    ``bins`` the histogram's B for the sliced-histogram flow (``n_projections`` is then its K).
+    ``conditional`` holds a class-conditional run's per-class reports
     (``per_class``, ``ledgers``, ``composition``)."""
 
     method: str
