@@ -1,0 +1,34 @@
+"""The tutorial notebook runs top to bottom in the test suite, so it can never go stale."""
+from pathlib import Path
+import re
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+NOTEBOOKS = sorted((Path(__file__).parents[1] / "docs" / "tutorials").glob("*.ipynb"))
+
+
+def _text(cell) -> str:
+    return "".join(out.get("text", "") for out in cell.get("outputs", []) if out.get("output_type") == "stream")
+
+
+def test_there_is_a_tutorial():
+    assert NOTEBOOKS, "docs/tutorials/ has no notebook"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs(path, tmp_path):
+    notebook = nbformat.read(path, as_version=4)
+    assert not any(cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), \
+        f"{path.name} is committed with outputs; clear them (the docs build and this test execute it)"
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    printed = "\n".join(_text(cell) for cell in notebook.cells if cell.cell_type == "code")
+    # the privacy statement of the ε = 1 fit, as the accountant wrote it: never above the target
+    claimed = float(re.search(r"\(([0-9.]+), 1e-05\)-DP", printed).group(1))
+    assert claimed <= 1.0
+    scores = dict(re.findall(r"^(.+?)\s*: ([0-9.]+)$", printed, flags=re.M))
+    hist = float(re.search(r"dpswflow-hist\s+ε =\s+10: ([0-9.]+)", printed).group(1))
+    assert hist < 0.5 * float(scores["uniform noise on the sphere"]), "the ε = 10 histogram flow should beat noise"
