@@ -217,7 +217,8 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
     bar.close()
     decoder = _averaged_decoder(gan.ema, encoder, train, config.batch_size)
     model = SphereAutoencoder(base.encoder[0], decoder, image_shape=base.image_shape, latent=base.latent)
-    meta = {**{k: base_meta[k] for k in ("dataset", "channels", "image_shape", "latent", "latent_norm", "split")},
+    meta = {**{k: base_meta[k] for k in ("dataset", "channels", "image_shape", "latent", "latent_norm", "split",
+                                         "source") if k in base_meta},
             "name": name, "architecture": f"{base_meta['architecture']}-adv", "trained_on": "public split only",
             "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"]},
             "decoder": {"kind": "conditional GAN, noise input, averaged weights", "noise_dim": config.noise_dim,

@@ -78,10 +78,12 @@ def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, 
 
 def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, config: TrainConfig,
                       test_images: np.ndarray | None = None, out_dir: Path = CHECKPOINT_DIR,
-                      progress: bool = True) -> dict:
+                      progress: bool = True, source: dict | None = None) -> dict:
     """Fit on ``images[split.public]``; write ``out_dir/name.pt`` and ``name.json``; return the metadata.
 
-    Interrupted training resumes from ``name.partial.pt`` (model, optimiser, epoch, best state).
+    ``source`` describes a user's public image collection (swflow.images.image_source) when the
+    images are not a named dataset. Interrupted training resumes from ``name.partial.pt`` (model,
+    optimiser, epoch, best state).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -130,7 +132,8 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     model.load_state_dict(state["best_state"])
     meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
             "image_shape": list(images.shape[1:]), "latent": config.latent, "latent_norm": 1.0,
-            "trained_on": "public split only", "split": split.manifest(), "train_config": asdict(config),
+            "trained_on": "public split only", "split": split.manifest(), **({"source": source} if source else {}),
+            "train_config": asdict(config),
             "epochs_run": state["epoch"], "validation_mse": state["best"],
             "test_mse": _mse(model, test_images) if test_images is not None else None,
             "test_set": "official test split" if test_images is not None else

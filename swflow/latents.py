@@ -11,7 +11,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-__all__ = ["EncodedSplit", "SPLITS", "encoded_split"]
+__all__ = ["EncodedSplit", "SPLITS", "encoded_split", "run_autoencoder"]
 
 SPLITS = ("public", "private", "test")
 
@@ -66,3 +66,12 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
         images, labels = images[rows], labels[rows]
     return EncodedSplit(torch.from_numpy(model.encode_images(images)), labels, model.decode_images, halves, meta,
                         drawn)
+
+
+def run_autoencoder(run_config: dict):
+    """(model, metadata) of the autoencoder a run used: by the path it recorded (a user's checkpoint) or by
+    its name among the shipped ones, refused unless its sha256 is the one the run recorded."""
+    from autoencoders import load_autoencoder
+
+    where = run_config.get("autoencoder_path", run_config["autoencoder"])
+    return load_autoencoder(where, expected_sha256=run_config.get("autoencoder_sha256"))

