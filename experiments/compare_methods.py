@@ -32,11 +32,12 @@ def toy(n: int, gen: torch.Generator) -> torch.Tensor:
 
 def digits_latents() -> tuple[torch.Tensor, torch.Tensor]:
     from autoencoders import load_autoencoder
-    from swflow.data import load_dataset, split_indices
+    from swflow.data import load_dataset
+    from swflow.latents import dataset_split
 
     images, _ = load_dataset("digits")
     model, meta = load_autoencoder("digits")
-    split = split_indices(len(images), seed=meta["split"]["seed"])
+    _, _, split = dataset_split("digits", meta, images=images, labels=None)
     with torch.no_grad():
         return model.encoder(torch.from_numpy(images[split.private])), model.encoder(torch.from_numpy(images[split.public]))
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from autoencoders import default_checkpoint, load_autoencoder
 from swflow.cli import main as swflow
-from swflow.data import load_dataset, split_indices
+from swflow.data import load_dataset
+from swflow.latents import dataset_split
 from swflow.metrics import downstream_accuracy
 
 CONFIG = Path(__file__).parent / "configs" / "fashion-mnist-dpswflow-r.toml"
@@ -83,7 +84,7 @@ def main(argv=None) -> int:
     model, meta = load_autoencoder(checkpoint)
     train, train_labels = load_dataset("fashion-mnist")
     test, test_labels = load_dataset("fashion-mnist", part="test")
-    public = split_indices(len(train), seed=meta["split"]["seed"]).public
+    public = dataset_split("fashion-mnist", meta, images=train, labels=train_labels)[2].public
     pick = public[np.random.default_rng(0).permutation(len(public))[:args.n]]
     record("public images (no private data)",
            lambda: {"accuracy": downstream_accuracy(train[pick], train_labels[pick], test, test_labels,

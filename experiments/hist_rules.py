@@ -49,9 +49,9 @@ def sphere_mixture(n: int, *, dim: int, clusters: int = 10, spread: float = 0.25
 
 def fashion_public() -> tuple[torch.Tensor, torch.Tensor]:
     """(pool of pretend-private rows, held-out reference): encoded public split only."""
-    from swflow.cli.autoencoder import public_latents
+    from swflow.latents import encoded_split
 
-    rows = public_latents("fashion-mnist")
+    rows = encoded_split("fashion-mnist", "public").latents
     return rows[:20_000], rows[20_000:30_000]
 
 

@@ -39,13 +39,14 @@ def trivial_answers(seed: int = 0) -> dict:
 
     from autoencoders import load_autoencoder
 
-    from swflow.data import load_dataset, split_indices
+    from swflow.data import load_dataset
+    from swflow.latents import dataset_split
 
     model, meta = load_autoencoder("fashion-mnist")
     ref = load_reference({"dataset": "fashion-mnist", "autoencoder": meta["name"],
                           "autoencoder_sha256": meta["weights_sha256"]})
     images, _ = load_dataset("fashion-mnist")
-    public = split_indices(len(images), seed=meta["split"]["seed"]).public[:10_000]
+    public = dataset_split("fashion-mnist", meta, images=images)[2].public[:10_000]
     with torch.no_grad():
         pub = torch.cat([model.encoder(torch.from_numpy(images[public][i:i + 1024]))
                          for i in range(0, len(public), 1024)]).numpy()

@@ -70,10 +70,10 @@ def main() -> None:
     cells = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     model, meta = load_autoencoder(default_checkpoint(args.dataset))
     public = encoded_split(args.dataset, "public")
-    from swflow.data import load_dataset, split_indices
+    from swflow.latents import dataset_split
 
-    train, train_labels = load_dataset(args.dataset)
-    public_rows = split_indices(len(train), seed=meta["split"]["seed"]).public
+    train, train_labels, halves = dataset_split(args.dataset, meta)
+    public_rows = halves.public
     classifier = _classifier(train[public_rows], train_labels[public_rows])
     rng = np.random.default_rng(0)
     for name in args.populations:

@@ -146,7 +146,8 @@ def floors(out: Path, *, dataset: str, n_fid: int, device: str, data_root: str |
     images, the same images through the autoencoder, and the test images' own reconstructions. Each
     row is saved when done, so an interrupted run keeps the finished ones."""
     from autoencoders import load_autoencoder
-    from swflow.data import load_dataset, split_indices
+    from swflow.data import load_dataset
+    from swflow.latents import dataset_split
     from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
                                 reference_features)
 
@@ -155,7 +156,7 @@ def floors(out: Path, *, dataset: str, n_fid: int, device: str, data_root: str |
     model, meta = load_autoencoder(checkpoint)
     train, _ = load_dataset(dataset, root=data_root)
     test, _ = load_dataset(dataset, part="test", root=data_root)
-    public = train[split_indices(len(train), seed=meta["split"]["seed"]).public]
+    public = train[dataset_split(dataset, meta, images=train)[2].public]
     public = public[np.random.default_rng(0).permutation(len(public))[:n_fid]]
     extractor = InceptionFeatures(device=device)
     real = reference_features(test[:n_fid], key=f"{dataset}-test-{n_fid}", extractor=extractor)

@@ -51,7 +51,7 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
                          "--reference with held-out data (images, or rows in the same space), never the private "
                          "records themselves")
 
-    from .data import load_dataset, split_indices
+    from .data import load_dataset
 
     dataset = run_config["dataset"]
     model, meta = run_autoencoder(run_config)
@@ -59,9 +59,10 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
         images, labels = load_dataset(dataset, part="test", root=data_root)
         description, part = f"{dataset} test part ({len(images)} images)", "test"
     except ValueError:  # no test part (digits): the public split is held out from the private run
-        images, labels = load_dataset(dataset, root=data_root)
-        public = split_indices(len(images), seed=meta["split"]["seed"]).public
-        images, labels = images[public], labels[public]
+        from .latents import dataset_split
+
+        images, labels, halves = dataset_split(dataset, meta, root=data_root)
+        images, labels = images[halves.public], labels[halves.public]
         description, part = f"{dataset} public split ({len(images)} images; it has no test part)", "public"
     population = run_config.get("population")
     if population is not None:  # the run's private data was a declared population: score against the same one

@@ -11,7 +11,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-__all__ = ["EncodedSplit", "SPLITS", "encoded_split", "run_autoencoder"]
+__all__ = ["EncodedSplit", "SPLITS", "dataset_split", "encoded_split", "run_autoencoder"]
 
 SPLITS = ("public", "private", "test")
 
@@ -27,6 +27,20 @@ class EncodedSplit(NamedTuple):
     population: dict | None = None  # the declared population drawn from the split (swflow/populations.py)
 
 
+def dataset_split(dataset: str, meta: dict, *, root=None, images=None, labels=None):
+    """(images, labels, Split) of ``dataset``'s training part, cut as the autoencoder with metadata
+    ``meta`` was trained: refused when the data files give another split than its manifest names."""
+    from .data import load_dataset, split_indices
+
+    if images is None:
+        images, labels = load_dataset(dataset, root=root)
+    halves = split_indices(len(images), seed=meta["split"]["seed"])
+    if halves.manifest() != meta["split"]:
+        raise ValueError(f"the {dataset} split does not match the one {meta['name']} was trained with "
+                         "(different data files?); retrain with `swflow train-ae`")
+    return images, labels, halves
+
+
 def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint: str | None = None,
                   population: str | None = None) -> EncodedSplit:
     """Encode one split of ``dataset`` with its autoencoder (``checkpoint``, default the dataset's).
@@ -37,7 +51,7 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
     reference); the public split is the broad population and takes none."""
     from autoencoders import default_checkpoint, load_autoencoder
 
-    from .data import load_dataset, split_indices
+    from .data import load_dataset
 
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
@@ -48,10 +62,7 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
                          f"not on {dataset} {list(images.shape[1:])}")
     halves = None
     if split != "test":
-        halves = split_indices(len(images), seed=meta["split"]["seed"])
-        if halves.manifest() != meta["split"]:
-            raise ValueError(f"the {dataset} split does not match the one the autoencoder was trained with "
-                             "(different data files?); retrain with `swflow train-ae`")
+        images, labels, halves = dataset_split(dataset, meta, images=images, labels=labels)
         rows = halves.public if split == "public" else halves.private
         images, labels = images[rows], labels[rows]
     drawn = None

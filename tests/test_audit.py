@@ -39,8 +39,9 @@ def test_audit_finds_leakage_without_noise():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method,eps", [("dpswflow-r", 1.0), ("dpswflow-r", 4.0), ("dpswflow", 1.0), ("dpswflow", 4.0),
-                                        ("dpswgen", 4.0)])
+# only claims that 300 + 300 black-box runs can refute: their lower bound cannot exceed about 4.4, so a
+# claim of 4 could never fail here (the white-box audits below cover larger claims)
+@pytest.mark.parametrize("method,eps", [("dpswflow-r", 1.0), ("dpswflow", 1.0), ("dpswgen", 1.0)])
 def test_audit_stays_below_claimed_epsilon(method, eps):
     import audit
 

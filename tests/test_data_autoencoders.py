@@ -193,7 +193,7 @@ def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_s
                                                                                     is_default):
     import swflow.data
     from autoencoders import default_checkpoint
-    from swflow.cli.autoencoder import private_latents
+    from swflow.latents import encoded_split
 
     model, meta = load_autoencoder(name)
     _, base = load_autoencoder(base_name)
@@ -208,7 +208,7 @@ def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_s
     fake = np.random.default_rng(0).random((200, *base["image_shape"])).astype(np.float32)  # not its split
     monkeypatch.setattr(swflow.data, "load_dataset", lambda *a, **k: (fake, np.zeros(200, np.int64)))
     with pytest.raises(ValueError, match="split does not match"):
-        private_latents(base["dataset"], None, name)
+        encoded_split(base["dataset"], "private", checkpoint=name)
 
 
 def test_noisy_decoder_needs_a_power_of_two_side():

@@ -102,16 +102,24 @@ def test_resume_is_bit_identical(method, extra, smoothing, manifold, gen, tmp_pa
     assert resumed_flow.target.ledger.releases == expected  # resuming never resets the ledger
 
 
-def test_checkpoint_holds_no_private_row(gen, tmp_path):
+@pytest.mark.parametrize("method", ["dpswflow-r", "dpswflow", "dpswflow-hist", "ldp-flow"])
+def test_checkpoint_holds_no_private_row(gen, tmp_path, method):
+    """No private row, anywhere in the file's bytes or down any tensor's columns (a whole row matching
+    by chance is impossible; single coordinates can match noisy values by chance, so rows are compared)."""
     y = _sphere(200, 4, gen)
     ck = tmp_path / "ck.pt"
-    make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=8, batch_size=20,
-              callbacks=[Checkpointer(ck)], progress=False, config=FlowConfig(steps=4, n_particles=50, checkpoint_every=2)).run()
-    state = torch.load(ck, weights_only=True)
-    flat = [t for t in _tensors(state)]
-    for t in flat:
-        if t.dtype.is_floating_point and t.ndim == 2 and t.shape[1] == 4:
-            assert not any(torch.isclose(t, row).all(dim=1).any() for row in y)
+    make_flow(method, y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=8,
+              batch_size=20 if method == "dpswflow-r" else None, callbacks=[Checkpointer(ck)], progress=False,
+              config=FlowConfig(steps=4, n_particles=50, checkpoint_every=2)).run()
+    # the file's bytes, and every tensor read column-wise too (a row stored as a column is contiguous there)
+    blobs = [ck.read_bytes()]
+    for t in _tensors(torch.load(ck, weights_only=True)):
+        if t.dtype.is_floating_point and t.ndim >= 2:
+            blobs += [t.transpose(-1, -2).contiguous().numpy().astype(dtype).tobytes() for dtype in (np.float32,
+                                                                                                     np.float64)]
+    for row in y.numpy():
+        for dtype in (np.float32, np.float64):
+            assert not any(row.astype(dtype).tobytes() in blob for blob in blobs)
 
 
 def _tensors(obj):

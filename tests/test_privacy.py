@@ -284,31 +284,6 @@ def test_diffusion_amplification():
     assert diffusion_gamma(drift_clip=0.05, step_size=1.0, diffusion=0.5, n_particles=10_000) > 0.99
 
 
-def test_laplace_scale_is_pure_dp_ratio():
-    # ε-DP Laplace: the density ratio at any point for shifts ≤ Δ₁ is at most e^ε.
-    from swflow.privacy import laplace_scale
-
-    b = laplace_scale(epsilon=0.5, l1_sensitivity=2.0)
-    xs = np.linspace(-20, 20, 2001)
-    ratio = stats.laplace.pdf(xs, 0, b) / stats.laplace.pdf(xs, 2.0, b)
-    assert ratio.max() == pytest.approx(math.exp(0.5)) and b == 4.0
-    with pytest.raises(ValueError):
-        laplace_scale(epsilon=0.0, l1_sensitivity=1.0)
-
-
-def test_local_laplace_l1_sensitivity_is_attained():
-    from swflow.privacy import local_laplace_scale
-
-    d, radius = 8, 1.0
-    y = np.full(d, radius / math.sqrt(d))  # the pair y, −y attains max ‖y − y'‖₁ in the ℓ2 ball
-    assert np.abs(y - (-y)).sum() == pytest.approx(2 * radius * math.sqrt(d))
-    rng = np.random.default_rng(0)
-    pts = rng.standard_normal((20_000, d))
-    pts = pts / np.linalg.norm(pts, axis=1, keepdims=True)
-    assert np.abs(pts[:10_000] - pts[10_000:]).sum(axis=1).max() <= 2 * radius * math.sqrt(d)
-    assert local_laplace_scale(epsilon=2.0, norm_bound=radius, dim=d) == pytest.approx(math.sqrt(d))
-
-
 def test_zero_out_flow_uses_poisson_batches_and_the_substitution_accountant(gen):
     y = torch.nn.functional.normalize(torch.randn(1000, 4, generator=gen), dim=1)
     spec = PrivacySpec(epsilon=3.0, delta=1e-5, adjacency="zero-out")

@@ -16,20 +16,6 @@ AE_DEFAULTS = {"digits": ("digits8", 8), "fashion-mnist": ("liutkus32", 8), "mni
                "celeba": ("dcgan64", 48)}
 
 
-def private_latents(dataset: str, root, checkpoint: str | None):
-    """(latents, labels, decode, split, autoencoder metadata) of the private split (manifest checked)."""
-    from ..latents import encoded_split
-
-    return tuple(encoded_split(dataset, "private", root=root, checkpoint=checkpoint))[:5]
-
-
-def public_latents(dataset: str, root=None, checkpoint: str | None = None):
-    """Latents (m, d) of the public split (manifest checked)."""
-    from ..latents import encoded_split
-
-    return encoded_split(dataset, "public", root=root, checkpoint=checkpoint).latents
-
-
 MAX_GIF_FRAMES = 50
 
 
@@ -63,7 +49,9 @@ def _demo_into(out: Path, args) -> None:
     from ..privacy import PrivacySpec
     from ..run import run_flow_to_dir
 
-    private, _, decode, split, meta = private_latents("digits", None, None)
+    from ..latents import encoded_split
+
+    private, _, decode, split, meta = tuple(encoded_split("digits", "private"))[:5]
     write_manifest(split, out / "split_manifest.json", dataset="digits")
     print(f"digits: autoencoder {meta['name']} ({meta['architecture']}, latent {meta['latent']}) was trained on "
           f"the {len(split.public)} public rows; the {len(split.private)} private rows are the flow's target")
@@ -114,7 +102,6 @@ def _privacy_cost_picture(path: Path, private, particles, split, decode, config,
 
 def cmd_encode(args) -> int:
     import h5py
-    import torch
 
     out = Path(args.out)
     if out.exists() and not args.overwrite:
@@ -218,14 +205,13 @@ def cmd_train_decoder(args) -> int:
     from autoencoders import CHECKPOINT_DIR, load_autoencoder
     from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
 
-    from ..data import load_dataset, split_indices
+    from ..latents import dataset_split
 
     base, base_meta = load_autoencoder(args.base)
     if base_meta["dataset"] == "images":
         raise UsageError(f"{args.base} was trained on your own images: train its sampling decoder with "
                          "`swflow train-ae --images PUBLIC --decoder-steps N`")
-    images, _ = load_dataset(base_meta["dataset"], root=args.data_root)
-    split = split_indices(len(images), seed=base_meta["split"]["seed"])
+    images, _, split = dataset_split(base_meta["dataset"], base_meta, root=args.data_root)
     config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed,
                                init_from=args.init_from, critic_warmup=args.critic_warmup)
     meta = train_adversarial_decoder(args.name or f"{base_meta['name']}-adv", base, base_meta, images, split,

@@ -9,8 +9,7 @@ from .calibrate import (Calibration, PrivacySpec, ReleasePlan, calibrate, calibr
                         plan_events)
 from .ledger import MechanismEvent, PrivacyLedger
 from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier,
-                         classical_gaussian_multiplier, laplace_scale, local_gaussian_std,
-                         local_laplace_scale)
+                         classical_gaussian_multiplier, local_gaussian_std)
 from .noise import NoiseSource
 from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
 from .report import PrivacyReport, privacy_report, statement, write_report
@@ -24,8 +23,8 @@ __all__ = [
     "ACCOUNTANTS", "ADJACENCIES", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
     "bernstein_bound", "BOUNDS", "BudgetExhausted", "calibrate", "calibrate_local", "Calibration",
     "check_rows", "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
-    "FixedNoiseTarget", "histogram_sensitivity", "histogram_target", "HistogramTarget", "laplace_scale",
-    "local_gaussian_std", "local_laplace_scale", "local_target",
+    "FixedNoiseTarget", "histogram_sensitivity", "histogram_target", "HistogramTarget",
+    "local_gaussian_std", "local_target",
     "LocallyReleasedTarget", "MechanismEvent", "noise_multiplier_for", "NoiseSource", "plan_events",
     "privacy_report", "PrivacyLedger", "PrivacyReport", "PrivacySpec", "private_target", "PrivateTarget",
     "projection_sensitivity", "ReleasePlan", "SensitivityBound", "sharded_target", "ShardedTarget",

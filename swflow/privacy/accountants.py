@@ -105,23 +105,18 @@ def _dp_accounting_rdp(events, delta: float) -> float:
 
     acc = rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     for e in events:
-        base = dpa.GaussianDpEvent(e.noise_multiplier)
-        if e.sampling == "without-replacement":
-            base = dpa.SampledWithoutReplacementDpEvent(e.dataset_size, e.sample_size, base)
-        acc.compose(base, e.count)
+        acc.compose(e.to_dp_event(), e.count)
     return float(acc.get_epsilon(delta))
 
 
 def _dp_accounting_poisson_substitution(events, delta: float) -> float:
+    """Poisson batches under replace-one (substitution) neighbours: dp-accounting's PLD. Unsampled
+    releases inside such a run are plain Gaussians, whose REPLACE_ONE PLD doubles the distance; that
+    only over-counts, so the bound stays valid."""
     import dp_accounting as dpa
     from dp_accounting.pld import pld_privacy_accountant
 
     acc = pld_privacy_accountant.PLDAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
     for e in events:
-        base = dpa.GaussianDpEvent(e.noise_multiplier)
-        if e.sampling == "poisson":
-            base = dpa.PoissonSampledDpEvent(e.sample_rate, base)
-        # unsampled releases inside a Poisson run: a plain Gaussian, whose REPLACE_ONE PLD doubles the
-        # distance; that only over-counts, so the bound stays valid
-        acc.compose(base, e.count)
+        acc.compose(e.to_dp_event(), e.count)
     return float(acc.get_epsilon(delta))

@@ -51,6 +51,21 @@ class MechanismEvent:
     def sample_rate(self) -> float:
         return self.sample_size / self.dataset_size
 
+    def to_dp_event(self):
+        """The dp-accounting event of ONE of the ``count`` releases (compose it ``count`` times): a
+        Gaussian, inside the sampling wrapper that matches ``sampling``. The accountants take only this."""
+        import dp_accounting as dpa
+
+        if self.mechanism != "gaussian":
+            raise ValueError(f"dp-accounting has no event for the {self.mechanism} mechanism; it is accounted "
+                             "by its own privacy map")
+        base = dpa.GaussianDpEvent(self.noise_multiplier)
+        if self.sampling == "without-replacement":
+            return dpa.SampledWithoutReplacementDpEvent(self.dataset_size, self.sample_size, base)
+        if self.sampling == "poisson":
+            return dpa.PoissonSampledDpEvent(self.sample_rate, base)
+        return base
+
     def same_kind(self, other: "MechanismEvent") -> bool:
         return (self.noise_multiplier, self.sensitivity_bound, self.delta_sensitivity, self.sampling,
                 self.sample_size, self.dataset_size, self.n_projections, self.mechanism) == (

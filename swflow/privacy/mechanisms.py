@@ -1,6 +1,6 @@
-"""Single-release mechanisms: analytic Gaussian (Balle & Wang 2018), classical Gaussian, Laplace.
+"""Single-release mechanisms: analytic Gaussian (Balle & Wang 2018), classical Gaussian, discrete Gaussian.
 
-All functions work with the *noise multiplier* ``z = σ / Δ`` (noise std over ℓ2 or ℓ1
+All functions work with the *noise multiplier* ``z = σ / Δ`` (noise std over ℓ2
 sensitivity), so they are independent of the data's scale.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scipy.stats import norm
 
 __all__ = ["discrete_gaussian_epsilon", "discrete_gaussian_measurement", "analytic_gaussian_delta",
            "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
-           "classical_gaussian_multiplier", "laplace_scale", "local_gaussian_std", "local_laplace_scale"]
+           "classical_gaussian_multiplier", "local_gaussian_std"]
 
 
 def _check_delta(delta: float) -> None:
@@ -94,15 +94,6 @@ def classical_gaussian_multiplier(*, epsilon: float, delta: float) -> float:
     return math.sqrt(2.0 * math.log(1.25 / delta)) / epsilon
 
 
-def laplace_scale(*, epsilon: float, l1_sensitivity: float) -> float:
-    """Scale b = Δ₁/ε of the Laplace mechanism, ε-DP (δ = 0)."""
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon}")
-    if not l1_sensitivity > 0:
-        raise ValueError(f"l1_sensitivity must be > 0, got {l1_sensitivity}")
-    return l1_sensitivity / epsilon
-
-
 def local_gaussian_std(*, epsilon: float, delta: float, norm_bound: float) -> tuple[float, float]:
     """(multiplier, σ) for releasing one record y, ‖y‖ ≤ R, as y + N(0, σ² I) with (ε, δ) local DP.
 
@@ -110,11 +101,3 @@ def local_gaussian_std(*, epsilon: float, delta: float, norm_bound: float) -> tu
     """
     z = analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
     return z, z * 2.0 * norm_bound
-
-
-def local_laplace_scale(*, epsilon: float, norm_bound: float, dim: int) -> float:
-    """Per-coordinate Laplace scale for ε local DP of a record with ‖y‖₂ ≤ R in d dimensions.
-
-    Two records differ by at most 2R·sqrt(d) in ℓ1 (Cauchy–Schwarz), so b = 2R·sqrt(d)/ε.
-    """
-    return laplace_scale(epsilon=epsilon, l1_sensitivity=2.0 * norm_bound * math.sqrt(dim))
