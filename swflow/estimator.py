@@ -55,7 +55,7 @@ class SynthesizerParams:
         # bad settings fail here, not after the budget is spent
         METHODS[self.method].check_budget(private=self.privacy_spec().private)
         self.run_shape()
-        self.flow_config(steps=1)
+        self.flow_config(None)
 
     def privacy_spec(self):
         from .privacy import PrivacySpec
@@ -65,14 +65,21 @@ class SynthesizerParams:
     def run_shape(self) -> RunShape:
         return RunShape(**self.shape)
 
-    def flow_config(self, steps: int, dataset_size: int | None = None):
-        """The simulator settings; without ``step_size``, the method's default for ``dataset_size`` rows."""
+    def run_plan(self, dataset_size: int):
+        """What a fit on ``dataset_size`` rows does (swflow.pipeline.resolve)."""
+        from .pipeline import resolve
+
+        return resolve(self.method, self.run_shape(), dataset_size=dataset_size, privacy=self.privacy_spec(),
+                       step_size=self.flow.get("step_size"))
+
+    def flow_config(self, plan):
+        """The simulator settings of ``plan`` (None: only check the flow settings, before any data)."""
         from .flow import FlowConfig
 
         flow = dict(self.flow)
-        if "step_size" not in flow and dataset_size is not None:
-            flow["step_size"] = METHODS[self.method].step_size(dataset_size=dataset_size, privacy=self.privacy_spec())
-        return FlowConfig(steps=steps, seed=self.seed, device=self.device, **flow)
+        if plan is not None:
+            flow["step_size"] = plan.step_size
+        return FlowConfig(steps=1 if plan is None else plan.steps, seed=self.seed, device=self.device, **flow)
 
 
 class Synthesizer:
@@ -122,25 +129,17 @@ class Synthesizer:
             self._fit_generator(data, progress)
         return self
 
-    def _steps(self, n: int) -> int:
-        shape = self.params.run_shape()
-        return METHODS[self.params.method].run_length(steps=shape.steps, epochs=shape.epochs, dataset_size=n,
-                                                      batch_size=shape.batch_size)
-
     def _fit_flow(self, data: torch.Tensor, progress: bool) -> None:
         from .callbacks import ReleaseLog, release_sketch
         from .methods import make_flow
         from .model import FlowModel
-        p, shape = self.params, self.params.run_shape()
-        config = p.flow_config(steps=self._steps(data.shape[0]), dataset_size=data.shape[0])
-        spec = METHODS[p.method]
-        batch = spec.batch(shape.batch_size, data.shape[0])
+        p, shape, plan = self.params, self.params.run_shape(), self.params.run_plan(data.shape[0])
         with tempfile.TemporaryDirectory() as tmp:
             log = ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(p.method, p.sketch))
-            flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=config,
-                             n_projections=spec.projections(shape.n_projections), pool_size=shape.pool_size,
-                             batch_size=batch, bins=shape.bins, privacy_seed=p.privacy_seed, callbacks=[log],
-                             progress=progress)
+            flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=p.flow_config(plan),
+                             n_projections=plan.n_projections, pool_size=shape.pool_size,
+                             batch_size=plan.batch_size, bins=shape.bins, privacy_seed=p.privacy_seed,
+                             callbacks=[log], progress=progress)
             flow.run()
             self._report = flow.privacy_report(p.method)
             self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)
@@ -149,10 +148,9 @@ class Synthesizer:
         from .baselines import make_generator
         from .privacy import privacy_report
 
-        p, shape = self.params, self.params.run_shape()
-        model = make_generator(p.method, data, privacy=p.privacy_spec(), steps=self._steps(data.shape[0]),
-                               n_projections=METHODS[p.method].projections(shape.n_projections),
-                               batch_size=min(shape.batch_size, data.shape[0]),
+        p, plan = self.params, self.params.run_plan(data.shape[0])
+        model = make_generator(p.method, data, privacy=p.privacy_spec(), steps=plan.steps,
+                               n_projections=plan.n_projections, batch_size=plan.rows_per_step,
                                privacy_seed=p.privacy_seed, seed=p.seed, device=p.device, **p.options)
         model.fit(progress=progress)
         self._report = privacy_report(p.method, model.target, run_config={"method": p.method, **asdict(model.config)})

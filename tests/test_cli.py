@@ -1,10 +1,12 @@
 import json
+import math
 from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
 
+from swflow import Synthesizer
 from swflow.cli import main
 
 
@@ -213,8 +215,8 @@ def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, cap
     assert "it belongs in [flow]" in capsys.readouterr().err
     # the estimator takes the same names, and checks them before any budget is spent
     syn = Synthesizer("swf", steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled", dtype="float64")
-    assert syn.params.flow_config(steps=3) == FlowConfig(steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled",
-                                                  dtype="float64")
+    assert syn.params.flow_config(syn.params.run_plan(40)) == FlowConfig(steps=3, n_particles=30, drift_clip=0.5,
+                                                                         smoothing="sampled", dtype="float64")
     with pytest.raises(ValueError, match="step size"):
         Synthesizer("dpswflow-r", epsilon=5.0, step_size=-1.0)
     # ... and so do the budget and the shape: every keyword has one home
@@ -241,3 +243,24 @@ def test_encoded_files_declare_their_domain_and_plain_files_must_say(tmp_path, c
     assert main([*common, "--data", str(tmp_path / "rows.npy"), "--out", str(tmp_path / "b")]) == 2
     assert "pass --manifold sphere" in capsys.readouterr().err
     assert main([*common, "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere", "--out", str(tmp_path / "b")]) == 0
+
+
+def test_one_run_plan_for_every_entry_point(capsys):
+    """`privacy`, `generate` and the Synthesizer agree on steps and batch, because they all ask swflow.pipeline."""
+    from swflow.pipeline import resolve
+    from swflow.privacy import PrivacySpec
+    from swflow.registry import RunShape
+
+    spec = PrivacySpec(epsilon=5.0)
+    plan = resolve("dpswflow-r", RunShape(epochs=2.0, batch_size=100), dataset_size=899, privacy=spec)
+    assert (plan.steps, plan.batch_size, plan.n_projections, plan.step_size) == (math.ceil(2 * 899 / 100), 100, 70, 1.0)
+    whole = resolve("dpsgd-sw-gen", RunShape(steps=5, batch_size=5000), dataset_size=899, privacy=spec)
+    assert whole.batch_size is None and whole.rows_per_step == 899 and whole.step_size is None
+    assert main(["privacy", "--method", "dpswflow-r", "--epsilon", "5", "--epochs", "2", "--batch-size", "100",
+                 "--dataset-size", "899", "--dim", "8", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["steps"], report["batch_size"]) == (plan.steps, plan.batch_size)
+    syn = Synthesizer("dpswflow-r", epsilon=5.0, epochs=2.0, batch_size=100)
+    assert syn.params.run_plan(899) == plan
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        resolve("dpswflow-r", RunShape(batch_size=0), dataset_size=899, privacy=spec)

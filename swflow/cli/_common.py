@@ -46,15 +46,16 @@ def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
         g.add_argument("--dim", type=int, required=True, help="dimension d of the rows")
 
 
-def run_steps(args, n: int) -> int:
-    """Steps of the run: --steps, else --epochs over n rows in batches, else the method's default."""
-    if args.batch_size is not None and args.batch_size < 1:
-        raise UsageError(f"--batch-size must be >= 1, got {args.batch_size}")
+def run_plan(args, n: int, privacy):
+    """The run's :class:`~swflow.pipeline.RunPlan` (steps, batch, directions, step size) for n rows."""
+    from ..options import values
+    from ..pipeline import resolve
+
     try:
-        return method(args.method).run_length(steps=args.steps, epochs=args.epochs, dataset_size=n,
-                                              batch_size=args.batch_size)
+        return resolve(args.method, RunShape(**values(RunShape, args)), dataset_size=n, privacy=privacy,
+                       step_size=getattr(args, "step_size", None))
     except ValueError as err:
-        raise UsageError(f"--{err}") from None
+        raise UsageError(f"--{str(err).replace('_', '-')}") from None
 
 
 def privacy_spec(args):
@@ -105,13 +106,11 @@ def flow_config_args(p: argparse.ArgumentParser) -> None:
                    help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
 
 
-def flow_config(args, steps: int, *, dataset_size: int, privacy):
+def flow_config(args, plan):
+    """The simulator settings of the command's flags for a :class:`~swflow.pipeline.RunPlan`."""
     from ..flow import FlowConfig
     from ..options import values
 
-    step_size = args.step_size
-    if step_size is None:
-        step_size = method(args.method).step_size(dataset_size=dataset_size, privacy=privacy)
-    return FlowConfig(**values(FlowConfig, args, steps=steps, record_every=args.record_every or max(1, steps // 50),
-                               step_size=step_size,
+    return FlowConfig(**values(FlowConfig, args, steps=plan.steps,
+                               record_every=args.record_every or max(1, plan.steps // 50), step_size=plan.step_size,
                                manifold=args.manifold or ("sphere" if getattr(args, "dataset", None) else "ball")))

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..registry import method
 from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, privacy_spec,
-                      run_steps, shape_args, staged)
+                      run_plan, shape_args, staged)
 from .autoencoder import write_gif
 
 
@@ -21,7 +21,6 @@ def cmd_generate(args) -> int:
     from ..resources import check_device, check_fits
 
     check_device(args.device)
-    args.n_projections = method(args.method).projections(args.n_projections)
     if sum(x is not None for x in (args.data, args.dataset, args.images)) != 1:
         raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder), "
                          "--images PRIVATE (your private images, encoded by --checkpoint) or --data FILE "
@@ -43,17 +42,17 @@ def cmd_generate(args) -> int:
     else:
         data = torch.from_numpy(load_array(args.data))
         _set_manifold_from_domain(args)
-    image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
-    check_fits(n=args.n_particles, dim=data.shape[1], n_projections=args.n_projections, image_values=image_values,
-               frames=50, out=args.out)
-    steps = run_steps(args, data.shape[0])
     spec = privacy_spec(args)
+    plan = run_plan(args, data.shape[0], spec)
+    image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
+    check_fits(n=args.n_particles, dim=data.shape[1], n_projections=plan.n_projections, image_values=image_values,
+               frames=50, out=args.out)
     if args.conditional and method(args.method).kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
     with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data,),
                  commit=int(os.environ.get("RANK", "0")) == 0) as out:
-        return _generate_into(out, args, data, labels, spec, steps, decode, source, distributed)
+        return _generate_into(out, args, data, labels, spec, plan, decode, source, distributed)
 
 
 def _encode_own_images(args):
@@ -108,7 +107,7 @@ def _set_manifold_from_domain(args) -> None:
                          "radius R). Files from `swflow encode` declare it themselves")
 
 
-def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, source: dict, distributed: bool) -> int:
+def _generate_into(out: Path, args, data, labels, spec, plan, decode, source: dict, distributed: bool) -> int:
     from ..run import run_flow_to_dir, run_generator_to_dir
 
     t0 = time.perf_counter()
@@ -116,30 +115,28 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
     if what.kind == "generator":
         from ..baselines import make_generator
 
-        batch = min(args.batch_size, data.shape[0])
         clips = ({"activation_clip": args.activation_clip, "jacobian_clip": args.jacobian_clip}
                  if what.noise_on == "gradient" else {})
-        model = make_generator(args.method, data, privacy=spec, steps=steps, n_projections=args.n_projections,
-                               batch_size=batch, privacy_seed=args.privacy_seed, seed=args.seed, device=args.device,
-                               **clips)
+        model = make_generator(args.method, data, privacy=spec, steps=plan.steps, n_projections=plan.n_projections,
+                               batch_size=plan.rows_per_step, privacy_seed=args.privacy_seed, seed=args.seed,
+                               device=args.device, **clips)
         report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
-                                      checkpoint_every=args.checkpoint_every,
-                                      decoder=decode, run_config={**source, "steps": steps, "batch_size": batch})
+                                      checkpoint_every=args.checkpoint_every, decoder=decode,
+                                      run_config={**source, "steps": plan.steps, "batch_size": plan.rows_per_step})
         print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
-    batch = what.batch(args.batch_size, data.shape[0])
     if distributed:
-        return _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0)
-    config = flow_config(args, steps, dataset_size=data.shape[0], privacy=spec)
+        return _generate_distributed(args, data, spec, plan, out, decode, source, t0)
+    config = flow_config(args, plan)
     if args.conditional:
         from ..conditional import run_conditional_to_dir
 
         if args.dataset is None:
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
         report = run_conditional_to_dir(args.method, data, labels, out, privacy=spec,
-                                        config=config, n_projections=args.n_projections,
-                                        pool_size=args.pool_size, batch_size=batch, bins=args.bins,
+                                        config=config, n_projections=plan.n_projections,
+                                        pool_size=args.pool_size, batch_size=plan.batch_size, bins=args.bins,
                                         privacy_seed=args.privacy_seed,
                                         decoder=decode, run_config=source)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
@@ -147,7 +144,8 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
     _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=config,
-                                n_projections=args.n_projections, pool_size=args.pool_size, batch_size=batch, bins=args.bins,
+                                n_projections=plan.n_projections, pool_size=args.pool_size, batch_size=plan.batch_size,
+                                bins=args.bins,
                                 privacy_seed=args.privacy_seed, decoder=decode, run_config=source)
     if decode is not None:
         write_gif(out, decode)
@@ -156,7 +154,7 @@ def _generate_into(out: Path, args, data, labels, spec, steps: int, decode, sour
     return 0
 
 
-def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t0) -> int:
+def _generate_distributed(args, data, spec, plan, out, decode, source, t0) -> int:
     """`torchrun --nproc-per-node N swflow generate ...`: particles and private rows sharded over the
     ranks (gloo on CPU, NCCL on CUDA), exact global ranks; rank 0 writes the outputs."""
     from dataclasses import replace
@@ -182,10 +180,10 @@ def _generate_distributed(args, data, spec, steps, batch, out, decode, source, t
     dist.broadcast_object_list(seed, src=0)
     try:
         lo, hi = shard_range(data.shape[0], rank, world)
-        config = flow_config(args, steps, dataset_size=data.shape[0], privacy=spec)
+        config = flow_config(args, plan)
         flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=spec,
                                      config=replace(config, record_every=0),
-                                     n_projections=args.n_projections, batch_size=batch,
+                                     n_projections=plan.n_projections, batch_size=plan.batch_size,
                                      privacy_seed=seed[0], seed_known=args.privacy_seed is not None,
                                      mode=args.shard_mode, method_name="dpswflow-hist" if args.method ==
                                      "dpswflow-hist" else "dpswflow-r", pool_size=args.pool_size, bins=args.bins,

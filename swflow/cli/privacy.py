@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ..registry import method
-from ._common import UsageError, privacy_args, privacy_spec, run_steps, shape_args
+from ._common import UsageError, privacy_args, privacy_spec, run_plan, shape_args
 
 
 def cmd_privacy(args) -> int:
@@ -15,10 +15,11 @@ def cmd_privacy(args) -> int:
     if not spec.private:
         raise UsageError("nothing to compute: the run is not private")
     what = method(args.method)
-    args.n_projections = what.projections(args.n_projections)
+    run = run_plan(args, args.dataset_size, spec)
+    args.n_projections = run.n_projections
     if what.local:
         return _local_privacy(args, spec)
-    steps = run_steps(args, args.dataset_size)
+    steps = run.steps
     pool_size, bins = args.pool_size, None
     if what.releases == "histogram":
         from ..privacy.histogram import histogram_shape
@@ -26,7 +27,7 @@ def cmd_privacy(args) -> int:
         pool_size, bins = histogram_shape(dataset_size=args.dataset_size, privacy=spec, n_directions=args.pool_size,
                                           bins=args.bins)
     plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
-                             n_projections=args.n_projections, pool_size=pool_size, batch_size=args.batch_size,
+                             n_projections=run.n_projections, pool_size=pool_size, batch_size=run.batch_size,
                              secure_noise=spec.secure_noise)
     cal = calibrate(spec, plan)
     if what.releases == "histogram":
