@@ -142,8 +142,12 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
                           privacy_seed: int = 0, seed_known: bool = True, mode: str = "exact",
                           sketch: int = 256, callbacks=(), method_name: str = "dpswflow-r",
                           pool_size: int | None = None, bins: int | None = None) -> DistributedFlow:
-    """DPSWflow-r (or SWF for ε = ∞), or dpswflow-hist, with this rank's shard of the private rows."""
-    if method_name == "dpswflow-hist":
+    """A sharded method (registry: ``sharded``; dpswflow-r, swf, dpswflow-hist) with this rank's shard of
+    the private rows."""
+    spec = method(method_name)
+    if not spec.sharded:
+        raise ValueError(f"{method_name} does not run sharded over processes")
+    if spec.releases == "histogram":
         from dataclasses import replace
 
         from .flow import Presampled
@@ -151,16 +155,16 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
         from .privacy.targets import sharded_histogram_target
 
         k, bins = histogram_shape(dataset_size=dataset_size, privacy=privacy, n_directions=pool_size, bins=bins)
-        plan = method("dpswflow-hist").release_plan(steps=config.steps, dataset_size=dataset_size,
-                                                    dim=data_shard.shape[1], n_projections=n_projections, pool_size=k)
+        plan = spec.release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
+                                 n_projections=n_projections, pool_size=k)
         target = sharded_histogram_target(data_shard, privacy, plan, bins=bins, privacy_seed=privacy_seed,
                                           seed_known=seed_known)
         if config.particle_cdf is None:
             config = replace(config, particle_cdf="binned")
         return DistributedFlow(target, Presampled(k, min(n_projections, k)), config, mode=mode, sketch=sketch,
                                callbacks=callbacks)
-    plan = method("dpswflow-r").release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
-                                             n_projections=n_projections, batch_size=batch_size)
+    plan = spec.release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
+                             n_projections=n_projections, batch_size=batch_size)
     target = sharded_target(data_shard, privacy, plan, offset=offset, privacy_seed=privacy_seed,
                             seed_known=seed_known)
     return DistributedFlow(target, Resampled(n_projections), config, mode=mode, sketch=sketch,

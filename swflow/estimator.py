@@ -49,7 +49,7 @@ class SynthesizerParams:
         if self.method not in METHODS:
             raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)}")
         if self.privacy.get("epsilon") is None and self.privacy.get("noise_multiplier") is None:
-            if self.method != "swf":
+            if METHODS[self.method].private:
                 raise ValueError(f"{self.method} needs epsilon= or noise_multiplier= (epsilon=math.inf: no privacy)")
             self.privacy = {**self.privacy, "epsilon": math.inf}
         # bad settings fail here, not after the budget is spent

@@ -15,8 +15,7 @@ import importlib
 import math
 from dataclasses import dataclass, field
 
-__all__ = ["MethodSpec", "RunShape", "METHODS", "DEFAULT_LENGTH", "FLOW_METHOD_NAMES", "GENERATOR_METHOD_NAMES",
-           "LOCAL_METHOD_NAMES", "method", "check_budget"]
+__all__ = ["MethodSpec", "RunShape", "METHODS", "method", "check_budget"]
 
 #: How a method touches the private rows (what its privacy accounting covers):
 RELEASES = {
@@ -73,6 +72,7 @@ class MethodSpec:
     module: str
     noise_on: str = "projections"
     default_projections: int = 70
+    sharded: bool = False  # runs under torchrun with the private rows sharded over the ranks (swflow.distributed)
 
     def __post_init__(self):
         if self.kind not in ("flow", "generator") or self.releases not in RELEASES:
@@ -148,6 +148,11 @@ class MethodSpec:
             raise ValueError(f"epochs must be > 0, got {value}")
         return max(1, math.ceil(value * dataset_size / min(batch_size, dataset_size)))
 
+    @property
+    def private(self) -> bool:
+        """False for the non-private reference, which runs only at epsilon = inf."""
+        return self.releases != "none"
+
     def load(self):
         """The method's module (imported on first use)."""
         return importlib.import_module(self.module)
@@ -155,14 +160,14 @@ class MethodSpec:
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("swf", "flow", "sliced Wasserstein flow of Liutkus et al. (sigma = 0, no privacy)",
-               "none", ("steps", 500), "swflow.methods"),
+               "none", ("steps", 500), "swflow.methods", sharded=True),
     MethodSpec("dpswflow-r", "flow", "DP flow, fresh directions + one private batch release per step (004 Alg. 1)",
-               "per-step", ("epochs", 35), "swflow.methods"),
+               "per-step", ("epochs", 35), "swflow.methods", sharded=True),
     MethodSpec("dpswflow", "flow", "DP flow, one release of a direction pool, free later steps (004 Alg. 2)",
                "pool", ("steps", 1500), "swflow.methods"),
     MethodSpec("dpswflow-hist", "flow", "DP flow toward a sliced histogram: one noisy release of the K x B "
                "counts of the rows' projections on public directions; no deconvolution, free later steps",
-               "histogram", ("steps", 300), "swflow.methods", default_projections=32),
+               "histogram", ("steps", 300), "swflow.methods", default_projections=32, sharded=True),
     MethodSpec("ldp-flow", "flow", "local DP: each record released once as y + N(0, s^2 I); the flow smooths "
                "the particle side only, so it deconvolves the noise", "local", ("steps", 1500),
                "swflow.methods"),
@@ -174,12 +179,6 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "
                "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.baselines.ldp_sinkhorn"),
 )}
-
-DEFAULT_LENGTH = {name: spec.default_length for name, spec in METHODS.items()}
-FLOW_METHOD_NAMES = tuple(name for name, spec in METHODS.items() if spec.kind == "flow")
-GENERATOR_METHOD_NAMES = tuple(name for name, spec in METHODS.items() if spec.kind == "generator")
-LOCAL_METHOD_NAMES = tuple(name for name, spec in METHODS.items() if spec.local)
-
 
 def method(name: str) -> MethodSpec:
     if name not in METHODS:

@@ -61,7 +61,7 @@ def run_plan(args, n: int, privacy):
 def privacy_spec(args):
     eps = args.epsilon
     if eps is None and args.noise_multiplier is None:
-        eps = math.inf if args.method == "swf" else None
+        eps = None if method(args.method).private else math.inf
         if eps is None:
             raise UsageError(f"{args.method} is private: give --epsilon or --noise-multiplier")
     if eps is not None and math.isnan(eps):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..registry import method
+from ..registry import METHODS, method
 from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, privacy_spec,
                       run_plan, shape_args, staged)
 from .autoencoder import write_gif
@@ -166,8 +166,9 @@ def _generate_distributed(args, data, spec, plan, out, decode, source, t0) -> in
     from ..distributed import make_distributed_flow, shard_range
     from ..run import write_outputs
 
-    if args.method not in ("dpswflow-r", "swf", "dpswflow-hist"):
-        raise UsageError(f"under torchrun only dpswflow-r, swf and dpswflow-hist are sharded, not {args.method}")
+    if not method(args.method).sharded:
+        sharded = ", ".join(name for name, spec in METHODS.items() if spec.sharded)
+        raise UsageError(f"under torchrun only {sharded} are sharded, not {args.method}")
     if args.secure_noise:
         raise UsageError("under torchrun the ranks must draw the same batches from one shared privacy seed, "
                          "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
@@ -185,8 +186,8 @@ def _generate_distributed(args, data, spec, plan, out, decode, source, t0) -> in
                                      config=replace(config, record_every=0),
                                      n_projections=plan.n_projections, batch_size=plan.batch_size,
                                      privacy_seed=seed[0], seed_known=args.privacy_seed is not None,
-                                     mode=args.shard_mode, method_name="dpswflow-hist" if args.method ==
-                                     "dpswflow-hist" else "dpswflow-r", pool_size=args.pool_size, bins=args.bins,
+                                     mode=args.shard_mode, method_name=args.method, pool_size=args.pool_size,
+                                     bins=args.bins,
                                      callbacks=[Checkpointer(out / f"checkpoint.rank{rank}.pt")])
         flow.run()
         particles = flow.gather_particles()
