@@ -29,6 +29,7 @@ import numpy as np
 from swflow.cli import main as swflow
 
 METHODS = ("dpswflow-hist", "ldp-flow", "dpswflow-r")
+FIXED_ROWS = ("free sample (public split decoded)", "oracle (public images of the population)", "uniform on the sphere")
 
 
 def _classifier(images: np.ndarray, labels: np.ndarray):
@@ -48,7 +49,11 @@ def main() -> None:
     ap.add_argument("--populations", nargs="+", default=["skewed", "footwear"])
     ap.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--n", type=int, default=10_000, help="samples per row")
-    ap.add_argument("--n-fid", type=int, default=0, help="FID/KID samples (0: skip)")
+    ap.add_argument("--n-fid", type=int, default=0, help="FID/KID samples, at most the reference's size (0: skip); "
+                    "cached cells without FID get it from their saved samples")
+    ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    ap.add_argument("--fixed-rows", nargs="+", default=list(FIXED_ROWS), choices=FIXED_ROWS,
+                    help="the rows that need no private data")
     ap.add_argument("--out", default="experiments/out/populations")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="digits, tiny runs, a temporary folder (CI)")
@@ -81,17 +86,19 @@ def main() -> None:
         ref = load_reference({"dataset": args.dataset, "autoencoder": meta["name"],
                               "autoencoder_sha256": meta["weights_sha256"], "population": {"population": name}})
         oracle = population_rows(public.labels, name)  # the same population drawn from the PUBLIC split
-        rows = {"free sample (public split decoded)": public.latents.numpy()[rng.permutation(len(public.latents))[:args.n]],
-                "oracle (public images of the population)": public.latents.numpy()[oracle][:args.n],
-                "uniform on the sphere": _uniform(args.n, public.latents.shape[1], rng)}
-        for label, latents in rows.items():
+        n_fid = min(args.n_fid, len(ref.images))
+        rows = dict(zip(FIXED_ROWS, (public.latents.numpy()[rng.permutation(len(public.latents))[:args.n]],
+                                     public.latents.numpy()[oracle][:args.n],
+                                     _uniform(args.n, public.latents.shape[1], rng))))
+        for label in args.fixed_rows:
             key = f"{name} | {label}"
-            if key not in cells:
-                cells[key] = _score(latents, ref, model, classifier, share, args.n_fid)
-        for method in METHODS:
+            if key not in cells or _lacks_fid(cells[key], n_fid):
+                cells[key] = _score(rows[label], ref, model, classifier, share, n_fid)
+                cache_path.write_text(json.dumps(cells, indent=1))
+        for method in args.methods:
             for eps in args.epsilons:
                 key = f"{name} | {method} eps={eps:g}"
-                if key in cells:
+                if key in cells and not _lacks_fid(cells[key], n_fid):
                     continue
                 run = out / f"{name}-{method}-eps{eps:g}"
                 t0 = time.perf_counter()
@@ -105,16 +112,39 @@ def main() -> None:
 
                 latents = read_samples(run / "samples.h5")["latents"]
                 statement = json.loads((run / "privacy.json").read_text())["statement"]
-                cells[key] = {**_score(latents, ref, model, classifier, share, args.n_fid), "statement": statement,
-                              "seconds": time.perf_counter() - t0}
+                seconds = cells.get(key, {}).get("seconds", time.perf_counter() - t0)  # the generation's, if cached
+                cells[key] = {**_score(latents, ref, model, classifier, share, n_fid), "statement": statement,
+                              "seconds": seconds}
                 cache_path.write_text(json.dumps(cells, indent=1))
         cache_path.write_text(json.dumps(cells, indent=1))
+        _figure(out / f"{name}.png", name, rows, out, model, args)
     if args.json:
         print(json.dumps(cells))
         return
     for key, cell in cells.items():
         fid = "" if cell.get("fid") is None else f"  FID {cell['fid']:.1f}  KID {cell['kid']:.4f}"
         print(f"{key:60} latent SW {cell['latent_sw']:.4f}  class TV {cell['class_tv']:.3f}{fid}")
+
+
+def _figure(path: Path, name: str, rows: dict, out: Path, model, args) -> None:
+    """Decoded samples side by side: the free sample, the oracle and each method's runs (no private row:
+    the oracle is public images, the rest are synthetic)."""
+    from swflow.animate import save_panels
+    from swflow.io import read_samples
+
+    panels = [(label.split(" (")[0], model.decode_images(rows[label][:16])) for label in FIXED_ROWS[:2]]
+    for method in args.methods:
+        for eps in args.epsilons:
+            run = out / f"{name}-{method}-eps{eps:g}" / "samples.h5"
+            if run.exists():
+                latents = read_samples(run)["latents"][:16]
+                latents = latents / np.maximum(np.linalg.norm(latents, axis=1, keepdims=True), 1e-12)
+                panels.append((f"{method}, eps = {eps:g}", model.decode_images(latents.astype(np.float32))))
+    save_panels(panels, path, ncol=8)
+
+
+def _lacks_fid(cell: dict, n_fid: int) -> bool:
+    return bool(n_fid) and cell.get("fid_n") != n_fid
 
 
 def _uniform(n: int, d: int, rng) -> np.ndarray:
@@ -138,6 +168,7 @@ def _score(latents: np.ndarray, ref, model, classifier, share: dict[int, float],
         fake = extractor(images[:n_fid])
         cell["fid"] = frechet_distance(FeatureStats.of(real), FeatureStats.of(fake))
         cell["kid"] = kernel_inception_distance(real, fake)[0]
+        cell["fid_n"] = n_fid
     return cell
 
 
