@@ -76,6 +76,15 @@ def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, 
     return saved["state"]
 
 
+def _train_epoch(model: SphereAutoencoder, opt, loss_fn, batches, bar) -> None:
+    for x in batches:
+        loss = loss_fn(model(x), x)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+
+
 def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, config: TrainConfig,
                       test_images: np.ndarray | None = None, out_dir: Path = CHECKPOINT_DIR,
                       progress: bool = True, source: dict | None = None) -> dict:
@@ -108,13 +117,7 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
         perm = torch.randperm(len(train_t), generator=gen)
         bar = tqdm(range(0, len(perm), config.batch_size), disable=not progress, leave=False,
                    desc=f"{name} epoch {state['epoch'] + 1}/{config.epochs}")
-        for i in bar:
-            x = train_t[perm[i:i + config.batch_size]]
-            loss = loss_fn(model(x), x)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
+        _train_epoch(model, opt, loss_fn, (train_t[perm[i:i + config.batch_size]] for i in bar), bar)
         val_mse = _mse(model, val)
         state["epoch"] += 1
         state["history"].append(val_mse)

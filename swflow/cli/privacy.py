@@ -7,9 +7,32 @@ from ..registry import method
 from ._common import UsageError, privacy_args, privacy_spec, run_plan, shape_args
 
 
-def cmd_privacy(args) -> int:
-    from ..privacy import calibrate, projection_sensitivity
+def _sensitivity(what, spec, plan, cal, args):
+    """The sensitivity bound the run's noise is scaled to (for the spectral bound: that of a typical draw)."""
+    from ..privacy import projection_sensitivity
     from ..sliced import random_directions
+
+    if what.noise_on == "gradient":  # dpsgd-sw-gen: the noise is on the clipped gradient
+        from ..baselines.dpsgd_sw import gradient_sensitivity
+
+        return gradient_sensitivity(activation_clip=args.activation_clip, jacobian_clip=args.jacobian_clip,
+                                    norm_bound=spec.norm_bound, batch_size=plan.sample_size)
+    if what.releases == "histogram":
+        from ..privacy import histogram_sensitivity
+
+        return histogram_sensitivity(plan.n_projections, adjacency=spec.adjacency)
+    if spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
+        import torch
+
+        theta = random_directions(plan.n_projections, plan.dim, generator=torch.Generator().manual_seed(0),
+                                  dtype=torch.float64)
+        return projection_sensitivity(kind="spectral", k=plan.n_projections, d=plan.dim, adjacency=spec.adjacency,
+                                      norm_bound=spec.norm_bound, theta=theta)
+    return cal.sensitivity()
+
+
+def cmd_privacy(args) -> int:
+    from ..privacy import calibrate
 
     spec = privacy_spec(args)
     if not spec.private:
@@ -30,24 +53,7 @@ def cmd_privacy(args) -> int:
                              n_projections=run.n_projections, pool_size=pool_size, batch_size=run.batch_size,
                              secure_noise=spec.secure_noise)
     cal = calibrate(spec, plan)
-    if what.releases == "histogram":
-        from ..privacy import histogram_sensitivity
-
-        sens = histogram_sensitivity(plan.n_projections, adjacency=spec.adjacency)
-    elif spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
-        import torch
-
-        theta = random_directions(plan.n_projections, plan.dim, generator=torch.Generator().manual_seed(0),
-                                  dtype=torch.float64)
-        sens = projection_sensitivity(kind="spectral", k=plan.n_projections, d=plan.dim, adjacency=spec.adjacency,
-                                      norm_bound=spec.norm_bound, theta=theta)
-    else:
-        sens = cal.sensitivity()
-    if what.noise_on == "gradient":  # dpsgd-sw-gen: the noise is on the clipped gradient
-        from ..baselines.dpsgd_sw import gradient_sensitivity
-
-        sens = gradient_sensitivity(activation_clip=args.activation_clip, jacobian_clip=args.jacobian_clip,
-                                    norm_bound=spec.norm_bound, batch_size=plan.sample_size)
+    sens = _sensitivity(what, spec, plan, cal, args)
     delta_total = cal.delta_accountant + plan.releases * cal.delta_theta
     out = {"method": args.method, "mode": cal.mode, "epsilon": cal.epsilon, "delta": delta_total,
            "delta_sensitivity": plan.releases * cal.delta_theta, "adjacency": spec.adjacency,
