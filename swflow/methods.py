@@ -1,5 +1,5 @@
-"""Flows by method name: :func:`make_flow` builds the strategy, private target and simulator that
-the method's :class:`~swflow.registry.MethodSpec` describes."""
+"""Flows by method name: :func:`make_flow` checks what every flow needs and calls the builder that the
+method's :class:`~swflow.registry.MethodSpec` names; the central and local flows' builders live here."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -9,10 +9,10 @@ import torch
 
 from .callbacks import FlowCallback, ProgressBar
 from .flow import FlowConfig, ParticleFlow, Presampled, Resampled
-from .privacy import PrivacySpec, check_rows, histogram_target, local_target, private_target
+from .privacy import PrivacySpec, check_rows, local_target, private_target
 from .registry import method as method_spec
 
-__all__ = ["make_flow"]
+__all__ = ["make_flow", "build_central", "build_local"]
 
 
 def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
@@ -33,12 +33,16 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
     check_rows(data, name="private data")
     spec.check_budget(private=privacy.private)  # eps = inf runs dpswflow-r / dpswflow noise-free
     callbacks = [*callbacks, *([ProgressBar()] if progress else [])]
-    if spec.local:
-        return _local_flow(data, privacy=privacy, config=config, n_projections=n_projections, batch_size=batch_size,
-                           privacy_seed=privacy_seed, callbacks=callbacks)
-    if spec.releases == "histogram":
-        return _histogram_flow(data, privacy=privacy, config=config, n_projections=n_projections,
-                               n_directions=pool_size, bins=bins, privacy_seed=privacy_seed, callbacks=callbacks)
+    return spec.builder()(data, spec=spec, privacy=privacy, config=config, n_projections=n_projections,
+                          pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
+                          callbacks=callbacks)
+
+
+def build_central(data: torch.Tensor, *, spec, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
+                  pool_size: int | None, batch_size: int | None, privacy_seed: int | None,
+                  callbacks: list[FlowCallback], **_) -> ParticleFlow:
+    """The flows of 004: a release of a batch's projections on fresh directions per step (dpswflow-r; swf
+    without noise), or one release of every row on a pool of directions (dpswflow)."""
     plan = spec.release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
                              n_projections=n_projections, batch_size=batch_size, pool_size=pool_size)
     strategy = (Presampled(plan.n_projections, n_projections) if spec.releases == "pool"
@@ -47,30 +51,12 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
     return ParticleFlow(target, strategy, config, callbacks=callbacks)
 
 
-def _local_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
-                batch_size: int | None, privacy_seed: int | None, callbacks: list[FlowCallback]) -> ParticleFlow:
+def build_local(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
+                batch_size: int | None, privacy_seed: int | None, callbacks: list[FlowCallback],
+                **_) -> ParticleFlow:
     """LDP flow: one local Gaussian release of every row, then a flow whose target side is already
     noisy and whose particle side is smoothed with the same σ (what makes it deconvolve)."""
     target = local_target(data, privacy, privacy_seed=privacy_seed, batch_size=batch_size, device=config.device)
     if config.smoothing_std is None:  # the particle side gets the local release's σ
         config = replace(config, smoothing_std=target.local_noise_std)
     return ParticleFlow(target, Resampled(n_projections), config, callbacks=callbacks)
-
-
-def _histogram_flow(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
-                    n_directions: int | None, bins: int | None, privacy_seed: int | None,
-                    callbacks: list[FlowCallback]) -> ParticleFlow:
-    """Sliced-histogram flow: one release of the K×B counts on K public directions (the strategy's
-    pool), then ``n_projections`` of them per step toward their released quantile functions."""
-    from .privacy.histogram import histogram_shape
-
-    n_directions, bins = histogram_shape(dataset_size=data.shape[0], privacy=privacy, n_directions=n_directions,
-                                         bins=bins)
-    plan = method_spec("dpswflow-hist").release_plan(steps=config.steps, dataset_size=data.shape[0],
-                                                     dim=data.shape[1], n_projections=n_projections,
-                                                     pool_size=n_directions, secure_noise=privacy.secure_noise)
-    target = histogram_target(data, privacy, plan, bins=bins, privacy_seed=privacy_seed, device=config.device)
-    if config.particle_cdf is None:  # the release is a quantile table: read the particles' ranks on a grid
-        config = replace(config, particle_cdf="binned")
-    return ParticleFlow(target, Presampled(n_directions, min(n_projections, n_directions)), config,
-                        callbacks=callbacks)

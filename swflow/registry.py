@@ -59,7 +59,8 @@ class MethodSpec:
     releases : a key of :data:`RELEASES`
     default_length : ('epochs', E) passes over the rows in batches, or ('steps', K) (004 App. C.5
         where the paper has a setting)
-    module : where its code lives; a generator's module has the ``build`` function
+    module : where its code lives: "package.module" (its ``build`` function builds a run) or
+        "package.module:function"
     noise_on : what the Gaussian noise is added to: 'projections' or 'gradient'
     default_projections : directions per step when the run does not say
     """
@@ -155,22 +156,28 @@ class MethodSpec:
 
     def load(self):
         """The method's module (imported on first use)."""
-        return importlib.import_module(self.module)
+        return importlib.import_module(self.module.partition(":")[0])
+
+    def builder(self):
+        """The function that builds a run of the method: ``module:function``, or the module's ``build``.
+        A flow's builder returns a ParticleFlow (see swflow.methods.build_central), a generator's a
+        trained-generator object (see swflow.baselines.dpswgen.build)."""
+        return getattr(self.load(), self.module.partition(":")[2] or "build")
 
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("swf", "flow", "sliced Wasserstein flow of Liutkus et al. (sigma = 0, no privacy)",
-               "none", ("steps", 500), "swflow.methods", sharded=True),
+               "none", ("steps", 500), "swflow.methods:build_central", sharded=True),
     MethodSpec("dpswflow-r", "flow", "DP flow, fresh directions + one private batch release per step (004 Alg. 1)",
-               "per-step", ("epochs", 35), "swflow.methods", sharded=True),
+               "per-step", ("epochs", 35), "swflow.methods:build_central", sharded=True),
     MethodSpec("dpswflow", "flow", "DP flow, one release of a direction pool, free later steps (004 Alg. 2)",
-               "pool", ("steps", 1500), "swflow.methods"),
+               "pool", ("steps", 1500), "swflow.methods:build_central"),
     MethodSpec("dpswflow-hist", "flow", "DP flow toward a sliced histogram: one noisy release of the K x B "
                "counts of the rows' projections on public directions; no deconvolution, free later steps",
-               "histogram", ("steps", 300), "swflow.methods", default_projections=32, sharded=True),
+               "histogram", ("steps", 300), "swflow.histogram_flow", default_projections=32, sharded=True),
     MethodSpec("ldp-flow", "flow", "local DP: each record released once as y + N(0, s^2 I); the flow smooths "
                "the particle side only, so it deconvolves the noise", "local", ("steps", 1500),
-               "swflow.methods"),
+               "swflow.methods:build_local"),
     MethodSpec("dpswgen", "generator", "MLP generator trained with the DP-smoothed SW loss, accounted like "
                "dpswflow-r (004 §4.2)", "per-step", ("epochs", 35), "swflow.baselines.dpswgen"),
     MethodSpec("dpsgd-sw-gen", "generator", "generator trained by DP-SGD on the exact SW gradient with "

@@ -19,5 +19,5 @@ def make_generator(method: str, data, *, privacy, steps: int, n_projections: int
     if data.shape[0] < 2:  # batch statistics (BatchNorm) and a batch to train on need two rows
         raise ValueError(f"{method} trains a generator on batches: it needs at least 2 private rows, "
                          f"got {data.shape[0]}")
-    return spec.load().build(data, privacy=privacy, steps=steps, n_projections=n_projections, batch_size=batch_size,
+    return spec.builder()(data, privacy=privacy, steps=steps, n_projections=n_projections, batch_size=batch_size,
                              privacy_seed=privacy_seed, seed=seed, device=device, **options)

@@ -1,0 +1,35 @@
+"""dpswflow-hist: one noisy release of the K×B sliced histogram, then a flow toward its quantile functions.
+
+The method is this module plus its registration (swflow.registry); the release itself lives in the
+privacy package (swflow/privacy/histogram.py), like every method's.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import torch
+
+from .callbacks import FlowCallback
+from .flow import FlowConfig, ParticleFlow, Presampled
+from .privacy import PrivacySpec, histogram_target
+
+__all__ = ["build"]
+
+
+def build(data: torch.Tensor, *, spec, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
+          pool_size: int | None, bins: int | None, privacy_seed: int | None, callbacks: list[FlowCallback],
+          **_) -> ParticleFlow:
+    """One release of the K×B counts on K public directions (the strategy's pool; ``pool_size`` = K and
+    ``bins`` = B, None: the public rule of n and the budget), then ``n_projections`` of them per step
+    toward their released quantile functions."""
+    from .privacy.histogram import histogram_shape
+
+    n_directions, bins = histogram_shape(dataset_size=data.shape[0], privacy=privacy, n_directions=pool_size,
+                                         bins=bins)
+    plan = spec.release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
+                             n_projections=n_projections, pool_size=n_directions, secure_noise=privacy.secure_noise)
+    target = histogram_target(data, privacy, plan, bins=bins, privacy_seed=privacy_seed, device=config.device)
+    if config.particle_cdf is None:  # the release is a quantile table: read the particles' ranks on a grid
+        config = replace(config, particle_cdf="binned")
+    return ParticleFlow(target, Presampled(n_directions, min(n_projections, n_directions)), config,
+                        callbacks=callbacks)
