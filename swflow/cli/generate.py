@@ -50,7 +50,7 @@ def cmd_generate(args) -> int:
     if args.conditional and method(args.method).kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
-    with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data,),
+    with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images),
                  commit=int(os.environ.get("RANK", "0")) == 0) as out:
         return _generate_into(out, args, data, labels, spec, plan, decode, source, distributed)
 
