@@ -1,4 +1,5 @@
-"""A flow run written to a directory that follows the output contract (DESIGN.md).
+"""A flow run written to a directory that follows the output contract (docs/getting-started.md, "What a run
+directory holds").
 
 privacy.json, samples.h5, trajectory.h5, samples.png; a checkpoint.pt while the run is going
 (it holds the privacy-noise RNG state, so it is deleted once the run has finished).
