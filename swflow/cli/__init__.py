@@ -1,12 +1,12 @@
 """The ``swflow`` command.
 
     swflow demo [--out DIR]                  embedded digits end to end (DPSWflow-r, eps = 10)
-    swflow train-ae --dataset NAME [...]       autoencoder on the public split -> checkpoints/
+    swflow train-ae (--dataset NAME | --images PUBLIC) [...]   autoencoder on public images only
     swflow train-decoder --base NAME [...]     sharper decoder for its encoder (conditional GAN, public split)
-    swflow generate (--dataset NAME | --data FILE) --method M --epsilon E --out DIR [...]
+    swflow generate (--dataset NAME | --images PRIVATE | --data FILE) --method M --epsilon E --out DIR [...]
     swflow privacy --method M (--epsilon E | --noise-multiplier Z) [shape options] [--json]
     swflow sample RUN_DIR --n N --out DIR      new particles from a finished run (no privacy cost)
-    swflow evaluate RUN_DIR [--n-fid N]       FID, latent SW, precision/recall, accuracy -> metrics.json
+    swflow evaluate RUN_DIR [--reference REF] FID, latent SW, precision/recall, accuracy -> metrics.json
     swflow compare RUN_DIR...                 one table of evaluated runs
     swflow animate RUN_DIR [--format mp4]     particles along the flow (GIF/MP4)
 
