@@ -74,6 +74,7 @@ class MethodSpec:
     noise_on: str = "projections"
     default_projections: int = 70
     sharded: bool = False  # runs under torchrun with the private rows sharded over the ranks (swflow.distributed)
+    options: str | None = None  # "module:Dataclass" whose fields with a help text are the method's own options
 
     def __post_init__(self):
         if self.kind not in ("flow", "generator") or self.releases not in RELEASES:
@@ -158,6 +159,13 @@ class MethodSpec:
         """The method's module (imported on first use)."""
         return importlib.import_module(self.module.partition(":")[0])
 
+    def option_class(self):
+        """The dataclass of the method's own options, or None."""
+        if self.options is None:
+            return None
+        module, _, name = self.options.partition(":")
+        return getattr(importlib.import_module(module), name)
+
     def builder(self):
         """The function that builds a run of the method: ``module:function``, or the module's ``build``.
         A flow's builder returns a ParticleFlow (see swflow.methods.build_central), a generator's a
@@ -182,7 +190,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                "dpswflow-r (004 §4.2)", "per-step", ("epochs", 35), "swflow.baselines.dpswgen"),
     MethodSpec("dpsgd-sw-gen", "generator", "generator trained by DP-SGD on the exact SW gradient with "
                "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 5),
-               "swflow.baselines.dpsgd_sw", noise_on="gradient"),
+               "swflow.baselines.dpsgd_sw", noise_on="gradient",
+               options="swflow.baselines.dpsgd_sw:ClippedGradientConfig"),
     MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "
                "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.baselines.ldp_sinkhorn"),
 )}

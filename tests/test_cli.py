@@ -264,3 +264,17 @@ def test_one_run_plan_for_every_entry_point(capsys):
     assert syn.params.run_plan(899) == plan
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         resolve("dpswflow-r", RunShape(batch_size=0), dataset_size=899, privacy=spec)
+
+
+def test_a_methods_own_options_reach_its_run(tmp_path):
+    """dpsgd-sw-gen declares its clips beside its code; the flag, the TOML key and the calculator use them."""
+    rows = np.random.default_rng(0).normal(size=(60, 3))
+    np.save(tmp_path / "rows.npy", rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    config = tmp_path / "c.toml"
+    config.write_text('[shape]\nactivation_clip = 1.0\n')
+    assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere",
+                 "--method", "dpsgd-sw-gen", "--epsilon", "5", "--steps", "2", "--batch-size", "20",
+                 "--jacobian-clip", "0.5", "--n-particles", "30", "--out", str(tmp_path / "run")]) == 0
+    report = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    assert report["sensitivity"] == pytest.approx(4 * 1.0 * 0.5 / 20)  # 4 max(M, R) L / b
+    assert report["run_config"]["jacobian_clip"] == 0.5

@@ -18,7 +18,7 @@ release per step, accounted with sampling without replacement like DPSWflow-r.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -76,8 +76,10 @@ class ClippedGradientConfig:
     noise_dim: int = 8
     lr: float = 1e-3
     generated_per_step: int | None = None  # default: the private batch size
-    activation_clip: float = 1.0
-    jacobian_clip: float = 1.0
+    # the method's own options (a help text makes them --flags, TOML [shape] keys and estimator options)
+    activation_clip: float = field(default=1.0, metadata={"help": "dpsgd-sw-gen: M, bound on generated norms"})
+    jacobian_clip: float = field(default=1.0, metadata={
+        "help": "dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm"})
     seed: int = 0
     device: str = "cpu"
 

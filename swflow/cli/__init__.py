@@ -58,7 +58,11 @@ def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
     # a table per configuration dataclass, field for field ([run] holds the rest: dataset, method, ...)
     home = {f.name: table for table, cls in (("flow", FlowConfig), ("shape", RunShape), ("privacy", PrivacySpec))
             for f in option_fields(cls)}
-    home.update(epsilon="privacy", noise_multiplier="privacy", activation_clip="shape", jacobian_clip="shape")
+    home.update(epsilon="privacy", noise_multiplier="privacy")
+    from ..registry import METHODS
+
+    home.update({f.name: "shape" for spec in METHODS.values() if spec.options is not None  # a method's own options
+                 for f in option_fields(spec.option_class())})
     defaults = {}
     for section, values in table.items():
         if section not in CONFIG_TABLES or not isinstance(values, dict):

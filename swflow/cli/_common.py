@@ -38,9 +38,9 @@ def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
                    help="; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
     add_options(g, RunShape, notes={"steps": "(" + ", ".join(f"{m}: {s.default_length[1]} {s.default_length[0]}"
                                                              for m, s in METHODS.items()) + ")"})
-    g.add_argument("--activation-clip", type=float, default=1.0, help="dpsgd-sw-gen: M, bound on generated norms")
-    g.add_argument("--jacobian-clip", type=float, default=1.0,
-                   help="dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm")
+    for spec in METHODS.values():  # each method's own options, declared beside its code
+        if spec.options is not None:
+            add_options(p.add_argument_group(f"{spec.name} options"), spec.option_class())
     if with_data_shape:
         g.add_argument("--dataset-size", type=int, required=True, help="number of private records n")
         g.add_argument("--dim", type=int, required=True, help="dimension d of the rows")
@@ -56,6 +56,12 @@ def run_plan(args, n: int, privacy):
                        step_size=getattr(args, "step_size", None))
     except ValueError as err:
         raise UsageError(f"--{str(err).replace('_', '-')}") from None
+
+
+def method_options(args) -> dict:
+    """The values of the chosen method's own options (empty for a method without any)."""
+    cls = method(args.method).option_class()
+    return {} if cls is None else values(cls, args)
 
 
 def privacy_spec(args):

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..registry import METHODS, method
-from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, privacy_spec,
-                      run_plan, shape_args, staged)
+from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, method_options, privacy_args,
+                      privacy_spec, run_plan, shape_args, staged)
 from .autoencoder import write_gif
 
 
@@ -115,14 +115,14 @@ def _generate_into(out: Path, args, data, labels, spec, plan, decode, source: di
     if what.kind == "generator":
         from ..baselines import make_generator
 
-        clips = ({"activation_clip": args.activation_clip, "jacobian_clip": args.jacobian_clip}
-                 if what.noise_on == "gradient" else {})
+        options = method_options(args)
         model = make_generator(args.method, data, privacy=spec, steps=plan.steps, n_projections=plan.n_projections,
                                batch_size=plan.rows_per_step, privacy_seed=args.privacy_seed, seed=args.seed,
-                               device=args.device, **clips)
+                               device=args.device, **options)
         report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
                                       checkpoint_every=args.checkpoint_every, decoder=decode,
-                                      run_config={**source, "steps": plan.steps, "batch_size": plan.rows_per_step})
+                                      run_config={**source, "steps": plan.steps, "batch_size": plan.rows_per_step,
+                                                  **options})
         print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0

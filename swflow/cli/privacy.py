@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ..registry import method
-from ._common import UsageError, privacy_args, privacy_spec, run_plan, shape_args
+from ._common import UsageError, method_options, privacy_args, privacy_spec, run_plan, shape_args
 
 
 def _sensitivity(what, spec, plan, cal, args):
@@ -15,8 +15,10 @@ def _sensitivity(what, spec, plan, cal, args):
     if what.noise_on == "gradient":  # dpsgd-sw-gen: the noise is on the clipped gradient
         from ..baselines.dpsgd_sw import gradient_sensitivity
 
-        return gradient_sensitivity(activation_clip=args.activation_clip, jacobian_clip=args.jacobian_clip,
-                                    norm_bound=spec.norm_bound, batch_size=plan.sample_size)
+        options = method_options(args)
+        return gradient_sensitivity(activation_clip=options["activation_clip"],
+                                    jacobian_clip=options["jacobian_clip"], norm_bound=spec.norm_bound,
+                                    batch_size=plan.sample_size)
     if what.releases == "histogram":
         from ..privacy import histogram_sensitivity
 
