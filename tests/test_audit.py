@@ -1,6 +1,4 @@
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -8,7 +6,7 @@ from scipy.stats import binomtest
 
 from swflow.privacy.audit import clopper_pearson, epsilon_lower_bound, split_epsilon_lower_bound
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "experiments"))
+from swflow import audits as audit
 
 
 @pytest.mark.parametrize("k,n", [(0, 50), (3, 50), (50, 50), (17, 200)])
@@ -32,8 +30,6 @@ def test_lower_bound_separated_and_identical():
 
 
 def test_audit_finds_leakage_without_noise():
-    import audit
-
     result = audit.audit("swf", math.inf, runs=60)
     assert result["audited_epsilon_lower_bound"] > 1.5
 
@@ -43,8 +39,6 @@ def test_audit_finds_leakage_without_noise():
 # claim of 4 could never fail here (the white-box audits below cover larger claims)
 @pytest.mark.parametrize("method,eps", [("dpswflow-r", 1.0), ("dpswflow", 1.0), ("dpswgen", 1.0)])
 def test_audit_stays_below_claimed_epsilon(method, eps):
-    import audit
-
     result = audit.audit(method, eps, runs=300)
     assert result["audited_epsilon_lower_bound"] <= eps
 
@@ -69,8 +63,6 @@ def test_whitebox_audit_is_informative_and_flags_halved_noise(method, eps):
     # Worst-case pair, the real release path, 10^6 draws per side (about a second): the bound must
     # stay at or below the claim, reach at least half of it, and exceed it when the same code
     # draws half the noise (the size of the ldp-flow zero-out error of issue 15).
-    import audit
-
     honest = audit.whitebox_audit(method, eps)["audited_epsilon_lower_bound"]
     assert 0.5 * eps <= honest <= eps
     assert audit.whitebox_audit(method, eps, halve_noise=True)["audited_epsilon_lower_bound"] > eps
