@@ -71,6 +71,7 @@ def main(argv=None) -> int:
 
                 samples = read_samples(run / "samples.h5")
                 test, test_labels = load_dataset("fashion-mnist", part="test")
+                test, test_labels = test[:1000], test_labels[:1000]  # plumbing only: a slice keeps CI short
                 statement = json.loads((run / "privacy.json").read_text())["statement"]
                 return {"accuracy": downstream_accuracy(samples["images"], samples["labels"], test, test_labels,
                                                         epochs=1), "statement": statement, "latent_sw": None}
@@ -84,6 +85,8 @@ def main(argv=None) -> int:
     model, meta = load_autoencoder(checkpoint)
     train, train_labels = load_dataset("fashion-mnist")
     test, test_labels = load_dataset("fashion-mnist", part="test")
+    if args.smoke:
+        test, test_labels = test[:1000], test_labels[:1000]
     public = dataset_split("fashion-mnist", meta, images=train, labels=train_labels)[2].public
     pick = public[np.random.default_rng(0).permutation(len(public))[:args.n]]
     record("public images (no private data)",
