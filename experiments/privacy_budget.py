@@ -45,7 +45,7 @@ def epsilon(z: float, steps: int, adjacency: str, accountant: str) -> float:
         return float(acc.get_epsilon(DELTA))
     plan = ReleasePlan(releases=steps, dataset_size=N, sample_size=BATCH, n_projections=70, dim=8)
     events = plan_events(plan, adjacency=adjacency, multiplier=z, bound="spectral", delta_theta=0.0)
-    return epsilon_from_events(events, delta=DELTA, adjacency=adjacency, accountant=accountant)
+    return epsilon_from_events(events, delta=DELTA, adjacency=adjacency)
 
 
 def main() -> None:

@@ -122,7 +122,7 @@ def test_zero_out_is_accounted_as_poisson_substitution_not_add_remove():
     # the release; zero-out is recomputed here with dp-accounting's PLD for Poisson substitution.
     plan = ReleasePlan(releases=4200, dataset_size=30000, sample_size=250, n_projections=70, dim=8)
     cal = calibrate(PrivacySpec(noise_multiplier=0.67, delta=1e-5, adjacency="zero-out"), plan)
-    assert cal.accountant == "pld"
+    assert cal.accountant.family == "pld" and cal.accountant.name.startswith("dp-accounting PLD")
     assert cal.epsilon == pytest.approx(_pld_poisson_substitution(0.67, 250 / 30000, 4200, 1e-5), rel=1e-9)
     assert cal.epsilon == pytest.approx(11.38, abs=0.02)  # the figure in issue 15
     opacus = RDPAccountant()
@@ -147,7 +147,7 @@ def test_poisson_substitution_pld_bounds_the_column_release():
 
 @pytest.mark.parametrize("target", [10.0, 5.0])
 def test_calibration_round_trip(target):
-    z = noise_multiplier_for(epsilon=target, delta=1e-5, plan=MNIST, adjacency="replace-one", accountant="rdp")
+    z = noise_multiplier_for(epsilon=target, delta=1e-5, plan=MNIST, adjacency="replace-one")
     cal = calibrate(PrivacySpec(noise_multiplier=z, delta=1e-5), MNIST)
     eps = epsilon_from_events(_events(MNIST, z), delta=1e-5, adjacency="replace-one")
     assert 0.99 * target <= eps <= target
@@ -156,10 +156,38 @@ def test_calibration_round_trip(target):
         assert z == pytest.approx(0.77, abs=0.01)  # DESIGN.md's measured multiplier
 
 
+def test_each_release_shape_is_accounted_by_the_accountant_it_names():
+    from swflow.privacy.accountants import accountant_for
+
+    def events(count, sampling, sample_size):
+        return (MechanismEvent(noise_multiplier=1.5, noise_std=0.0, sensitivity=0.0, sensitivity_bound="spectral",
+                               delta_sensitivity=0.0, sampling=sampling, sample_size=sample_size,
+                               dataset_size=1000, n_projections=8, count=count),)
+
+    one = events(1, "none", 1000)  # one Gaussian: delta(eps) of the analytic Gaussian (Balle & Wang, Thm 8)
+    acc = accountant_for(one, adjacency="replace-one")
+    eps = acc.epsilon(one, delta=1e-5)
+    mu = 1 / 1.5
+    assert stats.norm.cdf(mu / 2 - eps / mu) - math.exp(eps) * stats.norm.cdf(-mu / 2 - eps / mu) == \
+        pytest.approx(1e-5, rel=1e-3)
+    assert acc.name.startswith("analytic Gaussian")
+    full = events(20, "none", 1000)  # composed full releases: RDP of twenty Gaussians
+    rdp_full = rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    rdp_full.compose(dpa.GaussianDpEvent(1.5), 20)
+    acc = accountant_for(full, adjacency="replace-one")
+    assert acc.epsilon(full, delta=1e-5) == rdp_full.get_epsilon(1e-5) and "whole data set" in acc.name
+    poisson = events(20, "poisson", 100)
+    acc = accountant_for(poisson, adjacency="zero-out")
+    assert acc.family == "pld" and acc.epsilon(poisson, delta=1e-5) == pytest.approx(
+        _pld_poisson_substitution(1.5, 0.1, 20, 1e-5), rel=1e-9)
+    with pytest.raises(ValueError, match="accountant='pld'"):
+        accountant_for(poisson, adjacency="zero-out", requested="rdp")
+
+
 def test_single_release_calibration_is_analytic():
     plan = ReleasePlan(releases=1, dataset_size=30000, sample_size=None, n_projections=31, dim=8)
     cal = calibrate(PrivacySpec(epsilon=10.0, delta=1e-5), plan)
-    assert cal.accountant_name.startswith("analytic Gaussian")
+    assert cal.accountant.name.startswith("analytic Gaussian")
     assert 9.99 <= cal.epsilon <= 10.0
 
 

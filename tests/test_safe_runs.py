@@ -339,12 +339,13 @@ def test_resume_carries_the_privacy_seed_and_refuses_another(tmp_path, monkeypat
         assert np.array_equal(a["latents"][:], b["latents"][:])
 
 
-@pytest.mark.parametrize("tamper", ["epsilon", "noise_multiplier", "sigma", "releases"])
+@pytest.mark.parametrize("tamper", ["epsilon", "noise_multiplier", "accountant", "sigma", "releases"])
 def test_sample_rederives_the_claim_and_refuses_an_edited_run(finished, tmp_path, capsys, tamper):
     _, run = finished
-    if tamper in ("epsilon", "noise_multiplier"):
+    if tamper in ("epsilon", "noise_multiplier", "accountant"):
         report = json.loads((run / "privacy.json").read_text())
-        report[tamper] = 0.1 if tamper == "epsilon" else report[tamper] * 3
+        report[tamper] = {"epsilon": 0.1, "accountant": "Opacus RDP, Poisson add/remove"}.get(tamper)
+        report[tamper] = report[tamper] or json.loads((run / "privacy.json").read_text())[tamper] * 3
         if tamper == "noise_multiplier":  # a consistent-looking edit of the ledger too
             for e in report["ledger"]:
                 e["noise_multiplier"] *= 3

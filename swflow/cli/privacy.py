@@ -59,7 +59,7 @@ def cmd_privacy(args) -> int:
     delta_total = cal.delta_accountant + plan.releases * cal.delta_theta
     out = {"method": args.method, "mode": cal.mode, "epsilon": cal.epsilon, "delta": delta_total,
            "delta_sensitivity": plan.releases * cal.delta_theta, "adjacency": spec.adjacency,
-           "accountant": cal.accountant_name, "noise_multiplier": cal.noise_multiplier,
+           "accountant": cal.accountant.name, "noise_multiplier": cal.noise_multiplier,
            "sensitivity_bound": sens.kind, "sensitivity": sens.value,
            "noise_std": cal.noise_multiplier * sens.value, "sample_rate": plan.rows_per_release / plan.dataset_size,
            "batch_size": plan.sample_size, "releases": plan.releases, "steps": steps,
@@ -72,7 +72,7 @@ def cmd_privacy(args) -> int:
         return 0
     from ..privacy import statement
 
-    print(statement(cal.epsilon, delta_total, cal.accountant_name, spec.adjacency))
+    print(statement(cal.epsilon, delta_total, cal.accountant.name, spec.adjacency))
     typical = " (typical draw; exact per step)" if sens.kind == "spectral" else ""
     print(f"  noise multiplier {cal.noise_multiplier:.4f} ({cal.mode} mode)")
     print(f"  sensitivity {sens.value:.4f} [{sens.kind}]{typical}, noise std {out['noise_std']:.4f}")
@@ -92,14 +92,14 @@ def _local_privacy(args, spec) -> int:
     cal = calibrate_local(spec, dataset_size=args.dataset_size, dim=args.dim)
     sensitivity = 2 * spec.norm_bound
     out = {"method": args.method, "mode": cal.mode, "epsilon": cal.epsilon, "delta": spec.delta,
-           "adjacency": "local (any two values of a record)", "accountant": cal.accountant_name,
+           "adjacency": "local (any two values of a record)", "accountant": cal.accountant.name,
            "noise_multiplier": cal.noise_multiplier, "sensitivity": sensitivity,
            "noise_std": cal.noise_multiplier * sensitivity, "releases": 1, "dim": args.dim,
            "norm_bound": spec.norm_bound, "dataset_size": args.dataset_size}
     if args.json:
         print(json.dumps(out))
     else:
-        print(statement(cal.epsilon, spec.delta, cal.accountant_name, "local (any two values of a record)"))
+        print(statement(cal.epsilon, spec.delta, cal.accountant.name, "local (any two values of a record)"))
         print(f"  each record released once as y + N(0, sigma^2 I), sigma = {out['noise_std']:.4f} "
               f"(multiplier {cal.noise_multiplier:.4f} x 2R); everything after it is post-processing")
     return 0

@@ -3,7 +3,7 @@
 Every noise draw that touches private data happens in :class:`PrivateTarget`, which records it
 in a :class:`PrivacyLedger` read by real accountants (dp-accounting, Opacus).
 """
-from .accountants import ACCOUNTANTS, epsilon_from_events
+from .accountants import ACCOUNTANTS, Accountant, accountant_for, epsilon_from_events
 from .amplification import diffusion_gamma
 from .calibrate import (Calibration, PrivacySpec, ReleasePlan, calibrate, calibrate_local, noise_multiplier_for,
                         plan_events)
@@ -20,7 +20,8 @@ from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound
                           projection_sensitivity, spectral_bound)
 
 __all__ = [
-    "ACCOUNTANTS", "ADJACENCIES", "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
+    "ACCOUNTANTS", "Accountant", "accountant_for", "ADJACENCIES", "analytic_gaussian_epsilon",
+    "analytic_gaussian_multiplier",
     "bernstein_bound", "BOUNDS", "BudgetExhausted", "calibrate", "calibrate_local", "Calibration",
     "check_rows", "classical_gaussian_multiplier", "clt_bound", "diffusion_gamma", "epsilon_from_events",
     "FixedNoiseTarget", "histogram_sensitivity", "histogram_target", "HistogramTarget",

@@ -17,31 +17,45 @@
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Callable
 
 from .ledger import MechanismEvent
 from .mechanisms import analytic_gaussian_epsilon, discrete_gaussian_epsilon
 
-__all__ = ["ACCOUNTANTS", "check_combination", "accountant_name", "epsilon_from_events", "default_accountant"]
+__all__ = ["ACCOUNTANTS", "Accountant", "accountant_for", "check_combination", "epsilon_from_events"]
 
-#: 'rdp': dp-accounting RDP (replace-one, sampling without replacement, or no sampling);
-#: 'pld': dp-accounting PLD (zero-out with Poisson sampling)
+#: the accountant families a user may name (PrivacySpec.accountant): 'rdp': dp-accounting RDP (replace-one,
+#: sampling without replacement, or no sampling); 'pld': dp-accounting PLD (zero-out with Poisson sampling)
 ACCOUNTANTS = ("rdp", "pld")
 _ALLOWED_SAMPLING = {"replace-one": ("none", "without-replacement"), "zero-out": ("none", "poisson")}
-_ACCOUNTANT_FOR = {"without-replacement": "rdp", "poisson": "pld", "none": "rdp"}
+_FAMILY_FOR = {"without-replacement": "rdp", "poisson": "pld", "none": "rdp"}
 
 
-def default_accountant(*, adjacency: str, sampling: str) -> str:
-    """The one accountant that covers ``sampling`` under ``adjacency``."""
-    check_combination(adjacency=adjacency, accountant=_ACCOUNTANT_FOR.get(sampling, "rdp"), sampling=sampling)
-    return _ACCOUNTANT_FOR[sampling]
+@dataclass(frozen=True)
+class Accountant:
+    """One way of turning a run's events into ε at a δ: what privacy.json names is what computed ε.
+
+    family : the user-facing family it belongs to ('rdp' or 'pld'; the analytic and discrete Gaussian
+        are the exact accounts of a single release, inside the 'rdp' family)
+    name : the sentence privacy.json carries as ``accountant``
+    """
+
+    family: str
+    name: str
+    _epsilon: Callable[[tuple[MechanismEvent, ...], float], float] = field(repr=False, compare=False)
+
+    def epsilon(self, events: tuple[MechanismEvent, ...], *, delta: float) -> float:
+        return self._epsilon(events, delta)
 
 
-def check_combination(*, adjacency: str, accountant: str, sampling: str) -> None:
-    """Refuse settings whose accountant does not match the adjacency and the batch sampling."""
+def check_combination(*, adjacency: str, sampling: str, accountant: str | None = None) -> None:
+    """Refuse settings whose accountant (None: the default) does not match the adjacency and the batch sampling."""
     if adjacency not in _ALLOWED_SAMPLING:
         raise ValueError(f"unknown adjacency {adjacency!r}; choose 'replace-one' or 'zero-out'")
-    if accountant not in ACCOUNTANTS:
+    if accountant is not None and accountant not in ACCOUNTANTS:
         raise ValueError(f"unknown accountant {accountant!r}; choose one of {ACCOUNTANTS} (or leave it unset: "
                          "the adjacency and batch sampling decide). Opacus' add/remove accountants assume an "
                          "absent record adds nothing to the release, which per-record noisy columns violate")
@@ -49,54 +63,23 @@ def check_combination(*, adjacency: str, accountant: str, sampling: str) -> None
         raise ValueError(
             f"{sampling!r} sampling does not match {adjacency!r} adjacency: replace-one is accounted "
             "for fixed-size batches drawn without replacement, zero-out for Poisson sampling")
-    if accountant != _ACCOUNTANT_FOR[sampling]:
+    if accountant is not None and accountant != _FAMILY_FOR[sampling]:
         raise ValueError(f"{sampling!r} sampling under {adjacency!r} is accounted with "
-                         f"accountant={_ACCOUNTANT_FOR[sampling]!r}, not {accountant!r}")
-
-
-DISCRETE_NAME = "OpenDP discrete Gaussian (zCDP privacy map, converted to (epsilon, delta))"
-
-
-def accountant_name(*, adjacency: str, accountant: str, events: tuple[MechanismEvent, ...]) -> str:
-    if any(e.mechanism == "discrete-gaussian" for e in events):
-        return DISCRETE_NAME
-    if _is_single_release(events):
-        return "analytic Gaussian mechanism (Balle & Wang 2018)"
-    if all(e.sampling == "none" for e in events):
-        return "dp-accounting RDP, composed Gaussian releases of the whole data set"
-    if adjacency == "replace-one":
-        return "dp-accounting RDP, sampling without replacement"
-    return "dp-accounting PLD, Poisson sampling with substitution of a null record"
+                         f"accountant={_FAMILY_FOR[sampling]!r}, not {accountant!r}")
 
 
 def _is_single_release(events) -> bool:
     return len(events) == 1 and events[0].count == 1 and events[0].sampling == "none"
 
 
-@lru_cache(maxsize=512)
-def epsilon_from_events(events: tuple[MechanismEvent, ...], *, delta: float, adjacency: str,
-                        accountant: str = "rdp") -> float:
-    """ε at the accountant's share ``delta`` of δ (the sensitivity-bound failures are added by the caller).
+def _discrete(events, delta: float) -> float:
+    if not _is_single_release(events):
+        raise ValueError("the discrete Gaussian is accounted for one release of the whole data set only")
+    return discrete_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
 
-    Memoized: events are immutable, and calibration asks the same question many times.
-    """
-    import math
 
-    if not events:
-        return 0.0
-    for e in events:
-        check_combination(adjacency=adjacency, accountant=_ACCOUNTANT_FOR[e.sampling], sampling=e.sampling)
-    if any(e.noise_multiplier <= 0 for e in events):
-        return math.inf
-    if any(e.mechanism == "discrete-gaussian" for e in events):
-        if not _is_single_release(events):
-            raise ValueError("the discrete Gaussian is accounted for one release of the whole data set only")
-        return discrete_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
-    if _is_single_release(events):
-        return analytic_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
-    if any(e.sampling == "poisson" for e in events):
-        return _dp_accounting_poisson_substitution(events, delta)
-    return _dp_accounting_rdp(events, delta)
+def _analytic(events, delta: float) -> float:
+    return analytic_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
 
 
 def _dp_accounting_rdp(events, delta: float) -> float:
@@ -120,3 +103,42 @@ def _dp_accounting_poisson_substitution(events, delta: float) -> float:
     for e in events:
         acc.compose(e.to_dp_event(), e.count)
     return float(acc.get_epsilon(delta))
+
+
+DISCRETE = Accountant("rdp", "OpenDP discrete Gaussian (zCDP privacy map, converted to (epsilon, delta))", _discrete)
+ANALYTIC = Accountant("rdp", "analytic Gaussian mechanism (Balle & Wang 2018)", _analytic)
+RDP_FULL = Accountant("rdp", "dp-accounting RDP, composed Gaussian releases of the whole data set", _dp_accounting_rdp)
+RDP_SAMPLED = Accountant("rdp", "dp-accounting RDP, sampling without replacement", _dp_accounting_rdp)
+PLD_POISSON = Accountant("pld", "dp-accounting PLD, Poisson sampling with substitution of a null record",
+                         _dp_accounting_poisson_substitution)
+
+
+def accountant_for(events: tuple[MechanismEvent, ...], *, adjacency: str, requested: str | None = None) -> Accountant:
+    """The one accountant that covers ``events`` under ``adjacency`` (``requested``: the family the user
+    named, refused when it does not cover them)."""
+    for e in events:
+        check_combination(adjacency=adjacency, sampling=e.sampling, accountant=requested)
+    if any(e.mechanism == "discrete-gaussian" for e in events):
+        return DISCRETE
+    if _is_single_release(events):
+        return ANALYTIC
+    if any(e.sampling == "poisson" for e in events):
+        return PLD_POISSON
+    if all(e.sampling == "none" for e in events):
+        return RDP_FULL
+    return RDP_SAMPLED
+
+
+@lru_cache(maxsize=512)
+def epsilon_from_events(events: tuple[MechanismEvent, ...], *, delta: float, adjacency: str) -> float:
+    """ε at the accountant's share ``delta`` of δ (the sensitivity-bound failures are added by the caller),
+    from the accountant that covers the events.
+
+    Memoized: events are immutable, and calibration asks the same question many times.
+    """
+    if not events:
+        return 0.0
+    accountant = accountant_for(events, adjacency=adjacency)
+    if any(e.noise_multiplier <= 0 for e in events):
+        return math.inf
+    return accountant.epsilon(events, delta=delta)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 from scipy.optimize import brentq
 
-from .accountants import ACCOUNTANTS, accountant_name, check_combination, default_accountant, epsilon_from_events
+from .accountants import ACCOUNTANTS, Accountant, accountant_for, check_combination, epsilon_from_events
 from .ledger import NOISES, MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
 from .sensitivity import ADJACENCIES, BOUNDS, SensitivityBound, projection_sensitivity
@@ -146,7 +146,7 @@ def plan_events(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: 
 
 
 def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adjacency: str,
-                         accountant: str, rtol: float = 1e-3) -> float:
+                         rtol: float = 1e-3) -> float:
     """Smallest multiplier (to relative ``rtol``) whose accounted ε ≤ ``epsilon``.
 
     ε(z) decreases in z. A bracket is grown geometrically, Brent's method solves
@@ -158,7 +158,7 @@ def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adj
 
     def eps(z: float) -> float:
         events = plan_events(plan, adjacency=adjacency, multiplier=z, bound="spectral", delta_theta=0.0)
-        return epsilon_from_events(events, delta=delta, adjacency=adjacency, accountant=accountant)
+        return epsilon_from_events(events, delta=delta, adjacency=adjacency)
 
     lo, hi = 0.25, 1.0
     while eps(hi) > epsilon:
@@ -187,9 +187,8 @@ class Calibration:
     mode: str  # 'epsilon' | 'noise_multiplier'
     delta_theta: float  # failure probability of the sensitivity bound, per release
     delta_accountant: float
-    accountant: str  # 'rdp' | 'pld', resolved from the spec, adjacency and sampling
+    accountant: Accountant  # the one that covers the planned releases (and the family the spec named)
     epsilon: float  # accounted ε for the planned releases, at delta_accountant
-    accountant_name: str
 
     @property
     def sampling(self) -> str:
@@ -221,9 +220,7 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
     if n > 1 and spec.delta > 1.0 / (n * math.log(n)):
         warnings.warn(f"delta={spec.delta} is above 1/(n ln n) = {1.0 / (n * math.log(n)):.3g}; "
                       "the usual advice is delta << 1/n", stacklevel=2)
-    sampling = plan.sampling(spec.adjacency)
-    accountant = spec.accountant or default_accountant(adjacency=spec.adjacency, sampling=sampling)
-    check_combination(adjacency=spec.adjacency, accountant=accountant, sampling=sampling)
+    check_combination(adjacency=spec.adjacency, sampling=plan.sampling(spec.adjacency), accountant=spec.accountant)
     bound = spec.sensitivity_bound
     if bound == "clt":
         if plan.n_projections <= 30:
@@ -238,21 +235,20 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
         z, mode = spec.noise_multiplier, "noise_multiplier"
     else:
         z, mode = noise_multiplier_for(epsilon=spec.epsilon, delta=delta_acc, plan=plan,
-                                       adjacency=spec.adjacency, accountant=accountant), "epsilon"
+                                       adjacency=spec.adjacency), "epsilon"
     events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
-    eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=accountant)
+    eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency)
     while mode == "epsilon" and eps > spec.epsilon:  # the accountant's last digits: never report above the target
         z *= 1 + 1e-6
         events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
-        eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency, accountant=accountant)
+        eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency)
     if not eps <= MAX_EPSILON:
         raise ValueError(f"this run's noise buys epsilon above {MAX_EPSILON:g}, which protects nothing: use a "
                          "larger noise multiplier or a finite epsilon, or epsilon=inf for a run that says it is "
                          "not private")
     return Calibration(spec=spec, plan=plan, noise_multiplier=z, mode=mode, delta_theta=delta_theta,
-                       delta_accountant=delta_acc, accountant=accountant, epsilon=eps,
-                       accountant_name=accountant_name(adjacency=spec.adjacency,
-                                                       accountant=accountant, events=events))
+                       delta_accountant=delta_acc, epsilon=eps,
+                       accountant=accountant_for(events, adjacency=spec.adjacency, requested=spec.accountant))
 
 
 def calibrate_local(spec: PrivacySpec, *, dataset_size: int, dim: int) -> Calibration:

@@ -226,8 +226,7 @@ class PrivateTarget:
         if self._calibration is None:
             return math.inf
         cal = self._calibration
-        return epsilon_from_events(tuple(self.ledger.events), delta=cal.delta_accountant,
-                                   adjacency=cal.spec.adjacency, accountant=cal.accountant)
+        return epsilon_from_events(tuple(self.ledger.events), delta=cal.delta_accountant, adjacency=cal.spec.adjacency)
 
 
 def _differences(saved: dict, now: dict) -> str:

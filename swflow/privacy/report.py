@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from .accountants import accountant_for
 from .noise import SECURE_CAVEAT
 from .histogram import HistogramTarget
 from .release import LocallyReleasedTarget, PrivateTarget
@@ -143,6 +144,8 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
                              **common)
     spec, events = cal.spec, ledger.events
     eps = target.epsilon_spent()
+    # the accountant of what was released (a run stopped after one full-batch release is one Gaussian)
+    accountant = accountant_for(tuple(events), adjacency=spec.adjacency) if events else cal.accountant
     delta = cal.delta_accountant + ledger.delta_sensitivity
     if spec.secure_noise:
         notes["secure_noise_caveat"] = SECURE_CAVEAT
@@ -158,7 +161,7 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
         notes["amplification_note"] = AMPLIFICATION_NOTE
     return PrivacyReport(
         private=True, epsilon=_num(eps), delta=delta, delta_sensitivity=ledger.delta_sensitivity,
-        delta_accountant=cal.delta_accountant, adjacency=spec.adjacency, accountant=cal.accountant_name,
+        delta_accountant=cal.delta_accountant, adjacency=spec.adjacency, accountant=accountant.name,
         noise_multiplier=cal.noise_multiplier, noise_std=max((e.noise_std for e in events), default=None),
         sensitivity=max((e.sensitivity for e in events), default=None),
         sensitivity_bound=events[-1].sensitivity_bound if events else spec.sensitivity_bound,
@@ -169,7 +172,7 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
         target_epsilon=_num(spec.epsilon), secure_noise=spec.secure_noise, noise_seed_known=target.noise_seed_known,
         mechanism=cal.plan.noise, bins=getattr(target, "bins", None),
         directions=_directions_note(target),
-        statement=statement(eps, delta, cal.accountant_name, spec.adjacency), notes=notes, **common)
+        statement=statement(eps, delta, accountant.name, spec.adjacency), notes=notes, **common)
 
 
 def _directions_note(target: PrivateTarget) -> str:

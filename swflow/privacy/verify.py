@@ -17,7 +17,7 @@ import math
 
 import torch
 
-from .accountants import default_accountant, epsilon_from_events
+from .accountants import accountant_for, epsilon_from_events
 from .histogram import histogram_sensitivity
 from .ledger import MechanismEvent
 from .sensitivity import adjacency_factor, spectral_bound
@@ -61,9 +61,13 @@ def verify_report(report, *, source: str = "the privacy report") -> None:
             expected = histogram_sensitivity(e.n_projections, adjacency=report.adjacency).value
             if not _close(e.sensitivity, expected):
                 refuse(f"the histogram's sensitivity {e.sensitivity} is not {expected} for K = {e.n_projections}")
-    accountant = default_accountant(adjacency=report.adjacency, sampling=events[0].sampling)
-    epsilon = epsilon_from_events(events, delta=report.delta_accountant, adjacency=report.adjacency,
-                                  accountant=accountant)
+    try:
+        accountant = accountant_for(events, adjacency=report.adjacency)
+    except ValueError as err:
+        refuse(f"its releases cannot be accounted under {report.adjacency!r} ({err})")
+    if report.accountant != accountant.name:
+        refuse(f"it names the accountant {report.accountant!r}, but its releases are accounted by {accountant.name!r}")
+    epsilon = epsilon_from_events(events, delta=report.delta_accountant, adjacency=report.adjacency)
     claimed = math.inf if report.epsilon is None else report.epsilon
     if not (_close(epsilon, claimed, 1e-4) or (math.isinf(epsilon) and math.isinf(claimed))):
         refuse(f"it claims epsilon = {claimed}, but its releases give {epsilon}")
