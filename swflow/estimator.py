@@ -13,104 +13,40 @@ no private row — and loads with ``torch.load(weights_only=True)``.
 """
 from __future__ import annotations
 
-import math
 import tempfile
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .registry import METHODS, RunShape
+from .registry import METHODS
 
-__all__ = ["Synthesizer", "SynthesizerParams"]
+__all__ = ["Synthesizer"]
 
-FORMAT = "swflow-synthesizer-2"  # 2: settings grouped as params["privacy"], ["shape"], ["flow"]
-
-
-@dataclass
-class SynthesizerParams:
-    """Settings of a Synthesizer, grouped by the configuration each belongs to: ``privacy`` holds
-    :class:`~swflow.privacy.PrivacySpec`'s fields, ``shape`` those of :class:`~swflow.registry.RunShape`
-    (steps, epochs, n_projections, pool_size, batch_size) and ``flow`` those of
-    :class:`~swflow.flow.FlowConfig` (flows only). :class:`Synthesizer` sorts its keywords by name."""
-
-    method: str
-    privacy: dict = field(default_factory=dict)
-    shape: dict = field(default_factory=dict)
-    flow: dict = field(default_factory=dict)
-    sketch: int | None = 64  # flows: quantile levels kept per released direction
-    seed: int = 0
-    privacy_seed: int | None = None
-    device: str = "cpu"
-    options: dict = field(default_factory=dict)  # extra fields of the generator's config dataclass
-
-    def __post_init__(self):
-        if self.method not in METHODS:
-            raise ValueError(f"unknown method {self.method!r}; choose one of {sorted(METHODS)}")
-        if self.privacy.get("epsilon") is None and self.privacy.get("noise_multiplier") is None:
-            if METHODS[self.method].private:
-                raise ValueError(f"{self.method} needs epsilon= or noise_multiplier= (epsilon=math.inf: no privacy)")
-            self.privacy = {**self.privacy, "epsilon": math.inf}
-        # bad settings fail here, not after the budget is spent
-        METHODS[self.method].check_budget(private=self.privacy_spec().private)
-        self.run_shape()
-        self.flow_config(None)
-
-    def privacy_spec(self):
-        from .privacy import PrivacySpec
-
-        return PrivacySpec(**self.privacy)
-
-    def run_shape(self) -> RunShape:
-        return RunShape(**self.shape)
-
-    def run_plan(self, dataset_size: int):
-        """What a fit on ``dataset_size`` rows does (swflow.pipeline.resolve)."""
-        from .pipeline import resolve
-
-        return resolve(self.method, self.run_shape(), dataset_size=dataset_size, privacy=self.privacy_spec(),
-                       step_size=self.flow.get("step_size"))
-
-    def flow_config(self, plan):
-        """The simulator settings of ``plan`` (None: only check the flow settings, before any data)."""
-        from .flow import FlowConfig
-
-        flow = dict(self.flow)
-        if plan is not None:
-            flow["step_size"] = plan.step_size
-        return FlowConfig(steps=1 if plan is None else plan.steps, seed=self.seed, device=self.device, **flow)
+FORMAT = "swflow-synthesizer-3"  # 3: the settings tree of swflow.settings (seed and device in [flow])
 
 
 class Synthesizer:
     """fit once on private rows, then sample as often as you like."""
 
-    def __init__(self, method: str, **params):
-        """``params``: any field of :class:`~swflow.privacy.PrivacySpec` (epsilon, delta, adjacency, ...),
-        :class:`~swflow.registry.RunShape` (steps, epochs, n_projections, batch_size, pool_size) and, for
-        flows, :class:`~swflow.flow.FlowConfig` (n_particles, step_size, manifold, smoothing, ...), plus
-        ``sketch``, ``seed``, ``privacy_seed``, ``device`` and a generator's ``options``. Defaults are
-        those of the command line: steps from the method's default length, batches of 250."""
-        from .flow import FlowConfig
-        from .options import option_fields
-        from .privacy import PrivacySpec
+    def __init__(self, method: str, *, privacy_seed: int | None = None, sketch: int | None = 64, **settings):
+        """``settings``: any field of :class:`~swflow.privacy.PrivacySpec` (epsilon, delta, adjacency, ...),
+        :class:`~swflow.registry.RunShape` (steps, epochs, n_projections, batch_size, pool_size, bins),
+        :class:`~swflow.flow.SimulatorSettings` (n_particles, step_size, manifold, smoothing, seed, device,
+        ...) and the method's own options, as keywords; ``privacy_seed`` (reproducible noise, for experiments
+        only) and ``sketch`` (flows: quantile levels kept per released direction). Defaults are those of the
+        command line: steps from the method's default length, batches of 250. The resolved
+        :class:`~swflow.settings.Settings` is ``self.settings``; bad settings fail here, before any data."""
+        from .settings import build, split_keywords
 
-        groups = {"privacy": {f.name for f in fields(PrivacySpec)}, "shape": {f.name for f in fields(RunShape)},
-                  "flow": {f.name for f in option_fields(FlowConfig)} - {"seed", "device", "record_every",
-                                                                          "checkpoint_every"}}
-        grouped = {group: {**params.pop(group, {}), **{k: params.pop(k) for k in list(params) if k in names}}
-                   for group, names in groups.items()}
-        own = {f.name for f in fields(SynthesizerParams)} - set(groups) - {"method"}
-        if set(params) - own:
-            raise TypeError(f"unknown settings {sorted(set(params) - own)}; a Synthesizer takes the fields of "
-                            f"PrivacySpec, RunShape and FlowConfig, and {sorted(own)}")
-        self.params = SynthesizerParams(method=method, **grouped, **params)
+        self.settings = build(method, split_keywords(method, settings), privacy_seed=privacy_seed, sketch=sketch)
         self._sampler = None  # FlowModel or a generator network with .sample(n, seed=)
         self._report = None  # PrivacyReport of the fit
 
     @property
     def kind(self) -> str:
-        return METHODS[self.params.method].kind
+        return METHODS[self.settings.method].kind
 
     # -- fit -------------------------------------------------------------------------------------
     def fit(self, data, *, progress: bool = False) -> "Synthesizer":
@@ -133,27 +69,28 @@ class Synthesizer:
         from .callbacks import ReleaseLog, release_sketch
         from .methods import make_flow
         from .model import FlowModel
-        p, shape, plan = self.params, self.params.run_shape(), self.params.run_plan(data.shape[0])
+        s, plan = self.settings, self.settings.plan(data.shape[0])
         with tempfile.TemporaryDirectory() as tmp:
-            log = ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(p.method, p.sketch))
-            flow = make_flow(p.method, data, privacy=p.privacy_spec(), config=p.flow_config(plan),
-                             n_projections=plan.n_projections, pool_size=shape.pool_size,
-                             batch_size=plan.batch_size, bins=shape.bins, privacy_seed=p.privacy_seed,
+            log = ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(s.method, s.sketch))
+            flow = make_flow(s.method, data, privacy=s.privacy, config=s.flow_config(plan),
+                             n_projections=plan.n_projections, pool_size=s.shape.pool_size,
+                             batch_size=plan.batch_size, bins=s.shape.bins, privacy_seed=s.privacy_seed,
                              callbacks=[log], progress=progress)
             flow.run()
-            self._report = flow.privacy_report(p.method)
+            self._report = flow.privacy_report(s.method)
             self._sampler = FlowModel.from_file(Path(tmp) / "model.h5", report=self._report)
 
     def _fit_generator(self, data: torch.Tensor, progress: bool) -> None:
         from .baselines import make_generator
         from .privacy import privacy_report
 
-        p, plan = self.params, self.params.run_plan(data.shape[0])
-        model = make_generator(p.method, data, privacy=p.privacy_spec(), steps=plan.steps,
+        s, plan = self.settings, self.settings.plan(data.shape[0])
+        model = make_generator(s.method, data, privacy=s.privacy, steps=plan.steps,
                                n_projections=plan.n_projections, batch_size=plan.rows_per_step,
-                               privacy_seed=p.privacy_seed, seed=p.seed, device=p.device, **p.options)
+                               privacy_seed=s.privacy_seed, seed=s.flow.seed, device=s.flow.device,
+                               **s.option_values())
         model.fit(progress=progress)
-        self._report = privacy_report(p.method, model.target, run_config={"method": p.method, **asdict(model.config)})
+        self._report = privacy_report(s.method, model.target, run_config={"method": s.method, **asdict(model.config)})
         self._sampler = model.generator
 
     # -- use -------------------------------------------------------------------------------------
@@ -182,7 +119,7 @@ class Synthesizer:
             state = {"network": type(sampler).__name__, "init_kwargs": sampler.init_kwargs,
                      "weights": {k: v.cpu() for k, v in sampler.state_dict().items()}}
         path = Path(path)
-        torch.save({"format": FORMAT, "params": asdict(self.params), "report": self._report.to_json(),
+        torch.save({"format": FORMAT, "settings": self.settings.to_tables(), "report": self._report.to_json(),
                     "state": state}, path)
         return path
 
@@ -193,8 +130,14 @@ class Synthesizer:
         blob = load_tensors(path, what="saved Synthesizer", map_location=device)
         if blob.get("format") != FORMAT:
             raise ValueError(f"{path} is not a saved swflow Synthesizer (format {blob.get('format')!r})")
-        params = dict(blob["params"])
-        syn = cls(params.pop("method"), **{**params, "device": device})
+        from .settings import build
+
+        tables = dict(blob["settings"])
+        method, privacy_seed, sketch = tables.pop("method"), tables.pop("privacy_seed"), tables.pop("sketch")
+        syn = cls.__new__(cls)
+        syn.settings = build(method, {**tables, "flow": {**tables["flow"], "device": device}},
+                             privacy_seed=privacy_seed, sketch=sketch)
+        syn._sampler = syn._report = None
         from .privacy import PrivacyReport
 
         from .privacy.verify import verify_report
@@ -207,9 +150,9 @@ class Synthesizer:
             syn._sampler = FlowModel.from_state(blob["state"], report=syn._report)
         else:
             state = blob["state"]
-            network = METHODS[syn.params.method].load().NETWORK  # the method's module says what it trains
+            network = METHODS[syn.settings.method].load().NETWORK  # the method's module says what it trains
             if state["network"] != network.__name__:
-                raise ValueError(f"{path} holds a {state['network']}, but {syn.params.method} trains a "
+                raise ValueError(f"{path} holds a {state['network']}, but {syn.settings.method} trains a "
                                  f"{network.__name__}")
             syn._sampler = network(**state["init_kwargs"], device=device)
             syn._sampler.load_state_dict(state["weights"])

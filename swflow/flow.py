@@ -21,7 +21,7 @@ diffusion); privacy randomness belongs to the :class:`~swflow.privacy.PrivateTar
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Sequence
 
 import torch
@@ -32,7 +32,7 @@ from .callbacks import FlowCallback
 from .drift import LOCAL, DriftResult, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
 from .privacy import PrivateTarget
 
-__all__ = ["FlowConfig", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
+__all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
 
 #: particles beyond this many times max(1, R) (or not finite) mean the flow diverged
 ESCAPE_FACTOR = 1e4
@@ -53,20 +53,19 @@ def _option(default, help: str, choices: tuple | None = None):
     return field(default=default, metadata={"help": help, **({"choices": choices} if choices else {})})
 
 
-@dataclass(frozen=True)
-class FlowConfig:
-    """Simulator settings: the TOML ``[flow]`` table, the `simulator` options of `swflow generate` and
-    the flow keywords of :class:`~swflow.estimator.Synthesizer` are all derived from these fields.
-
-    steps : number of Euler–Maruyama steps K (set from --steps / --epochs / the method's default)
+@dataclass(frozen=True, kw_only=True)
+class SimulatorSettings:
+    """The simulator's settings before a run is planned: the TOML ``[flow]`` table, the `simulator`
+    options of `swflow generate` and the flow keywords of :class:`~swflow.estimator.Synthesizer` are all
+    derived from these fields. The run plan adds the step count (:meth:`config`).
 
     In the Python API, ``record_every = 0`` and ``checkpoint_every = 0`` mean none; which callbacks
     write frames and checkpoints is up to the caller (:mod:`swflow.callbacks`).
     """
 
-    steps: int
     n_particles: int = _option(10_000, "particles, independent of the number of private rows")
-    step_size: float = _option(1.0, "Euler-Maruyama step size h > 0")
+    step_size: float | None = _option(None, "Euler-Maruyama step size h > 0 (default: 1; dpswflow-hist: 3 when "
+                                      "n/z >= 2000, else 1)")
     diffusion: float = _option(0.0, "diffusion lambda >= 0 (noise sqrt(2 lambda h) per step)")
     smoothing: str = _option("exact", "particle-side smoothing: the exact Gaussian expectation on a grid, or "
                              "004's one random draw per particle and direction (to reproduce the paper)", SMOOTHINGS)
@@ -87,11 +86,9 @@ class FlowConfig:
     device: str = _option("cpu", "cpu or cuda")
 
     def __post_init__(self):
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.n_particles < 1:
             raise ValueError(f"n_particles must be >= 1, got {self.n_particles}")
-        if not (self.step_size > 0 and math.isfinite(self.step_size)):
+        if self.step_size is not None and not (self.step_size > 0 and math.isfinite(self.step_size)):
             raise ValueError(f"step size h must be > 0, got {self.step_size}")
         if not (self.diffusion >= 0 and math.isfinite(self.diffusion)):
             raise ValueError(f"diffusion lambda must be >= 0, got {self.diffusion}")
@@ -116,6 +113,27 @@ class FlowConfig:
             raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
         if self.record_every < 0 or self.checkpoint_every < 0:
             raise ValueError("record_every and checkpoint_every must be >= 0")
+
+    def config(self, *, steps: int, step_size: float) -> "FlowConfig":
+        """These settings for a run of ``steps`` steps at the run plan's ``step_size`` (this one's, when set)."""
+        own = {f.name: getattr(self, f.name) for f in fields(SimulatorSettings)}
+        return FlowConfig(**{**own, "step_size": step_size}, steps=steps)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlowConfig(SimulatorSettings):
+    """What the simulator runs: :class:`SimulatorSettings` with the number of Euler–Maruyama steps K
+    (set from --steps / --epochs / the method's default) and a step size."""
+
+    steps: int
+    step_size: float = _option(1.0, "Euler-Maruyama step size h > 0")
+
+    def __post_init__(self):
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if self.step_size is None:
+            raise ValueError("a flow needs a step size h > 0")
+        super().__post_init__()
 
 
 class Resampled:

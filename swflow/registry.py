@@ -191,7 +191,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("dpsgd-sw-gen", "generator", "generator trained by DP-SGD on the exact SW gradient with "
                "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 5),
                "swflow.baselines.dpsgd_sw", noise_on="gradient",
-               options="swflow.baselines.dpsgd_sw:ClippedGradientConfig"),
+               options="swflow.baselines.dpsgd_sw:ClippedGradientOptions"),
     MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "
                "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.baselines.ldp_sinkhorn"),
 )}

@@ -80,22 +80,22 @@ CONFIGS = sorted((Path(__file__).resolve().parents[1] / "experiments" / "configs
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_shipped_configs_map_onto_options(path):
-    from swflow.cli import _config_defaults, build_parser
+    from swflow.settings import build, read_config
 
-    parser = build_parser()
-    sub = parser._subparsers._group_actions[0].choices["generate"]
-    defaults = _config_defaults(sub, str(path))
-    assert defaults["method"] in ("dpswflow-r", "dpswflow") and defaults["dataset"] in ("fashion-mnist", "mnist", "celeba")
-    assert ("epsilon" in defaults) != ("noise_multiplier" in defaults)
+    tables = read_config(str(path))
+    run = tables.pop("run")
+    assert run["method"] in ("dpswflow-r", "dpswflow") and run["dataset"] in ("fashion-mnist", "mnist", "celeba")
+    assert ("epsilon" in tables["privacy"]) != ("noise_multiplier" in tables["privacy"])
+    settings = build(run["method"], tables)  # every key has its home in the settings tree
+    assert settings.shape.n_projections == tables["shape"]["n_projections"]
 
 
 def test_paper_noise_config_reports_honest_epsilon(capsys):
     """The paper-noise config, read as `generate --config` reads it, buys ε ≈ 14.8 under replace-one, not 10."""
-    from swflow.cli import _config_defaults, build_parser
+    from swflow.settings import read_config
 
     path = [p for p in CONFIGS if p.name == "fashion-mnist-dpswflow-r-paper-noise.toml"][0]
-    parser = build_parser()
-    config = _config_defaults(parser._subparsers._group_actions[0].choices["generate"], str(path))
+    config = {k: v for table in read_config(str(path)).values() for k, v in table.items()}
     assert "epsilon" not in config  # the config states a noise level, and the epsilon is what it buys
     assert main(["privacy", "--method", config["method"], "--noise-multiplier", str(config["noise_multiplier"]),
                  "--delta", str(config["delta"]), "--dataset-size", "30000", "--dim", "8",
@@ -191,16 +191,16 @@ def test_local_dp_calculator_and_run_agree_and_refuse_zero_out(tmp_path, capsys)
 def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, capsys):
     from dataclasses import fields
 
-    from swflow.cli import build_parser
     from swflow.estimator import Synthesizer
     from swflow.flow import FlowConfig
     from swflow.options import option_fields
 
     names = {f.name for f in option_fields(FlowConfig)}
     assert names == {f.name for f in fields(FlowConfig)} - {"steps"}  # steps come from --steps/--epochs
-    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["generate"]
-    flags = {s for a in sub._actions for s in a.option_strings}
-    assert {"--" + n.replace("_", "-") for n in names} <= flags
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    usage = capsys.readouterr().out
+    assert all(f"--{n.replace('_', '-')} " in usage for n in names)
     # TOML [flow] is FlowConfig: its values reach the run's configuration
     np.save(tmp_path / "rows.npy", np.random.default_rng(0).normal(size=(40, 3)) / 4)
     config = tmp_path / "c.toml"
@@ -215,12 +215,12 @@ def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, cap
     assert "it belongs in [flow]" in capsys.readouterr().err
     # the estimator takes the same names, and checks them before any budget is spent
     syn = Synthesizer("swf", steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled", dtype="float64")
-    assert syn.params.flow_config(syn.params.run_plan(40)) == FlowConfig(steps=3, n_particles=30, drift_clip=0.5,
+    assert syn.settings.flow_config(syn.settings.plan(40)) == FlowConfig(steps=3, n_particles=30, drift_clip=0.5,
                                                                          smoothing="sampled", dtype="float64")
     with pytest.raises(ValueError, match="step size"):
         Synthesizer("dpswflow-r", epsilon=5.0, step_size=-1.0)
     # ... and so do the budget and the shape: every keyword has one home
-    assert Synthesizer("dpswflow-r", epsilon=5.0, adjacency="zero-out", epochs=2.0).params.run_shape().epochs == 2.0
+    assert Synthesizer("dpswflow-r", epsilon=5.0, adjacency="zero-out", epochs=2.0).settings.shape.epochs == 2.0
     with pytest.raises(TypeError, match="unknown settings"):
         Synthesizer("dpswflow-r", epsilon=5.0, n_projection=10)
 
@@ -261,7 +261,7 @@ def test_one_run_plan_for_every_entry_point(capsys):
     report = json.loads(capsys.readouterr().out)
     assert (report["steps"], report["batch_size"]) == (plan.steps, plan.batch_size)
     syn = Synthesizer("dpswflow-r", epsilon=5.0, epochs=2.0, batch_size=100)
-    assert syn.params.run_plan(899) == plan
+    assert syn.settings.plan(899) == plan
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
         resolve("dpswflow-r", RunShape(batch_size=0), dataset_size=899, privacy=spec)
 
@@ -271,10 +271,37 @@ def test_a_methods_own_options_reach_its_run(tmp_path):
     rows = np.random.default_rng(0).normal(size=(60, 3))
     np.save(tmp_path / "rows.npy", rows / np.linalg.norm(rows, axis=1, keepdims=True))
     config = tmp_path / "c.toml"
-    config.write_text('[shape]\nactivation_clip = 1.0\n')
+    config.write_text('[options]\nactivation_clip = 2.0\n')
     assert main(["generate", "--config", str(config), "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere",
                  "--method", "dpsgd-sw-gen", "--epsilon", "5", "--steps", "2", "--batch-size", "20",
                  "--jacobian-clip", "0.5", "--n-particles", "30", "--out", str(tmp_path / "run")]) == 0
     report = json.loads((tmp_path / "run" / "privacy.json").read_text())
-    assert report["sensitivity"] == pytest.approx(4 * 1.0 * 0.5 / 20)  # 4 max(M, R) L / b
+    assert report["sensitivity"] == pytest.approx(4 * 2.0 * 0.5 / 20)  # 4 max(M, R) L / b
     assert report["run_config"]["jacobian_clip"] == 0.5
+
+
+def test_flags_a_toml_file_and_keywords_build_one_settings_tree(tmp_path, capsys):
+    """The three ways in end at the same frozen swflow.settings.Settings; a typed flag beats the file."""
+    from swflow.cli import build_parser, with_config
+    from swflow.cli._common import settings
+
+    flags = ["--method", "dpsgd-sw-gen", "--epsilon", "2", "--delta", "1e-6", "--n-projections", "16",
+             "--n-particles", "300", "--seed", "3", "--manifold", "sphere", "--checkpoint-every", "7",
+             "--jacobian-clip", "0.5", "--adjacency", "zero-out"]
+    parser = build_parser()
+    typed = settings(parser.parse_args(["generate", "--data", "x.npy", "--out", "o", *flags]))
+    config = tmp_path / "run.toml"
+    config.write_text('[run]\nmethod = "dpsgd-sw-gen"\n[privacy]\nepsilon = 2.0\ndelta = 1e-6\nadjacency = "zero-out"\n'
+                      '[shape]\nn_projections = 16\n[flow]\nn_particles = 300\nseed = 3\nmanifold = "sphere"\n'
+                      'checkpoint_every = 7\n[options]\njacobian_clip = 0.5\n')
+    argv = ["generate", "--config", str(config), "--data", "x.npy", "--out", "o"]
+    from_file = settings(parser.parse_args(with_config(argv, parser.parse_args(argv))))
+    keywords = Synthesizer("dpsgd-sw-gen", epsilon=2.0, delta=1e-6, n_projections=16, n_particles=300, seed=3,
+                           manifold="sphere", checkpoint_every=7, jacobian_clip=0.5, adjacency="zero-out").settings
+    assert typed == from_file == keywords
+    assert typed.options.jacobian_clip == 0.5 and typed.privacy.adjacency == "zero-out"
+    argv = [*argv, "--n-particles", "40"]
+    assert settings(parser.parse_args(with_config(argv, parser.parse_args(argv)))).flow.n_particles == 40
+    config.write_text('[shape]\nn_projections = "many"\n')
+    assert main(["generate", "--config", str(config), "--data", "x.npy", "--out", str(tmp_path / "o")]) == 2
+    assert f"{config}: [shape] n_projections = 'many': expected an integer" in capsys.readouterr().err

@@ -54,7 +54,7 @@ def test_released_gradient_sensitivity_holds_for_neighbours():
                             n_projections=20, batch_size=40)
     z = torch.randn(30, config.noise_dim, generator=torch.Generator().manual_seed(1))
     theta = torch.nn.functional.normalize(torch.randn(3, 20, generator=torch.Generator().manual_seed(2)), dim=0)
-    h, jac, clip = gen._clipped_jacobians(z)
+    h, jac, clip = gen.clipped_jacobians(z)
     jac = jac * clip[:, None, None]
     assert (torch.linalg.matrix_norm(jac, ord=2) <= 0.5).all()  # an SVD checks the Gram-eigenvalue norm
     v = theta.T @ h.T

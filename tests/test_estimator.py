@@ -16,7 +16,7 @@ SETTINGS = {  # small but private runs of every method
     "dpswflow-hist": {"epsilon": 5.0, "steps": 20, "n_projections": 8, "n_particles": 200, "delta": 1e-4},
     "dpswgen": {"epsilon": 5.0, "steps": 10, "n_projections": 10, "batch_size": 100},
     "dpsgd-sw-gen": {"epsilon": 5.0, "steps": 5, "n_projections": 10, "batch_size": 50,
-                     "options": {"hidden": (16,)}},
+                     "activation_clip": 0.5},
     "ldp-sinkhorn-gen": {"epsilon": 5.0, "steps": 5, "batch_size": 64},
 }
 

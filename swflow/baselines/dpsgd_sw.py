@@ -30,7 +30,7 @@ from ..privacy.sensitivity import SensitivityBound
 from ..sliced import random_directions
 from ._generator import TrainedGenerator
 
-__all__ = ["ClippedGradientConfig", "ClippedGenerator", "DPSGDSWGen", "make_dpsgd_sw_gen", "r_weights", "w2_gradient_source",
+__all__ = ["ClippedGradientConfig", "ClippedGradientOptions", "ClippedGenerator", "DPSGDSWGen", "make_dpsgd_sw_gen", "r_weights", "w2_gradient_source",
            "gradient_sensitivity"]
 
 
@@ -68,7 +68,21 @@ def gradient_sensitivity(*, activation_clip: float, jacobian_clip: float, norm_b
 
 
 @dataclass(frozen=True)
-class ClippedGradientConfig:
+class ClippedGradientOptions:
+    """dpsgd-sw-gen's own options: a help text makes each a --flag, a TOML [options] key and a Synthesizer
+    keyword (swflow.settings)."""
+
+    activation_clip: float = field(default=1.0, metadata={"help": "dpsgd-sw-gen: M, bound on generated norms"})
+    jacobian_clip: float = field(default=1.0, metadata={
+        "help": "dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm"})
+
+    def __post_init__(self):
+        if not (self.activation_clip > 0 and self.jacobian_clip > 0):
+            raise ValueError("activation_clip and jacobian_clip must be > 0")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClippedGradientConfig(ClippedGradientOptions):
     """steps : private releases (= generator updates); activation_clip M; jacobian_clip L."""
 
     steps: int
@@ -76,18 +90,15 @@ class ClippedGradientConfig:
     noise_dim: int = 8
     lr: float = 1e-3
     generated_per_step: int | None = None  # default: the private batch size
-    # the method's own options (a help text makes them --flags, TOML [shape] keys and estimator options)
-    activation_clip: float = field(default=1.0, metadata={"help": "dpsgd-sw-gen: M, bound on generated norms"})
-    jacobian_clip: float = field(default=1.0, metadata={
-        "help": "dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm"})
     seed: int = 0
     device: str = "cpu"
 
     def __post_init__(self):
+        super().__post_init__()
         if self.steps < 1:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if not (self.activation_clip > 0 and self.jacobian_clip > 0 and self.lr > 0):
-            raise ValueError("activation_clip, jacobian_clip and lr must be > 0")
+        if not self.lr > 0:
+            raise ValueError("lr must be > 0")
 
 
 class ClippedGenerator(nn.Module):
@@ -134,7 +145,7 @@ class DPSGDSWGen(TrainedGenerator):
                                                 jacobian_clip=config.jacobian_clip, norm_bound=norm_bound,
                                                 batch_size=target.batch_size or target.size)
 
-    def _clipped_jacobians(self, z: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def clipped_jacobians(self, z: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """Outputs h (m, d), per-sample Jacobians J (m, d, P) and the clip factors c (m,): ‖c_j J_j‖₂ ≤ L.
         The factors are applied to the vector each J_jᵀ multiplies, which is cheaper than scaling J."""
         params = {k: v.detach() for k, v in self.generator.named_parameters()}
@@ -157,7 +168,7 @@ class DPSGDSWGen(TrainedGenerator):
         m = self.config.generated_per_step or self.target.batch_size or self.target.size
         z = torch.randn(m, self.config.noise_dim, generator=self.rng, device=self.config.device)
         theta = random_directions(self.n_projections, self.target.dim, generator=self.rng, device=self.config.device)
-        h, jac, clip = self._clipped_jacobians(z)
+        h, jac, clip = self.clipped_jacobians(z)
         v = theta.T @ h.T  # (k, m): generated side, public
 
         def gradient(batch: Tensor) -> Tensor:  # runs inside the privacy package on the private batch

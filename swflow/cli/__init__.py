@@ -33,80 +33,41 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-CONFIG_TABLES = ("run", "privacy", "shape", "flow")
-
-
 BUDGET_KEYS = ("epsilon", "noise_multiplier")
 
 
-def _config_defaults(parser: argparse.ArgumentParser, path: str) -> dict:
-    """TOML tables [run] [privacy] [shape] [flow] -> argparse defaults (explicit flags still win)."""
-    import tomllib
+def with_config(argv: list[str], args: argparse.Namespace) -> list[str]:
+    """``argv`` with the values of ``args.config`` (a TOML file, swflow.settings.read_config) inserted as
+    flags right after the command, so the parser checks them as it checks typed ones and a flag typed on
+    the command line, coming later, wins. A typed budget (either kind) replaces the file's."""
+    from ..settings import read_config
 
-    try:
-        with open(path, "rb") as f:
-            table = tomllib.load(f)
-    except FileNotFoundError:
-        raise ValueError(f"config file {path} not found (see experiments/configs/)")
-    from ..flow import FlowConfig
-    from ..options import option_fields
-    from ..privacy import PrivacySpec
-    from ..registry import RunShape
-
-    actions = {a.dest: a for a in parser._actions}
-    known = set(actions)
-    # a table per configuration dataclass, field for field ([run] holds the rest: dataset, method, ...)
-    home = {f.name: table for table, cls in (("flow", FlowConfig), ("shape", RunShape), ("privacy", PrivacySpec))
-            for f in option_fields(cls)}
-    home.update(epsilon="privacy", noise_multiplier="privacy")
-    from ..registry import METHODS
-
-    home.update({f.name: "shape" for spec in METHODS.values() if spec.options is not None  # a method's own options
-                 for f in option_fields(spec.option_class())})
-    defaults = {}
-    for section, values in table.items():
-        if section not in CONFIG_TABLES or not isinstance(values, dict):
-            raise ValueError(f"{path}: unknown table [{section}]; use {', '.join(CONFIG_TABLES)}")
+    tables = read_config(args.config)
+    typed_budget = any(getattr(args, key, None) is not None for key in BUDGET_KEYS)
+    flags = []
+    for table, values in tables.items():
         for key, value in values.items():
-            if key not in known:
-                raise ValueError(f"{path}: unknown key {key!r} in [{section}]")
-            if home.get(key, "run") != section:
-                raise ValueError(f"{path}: key {key!r} in [{section}]: it belongs in [{home.get(key, 'run')}]")
-            expected = _toml_type(actions[key])
-            if expected is not None and (not isinstance(value, expected) or
-                                         (isinstance(value, bool) and expected is not bool)):
-                names = {int: "an integer", str: "a string", bool: "true or false"}
-                raise ValueError(f"{path}: [{section}] {key} = {value!r}: expected "
-                                 f"{names.get(expected, 'a number')}")
-            if expected == (int, float):
-                value = float(value)
-            defaults[key] = value
-    return defaults
-
-
-def _toml_type(action: argparse.Action):
-    """The TOML value type an option takes: its argparse type, bool for flags (None: not checked)."""
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
-        return bool
-    if action.type is float:
-        return (int, float)
-    return action.type if action.type in (int, str) else None
+            if key not in vars(args):
+                raise ValueError(f"{args.config}: [{table}] {key}: `swflow {args.command}` has no --"
+                                 f"{key.replace('_', '-')}")
+            if key in BUDGET_KEYS and typed_budget:
+                continue
+            flag = "--" + key.replace("_", "-")
+            if isinstance(value, bool):
+                flags += [flag] if value else []
+            else:
+                flags += [flag, str(value)]
+    at = argv.index(args.command) + 1
+    return [*argv[:at], *flags, *argv[at:]]
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         if getattr(args, "config", None):
-            sub = parser._subparsers._group_actions[0].choices[args.command]
-            defaults = _config_defaults(sub, args.config)
-            if any(getattr(args, key, None) is not None for key in BUDGET_KEYS):
-                # A budget given on the command line replaces the config's (either kind), rather than
-                # clashing with it: --noise-multiplier beside a config's epsilon means "this noise".
-                for key in BUDGET_KEYS:
-                    defaults.pop(key, None)
-            sub.set_defaults(**defaults)
-            args = parser.parse_args(argv)
+            args = parser.parse_args(with_config(argv, args))
         return args.func(args)
     except RunFailed as err:
         print(f"swflow {args.command}: error: {err}", file=sys.stderr)

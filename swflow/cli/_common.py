@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 from contextlib import contextmanager
 
 from ..options import add_options, values
@@ -46,35 +45,46 @@ def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
         g.add_argument("--dim", type=int, required=True, help="dimension d of the rows")
 
 
-def run_plan(args, n: int, privacy):
-    """The run's :class:`~swflow.pipeline.RunPlan` (steps, batch, directions, step size) for n rows."""
-    from ..options import values
-    from ..pipeline import resolve
+def settings(args, *, manifold: str = "ball"):
+    """The run's one :class:`~swflow.settings.Settings` from the parsed flags (a --config file's values
+    arrive as flags, swflow/cli/__init__.py). ``manifold``: the default the data source implies."""
+    from ..settings import OPTIONS, TABLES, build
 
-    try:
-        return resolve(args.method, RunShape(**values(RunShape, args)), dataset_size=n, privacy=privacy,
-                       step_size=getattr(args, "step_size", None))
-    except ValueError as err:
-        raise UsageError(f"--{str(err).replace('_', '-')}") from None
-
-
-def method_options(args) -> dict:
-    """The values of the chosen method's own options (empty for a method without any)."""
+    tables = {table: values(cls, args) for table, cls in TABLES.items()}
+    tables["privacy"].update(epsilon=args.epsilon, noise_multiplier=args.noise_multiplier,
+                             clip=getattr(args, "clip", False))
+    if "n_particles" in tables["flow"]:  # commands with the simulator options (generate)
+        tables["flow"]["manifold"] = args.manifold or manifold
     cls = method(args.method).option_class()
-    return {} if cls is None else values(cls, args)
+    if cls is not None:
+        tables[OPTIONS] = values(cls, args)
+    try:
+        return build(args.method, tables, privacy_seed=getattr(args, "privacy_seed", None))
+    except ValueError as err:
+        raise UsageError(_as_flags(str(err))) from None
 
 
-def privacy_spec(args):
-    eps = args.epsilon
-    if eps is None and args.noise_multiplier is None:
-        eps = None if method(args.method).private else math.inf
-        if eps is None:
-            raise UsageError(f"{args.method} is private: give --epsilon or --noise-multiplier")
-    if eps is not None and math.isnan(eps):
-        raise UsageError("--epsilon is NaN: give a number > 0, or inf for no privacy")
-    method(args.method).check_budget(private=args.noise_multiplier is not None or math.isfinite(eps))
-    return PrivacySpec(**values(PrivacySpec, args, epsilon=eps, noise_multiplier=args.noise_multiplier,
-                                clip=getattr(args, "clip", False)))
+def _as_flags(message: str) -> str:
+    """A settings error in the words of the command line: a leading setting name, and any name_with_underscores,
+    become flags (batch_size must be >= 1 -> --batch-size must be >= 1)."""
+    import re
+
+    from ..settings import home_of
+
+    def flag(match):
+        word = match.group(0)
+        known = home_of(word) is not None and ("_" in word or match.start() == 0)
+        return "--" + word.replace("_", "-") if known else word
+
+    return re.sub(r"\b[a-z]+(?:_[a-z]+)*\b", flag, message)
+
+
+def run_plan(settings, n: int):
+    """The run's :class:`~swflow.pipeline.RunPlan` (steps, batch, directions, step size) for n rows."""
+    try:
+        return settings.plan(n)
+    except ValueError as err:
+        raise UsageError(_as_flags(str(err))) from None
 
 
 @contextmanager
@@ -96,13 +106,11 @@ def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: t
 
 
 def flow_config_args(p: argparse.ArgumentParser) -> None:
-    from ..flow import FlowConfig
-    from ..options import add_options
+    from ..flow import SimulatorSettings
 
     g = p.add_argument_group("simulator")
-    add_options(g, FlowConfig, defaults={"manifold": None, "checkpoint_every": 50, "step_size": None},
+    add_options(g, SimulatorSettings, defaults={"manifold": None, "checkpoint_every": 50},
                 notes={"manifold": "(default: sphere with --dataset, the file's declared domain with --data)",
-                       "step_size": "(default: 1; dpswflow-hist: 3 when n/z >= 2000, else 1)",
                        "record_every": "(0: about 50 frames over the run)"})
     g.add_argument("--privacy-seed", type=int, default=None,
                    help="privacy-noise seed, for reproducible experiments only: anyone who knows it can reproduce "
@@ -112,11 +120,8 @@ def flow_config_args(p: argparse.ArgumentParser) -> None:
                    help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
 
 
-def flow_config(args, plan):
-    """The simulator settings of the command's flags for a :class:`~swflow.pipeline.RunPlan`."""
-    from ..flow import FlowConfig
-    from ..options import values
+def flow_config(args, settings, plan):
+    """The simulator configuration of ``plan``; --record-every 0 means about 50 frames over the run."""
+    from dataclasses import replace
 
-    return FlowConfig(**values(FlowConfig, args, steps=plan.steps,
-                               record_every=args.record_every or max(1, plan.steps // 50), step_size=plan.step_size,
-                               manifold=args.manifold or ("sphere" if getattr(args, "dataset", None) else "ball")))
+    return replace(settings.flow_config(plan), record_every=args.record_every or max(1, plan.steps // 50))

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from ..registry import METHODS, method
-from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, method_options, privacy_args,
-                      privacy_spec, run_plan, shape_args, staged)
+from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, run_plan,
+                      settings, shape_args, staged)
 from .autoencoder import write_gif
 
 
@@ -42,17 +42,17 @@ def cmd_generate(args) -> int:
     else:
         data = torch.from_numpy(load_array(args.data))
         _set_manifold_from_domain(args)
-    spec = privacy_spec(args)
-    plan = run_plan(args, data.shape[0], spec)
+    run = settings(args, manifold="sphere" if args.dataset is not None else "ball")
+    plan = run_plan(run, data.shape[0])
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
-    check_fits(n=args.n_particles, dim=data.shape[1], n_projections=plan.n_projections, image_values=image_values,
+    check_fits(n=run.flow.n_particles, dim=data.shape[1], n_projections=plan.n_projections, image_values=image_values,
                frames=50, out=args.out)
     if args.conditional and method(args.method).kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
     with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images),
                  commit=int(os.environ.get("RANK", "0")) == 0) as out:
-        return _generate_into(out, args, data, labels, spec, plan, decode, source, distributed)
+        return _generate_into(out, args, data, labels, run, plan, decode, source, distributed)
 
 
 def _encode_own_images(args):
@@ -107,46 +107,46 @@ def _set_manifold_from_domain(args) -> None:
                          "radius R). Files from `swflow encode` declare it themselves")
 
 
-def _generate_into(out: Path, args, data, labels, spec, plan, decode, source: dict, distributed: bool) -> int:
+def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dict, distributed: bool) -> int:
     from ..run import run_flow_to_dir, run_generator_to_dir
 
     t0 = time.perf_counter()
-    what = method(args.method)
-    if what.kind == "generator":
+    spec = run.privacy
+    if method(run.method).kind == "generator":
         from ..baselines import make_generator
 
-        options = method_options(args)
-        model = make_generator(args.method, data, privacy=spec, steps=plan.steps, n_projections=plan.n_projections,
-                               batch_size=plan.rows_per_step, privacy_seed=args.privacy_seed, seed=args.seed,
-                               device=args.device, **options)
-        report = run_generator_to_dir(args.method, model, out, n_samples=args.n_particles, seed=args.seed,
-                                      checkpoint_every=args.checkpoint_every, decoder=decode,
+        options = run.option_values()
+        model = make_generator(run.method, data, privacy=spec, steps=plan.steps, n_projections=plan.n_projections,
+                               batch_size=plan.rows_per_step, privacy_seed=run.privacy_seed, seed=run.flow.seed,
+                               device=run.flow.device, **options)
+        report = run_generator_to_dir(run.method, model, out, n_samples=run.flow.n_particles, seed=run.flow.seed,
+                                      checkpoint_every=run.flow.checkpoint_every, decoder=decode,
                                       run_config={**source, "steps": plan.steps, "batch_size": plan.rows_per_step,
                                                   **options})
         print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
     if distributed:
-        return _generate_distributed(args, data, spec, plan, out, decode, source, t0)
-    config = flow_config(args, plan)
+        return _generate_distributed(args, data, run, plan, out, decode, source, t0)
+    config = flow_config(args, run, plan)
     if args.conditional:
         from ..conditional import run_conditional_to_dir
 
         if args.dataset is None:
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
-        report = run_conditional_to_dir(args.method, data, labels, out, privacy=spec,
+        report = run_conditional_to_dir(run.method, data, labels, out, privacy=spec,
                                         config=config, n_projections=plan.n_projections,
-                                        pool_size=args.pool_size, batch_size=plan.batch_size, bins=args.bins,
-                                        privacy_seed=args.privacy_seed,
+                                        pool_size=run.shape.pool_size, batch_size=plan.batch_size,
+                                        bins=run.shape.bins, privacy_seed=run.privacy_seed,
                                         decoder=decode, run_config=source)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
               f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
-    _, report = run_flow_to_dir(args.method, data, out, privacy=spec, config=config,
-                                n_projections=plan.n_projections, pool_size=args.pool_size, batch_size=plan.batch_size,
-                                bins=args.bins,
-                                privacy_seed=args.privacy_seed, decoder=decode, run_config=source)
+    _, report = run_flow_to_dir(run.method, data, out, privacy=spec, config=config,
+                                n_projections=plan.n_projections, pool_size=run.shape.pool_size,
+                                batch_size=plan.batch_size, bins=run.shape.bins, privacy_seed=run.privacy_seed,
+                                decoder=decode, run_config=source)
     if decode is not None:
         write_gif(out, decode)
     print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
@@ -154,7 +154,7 @@ def _generate_into(out: Path, args, data, labels, spec, plan, decode, source: di
     return 0
 
 
-def _generate_distributed(args, data, spec, plan, out, decode, source, t0) -> int:
+def _generate_distributed(args, data, run, plan, out, decode, source, t0) -> int:
     """`torchrun --nproc-per-node N swflow generate ...`: particles and private rows sharded over the
     ranks (gloo on CPU, NCCL on CUDA), exact global ranks; rank 0 writes the outputs."""
     from dataclasses import replace
@@ -166,28 +166,28 @@ def _generate_distributed(args, data, spec, plan, out, decode, source, t0) -> in
     from ..distributed import make_distributed_flow, shard_range
     from ..run import write_outputs
 
-    if not method(args.method).sharded:
+    if not method(run.method).sharded:
         sharded = ", ".join(name for name, spec in METHODS.items() if spec.sharded)
-        raise UsageError(f"under torchrun only {sharded} are sharded, not {args.method}")
-    if args.secure_noise:
+        raise UsageError(f"under torchrun only {sharded} are sharded, not {run.method}")
+    if run.privacy.secure_noise:
         raise UsageError("under torchrun the ranks must draw the same batches from one shared privacy seed, "
                          "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
-    backend = "nccl" if args.device.startswith("cuda") else "gloo"
+    backend = "nccl" if run.flow.device.startswith("cuda") else "gloo"
     dist.init_process_group(backend, timeout=timedelta(minutes=10))
     rank, world = dist.get_rank(), dist.get_world_size()
     # The ranks must share the privacy seed. A typed seed lets anyone who knows it reproduce the noise,
     # so without --privacy-seed rank 0 draws one from the OS and broadcasts it; nobody sees it.
-    seed = [args.privacy_seed if args.privacy_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1]
+    seed = [run.privacy_seed if run.privacy_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1]
     dist.broadcast_object_list(seed, src=0)
     try:
         lo, hi = shard_range(data.shape[0], rank, world)
-        config = flow_config(args, plan)
-        flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=spec,
+        config = flow_config(args, run, plan)
+        flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=run.privacy,
                                      config=replace(config, record_every=0),
                                      n_projections=plan.n_projections, batch_size=plan.batch_size,
-                                     privacy_seed=seed[0], seed_known=args.privacy_seed is not None,
-                                     mode=args.shard_mode, method_name=args.method, pool_size=args.pool_size,
-                                     bins=args.bins,
+                                     privacy_seed=seed[0], seed_known=run.privacy_seed is not None,
+                                     mode=args.shard_mode, method_name=run.method, pool_size=run.shape.pool_size,
+                                     bins=run.shape.bins,
                                      callbacks=[Checkpointer(out / f"checkpoint.rank{rank}.pt")])
         flow.run()
         particles = flow.gather_particles()
@@ -195,7 +195,7 @@ def _generate_distributed(args, data, spec, plan, out, decode, source, t0) -> in
         raise RunFailed(f"rank {rank}: the distributed run failed ({err}); every rank checkpointed every "
                          f"--checkpoint-every steps: rerun the same torchrun command with --resume") from err
     if rank == 0:
-        report = flow.privacy_report(args.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
+        report = flow.privacy_report(run.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
         write_outputs(out, particles.cpu().numpy(), report, decode)
         print(f"{report.statement}\nwrote {args.out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
     dist.barrier()

@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 
 from ..registry import method
-from ._common import UsageError, method_options, privacy_args, privacy_spec, run_plan, shape_args
+from ._common import UsageError, privacy_args, run_plan, settings, shape_args
 
 
-def _sensitivity(what, spec, plan, cal, args):
+def _sensitivity(what, run, plan, cal):
     """The sensitivity bound the run's noise is scaled to (for the spectral bound: that of a typical draw)."""
     from ..privacy import projection_sensitivity
     from ..sliced import random_directions
@@ -15,47 +15,46 @@ def _sensitivity(what, spec, plan, cal, args):
     if what.noise_on == "gradient":  # dpsgd-sw-gen: the noise is on the clipped gradient
         from ..baselines.dpsgd_sw import gradient_sensitivity
 
-        options = method_options(args)
-        return gradient_sensitivity(activation_clip=options["activation_clip"],
-                                    jacobian_clip=options["jacobian_clip"], norm_bound=spec.norm_bound,
+        return gradient_sensitivity(activation_clip=run.options.activation_clip,
+                                    jacobian_clip=run.options.jacobian_clip, norm_bound=run.privacy.norm_bound,
                                     batch_size=plan.sample_size)
     if what.releases == "histogram":
         from ..privacy import histogram_sensitivity
 
-        return histogram_sensitivity(plan.n_projections, adjacency=spec.adjacency)
-    if spec.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
+        return histogram_sensitivity(plan.n_projections, adjacency=run.privacy.adjacency)
+    if run.privacy.sensitivity_bound == "spectral":  # depends on the drawn directions: show a typical draw
         import torch
 
         theta = random_directions(plan.n_projections, plan.dim, generator=torch.Generator().manual_seed(0),
                                   dtype=torch.float64)
-        return projection_sensitivity(kind="spectral", k=plan.n_projections, d=plan.dim, adjacency=spec.adjacency,
-                                      norm_bound=spec.norm_bound, theta=theta)
+        return projection_sensitivity(kind="spectral", k=plan.n_projections, d=plan.dim,
+                                      adjacency=run.privacy.adjacency, norm_bound=run.privacy.norm_bound, theta=theta)
     return cal.sensitivity()
 
 
 def cmd_privacy(args) -> int:
     from ..privacy import calibrate
 
-    spec = privacy_spec(args)
+    run = settings(args)
+    spec = run.privacy
     if not spec.private:
         raise UsageError("nothing to compute: the run is not private")
-    what = method(args.method)
-    run = run_plan(args, args.dataset_size, spec)
-    args.n_projections = run.n_projections
+    what = method(run.method)
+    planned = run_plan(run, args.dataset_size)
     if what.local:
         return _local_privacy(args, spec)
-    steps = run.steps
-    pool_size, bins = args.pool_size, None
+    steps = planned.steps
+    pool_size, bins = run.shape.pool_size, None
     if what.releases == "histogram":
         from ..privacy.histogram import histogram_shape
 
-        pool_size, bins = histogram_shape(dataset_size=args.dataset_size, privacy=spec, n_directions=args.pool_size,
-                                          bins=args.bins)
+        pool_size, bins = histogram_shape(dataset_size=args.dataset_size, privacy=spec,
+                                          n_directions=run.shape.pool_size, bins=run.shape.bins)
     plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
-                             n_projections=run.n_projections, pool_size=pool_size, batch_size=run.batch_size,
+                             n_projections=planned.n_projections, pool_size=pool_size, batch_size=planned.batch_size,
                              secure_noise=spec.secure_noise)
     cal = calibrate(spec, plan)
-    sens = _sensitivity(what, spec, plan, cal, args)
+    sens = _sensitivity(what, run, plan, cal)
     delta_total = cal.delta_accountant + plan.releases * cal.delta_theta
     out = {"method": args.method, "mode": cal.mode, "epsilon": cal.epsilon, "delta": delta_total,
            "delta_sensitivity": plan.releases * cal.delta_theta, "adjacency": spec.adjacency,
