@@ -7,7 +7,9 @@ official test images, TF-Inception pool3):
 - ``hist eps=E``: dpswflow-hist on the encoded private split at honest ε = E, δ = 1e-5 (replace-one),
   decoded by the checkpoint.
 Each cell also gives latent SW to the encoded test split, so codes of one size can be compared
-without Inception. A larger code is easier to decode and harder to match privately; this script
+without Inception. ``--decoder nearest-public`` decodes every cell to the public image with the nearest
+code instead (swflow.latents.NearestPublicDecoder: public data only, no privacy cost), and records how
+many distinct public images a cell used. A larger code is easier to decode and harder to match privately; this script
 measures both at once. Finished cells are kept in the JSON, so an interrupted run resumes.
 
     python experiments/latent_size.py --checkpoints fashion-mnist-adv2 fashion-mnist-z16-adv   # ≈ 15 min a cell
@@ -65,6 +67,8 @@ def main(argv=None) -> int:
     p.add_argument("--step-size", type=float, default=3.0)
     p.add_argument("--n-projections", type=int, default=70)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--decoder", choices=("gan", "nearest-public"), default="gan",
+                   help="the checkpoint's decoder, or the public image with the nearest code")
     p.add_argument("--out", default="experiments/out/latent_size.json")
     p.add_argument("--smoke", action="store_true", help="digits, 40 samples, 3 steps, in a temporary folder (CI)")
     args = p.parse_args(argv)
@@ -83,8 +87,14 @@ def main(argv=None) -> int:
         reference = load_reference({"dataset": args.dataset, "autoencoder": name})
         real_images = reference.images[:args.n]
         real = reference_features(real_images, key=f"{reference.key}-{len(real_images)}", extractor=extractor)
+        decode, nearest = model.decode_images, None
+        if args.decoder == "nearest-public":
+            from swflow.latents import nearest_public_decoder
+
+            nearest = nearest_public_decoder(args.dataset, checkpoint=name)
+            decode = nearest
         for cell in args.cells or _cells(args.epsilons):
-            key = f"{name}@{meta['weights_sha256'][:12]}/{cell}/{args.n}"
+            key = f"{name}@{meta['weights_sha256'][:12]}/{cell}/{args.n}" + (f"/{args.decoder}" if nearest else "")
             if key in results:
                 print(f"{key}: done already, FID {results[key]['fid']:.2f}")
                 continue
@@ -92,7 +102,7 @@ def main(argv=None) -> int:
             latents, extra = _latents_for(cell, name, args, held_out)
             flow_seconds = time.perf_counter() - t0
             with torch.no_grad():
-                images = model.decode_images(latents)  # reconstruction: the held-out images' own codes, in order
+                images = decode(latents)  # reconstruction: the held-out images' own codes, in order
             fake = extractor(images, progress=True)
             kid, kid_se = kernel_inception_distance(real, fake)
             results[key] = {"checkpoint": name, "latent": meta["latent"], "cell": cell, "n": len(images),
@@ -101,14 +111,17 @@ def main(argv=None) -> int:
                             "latent_sw": None if cell == "reconstruction" else latent_sw(latents, held_out,
                                                                                          seed=args.seed),
                             "flow_seconds": flow_seconds, "seconds": time.perf_counter() - t0,
-                            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads", **extra}
+                            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads",
+                            "decoder": args.decoder, **extra}
+            if nearest is not None:
+                results[key]["distinct_public_images"] = int(len(np.unique(nearest.nearest(latents))))
             print(json.dumps({key: results[key]}, indent=2), flush=True)
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"{'checkpoint':24} {'cell':16} {'FID':>7} {'latent SW':>10}")
+    print(f"{'checkpoint':24} {'decoder':15} {'cell':16} {'FID':>7} {'latent SW':>10}")
     for row in results.values():
         sw = "—" if row["latent_sw"] is None else f"{row['latent_sw']:.4f}"
-        print(f"{row['checkpoint']:24} {row['cell']:16} {row['fid']:7.2f} {sw:>10}")
+        print(f"{row['checkpoint']:24} {row.get('decoder', 'gan'):15} {row['cell']:16} {row['fid']:7.2f} {sw:>10}")
     return 0
 
 

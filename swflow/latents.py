@@ -11,7 +11,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-__all__ = ["EncodedSplit", "SPLITS", "dataset_split", "encoded_split", "run_autoencoder"]
+__all__ = ["EncodedSplit", "NearestPublicDecoder", "SPLITS", "dataset_split", "encoded_split", "nearest_public_decoder",
+           "run_autoencoder"]
 
 SPLITS = ("public", "private", "test")
 
@@ -86,3 +87,35 @@ def run_autoencoder(run_config: dict):
 
     where = run_config.get("autoencoder_path", run_config["autoencoder"])
     return load_autoencoder(where, expected_sha256=run_config.get("autoencoder_sha256"))
+
+
+class NearestPublicDecoder:
+    """Decode each code to the public image whose code is nearest: the largest inner product on the
+    sphere, cosine distance. It reads only the public split and the released particles, so it is
+    post-processing (no privacy cost); its outputs are public images, selected by the private flow.
+
+    codes : (m, d) public codes on the unit sphere; images : (m, C, H, W) the public images they encode
+    """
+
+    def __init__(self, codes: torch.Tensor, images: np.ndarray, *, chunk: int = 4096):
+        if codes.shape[0] != len(images):
+            raise ValueError(f"{codes.shape[0]} codes for {len(images)} images")
+        self.codes, self.images, self.chunk = codes.float(), images, chunk
+
+    def nearest(self, latents) -> np.ndarray:
+        """(n,) index of the nearest public code of each of ``latents`` (n, d)."""
+        z = torch.nn.functional.normalize(torch.as_tensor(np.asarray(latents), dtype=torch.float32), dim=1)
+        return torch.cat([(part @ self.codes.T).argmax(dim=1) for part in z.split(self.chunk)]).numpy()
+
+    def __call__(self, latents) -> np.ndarray:
+        return self.images[self.nearest(latents)]
+
+
+def nearest_public_decoder(dataset: str, *, root=None, checkpoint: str | None = None) -> NearestPublicDecoder:
+    """The :class:`NearestPublicDecoder` of ``dataset``'s public split, encoded by ``checkpoint``."""
+    from autoencoders import default_checkpoint, load_autoencoder
+
+    model, meta = load_autoencoder(checkpoint or default_checkpoint(dataset))
+    images, _, halves = dataset_split(dataset, meta, root=root)
+    public = images[halves.public]
+    return NearestPublicDecoder(torch.from_numpy(model.encode_images(public)), public)

@@ -305,3 +305,25 @@ def test_flags_a_toml_file_and_keywords_build_one_settings_tree(tmp_path, capsys
     config.write_text('[shape]\nn_projections = "many"\n')
     assert main(["generate", "--config", str(config), "--data", "x.npy", "--out", str(tmp_path / "o")]) == 2
     assert f"{config}: [shape] n_projections = 'many': expected an integer" in capsys.readouterr().err
+
+
+def test_nearest_public_decoder_outputs_only_public_images(tmp_path):
+    """--decoder nearest-public: every decoded sample, at generate and at sample time, is an image of the public
+    split (checked by brute force against the split), and the run records the decoder."""
+    from autoencoders import load_autoencoder
+    from swflow.latents import dataset_split
+
+    out = tmp_path / "g"
+    assert main(["generate", "--dataset", "digits", "--method", "dpswflow-hist", "--epsilon", "8", "--delta", "1e-5",
+                 "--steps", "5", "--n-particles", "60", "--decoder", "nearest-public", "--out", str(out)]) == 0
+    assert json.loads((out / "privacy.json").read_text())["run_config"]["decoder"] == "nearest-public"
+    assert main(["sample", str(out), "--n", "30", "--out", str(tmp_path / "more")]) == 0
+    _, meta = load_autoencoder("digits")
+    images, _, halves = dataset_split("digits", meta)
+    public = {image.tobytes() for image in images[halves.public].astype(np.float32)}
+    for path in (out / "samples.h5", tmp_path / "more" / "samples.h5"):
+        with h5py.File(path) as f:
+            decoded = f["images"][:].astype(np.float32)
+        assert len(decoded) in (60, 30) and all(image.tobytes() in public for image in decoded)
+    assert main(["generate", "--data", str(out / "samples.h5"), "--decoder", "nearest-public", "--method", "swf",
+                 "--out", str(tmp_path / "x")]) == 2

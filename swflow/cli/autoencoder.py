@@ -26,12 +26,17 @@ def write_gif(out: Path, decode) -> None:
 
 
 def run_decoder(run_config: dict):
-    """The decoder of the autoencoder a run used (sha256 checked), or None for --data runs."""
+    """The decoder a run used: its autoencoder's (sha256 checked) or the nearest public image; None for
+    --data runs."""
     if "autoencoder" not in run_config:
         return None
-    from ..latents import run_autoencoder
+    from ..latents import nearest_public_decoder, run_autoencoder
 
-    return run_autoencoder(run_config)[0].decode_images
+    model, meta = run_autoencoder(run_config)
+    if run_config.get("decoder") == "nearest-public":
+        return nearest_public_decoder(run_config["dataset"], checkpoint=run_config.get("autoencoder_path",
+                                                                                        meta["name"]))
+    return model.decode_images
 
 
 def cmd_demo(args) -> int:

@@ -27,6 +27,8 @@ def cmd_generate(args) -> int:
                          "(.npy/.npz/.h5 rows in the flow's space)")
     if args.population is not None and args.dataset is None:
         raise UsageError("--population draws from a dataset's private split: give --dataset")
+    if args.decoder == "nearest-public" and args.dataset is None:
+        raise UsageError("--decoder nearest-public picks images from a dataset's public split: give --dataset")
     decode, labels, source = None, None, {"data": str(args.data)}
     if args.dataset is not None:
         from ..latents import encoded_split
@@ -37,6 +39,11 @@ def cmd_generate(args) -> int:
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
         if encoded.population is not None:
             source["population"] = encoded.population
+        if args.decoder == "nearest-public":
+            from ..latents import nearest_public_decoder
+
+            decode = nearest_public_decoder(args.dataset, root=args.data_root, checkpoint=args.checkpoint)
+            source["decoder"] = "nearest-public"
     elif args.images is not None:
         data, decode, meta, source = _encode_own_images(args)
     else:
@@ -236,6 +243,10 @@ def register(sub) -> None:
                    help="with --dataset: the private data is a declared sub-population of the private split "
                    "(skewed: all classes, 32%% down to 1%%; footwear: Fashion-MNIST classes 5, 7, 9), scored "
                    "against the same population of the test part; the autoencoder keeps the broad public split")
+    p.add_argument("--decoder", choices=("autoencoder", "nearest-public"), default="autoencoder",
+                   help="with --dataset: how particles become images. autoencoder: its sampling decoder (new "
+                   "images); nearest-public: the public image whose code is nearest each particle (public images, "
+                   "chosen by the private flow; post-processing, no privacy cost)")
     p.add_argument("--config", help="TOML file with [run] [privacy] [shape] [flow] tables (paper settings in "
                    "experiments/configs/); command-line flags override it")
     p.add_argument("--out", required=True, help="output directory")
