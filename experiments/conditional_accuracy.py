@@ -4,7 +4,9 @@ One flow per class on that class's private latents (DPSWflow-r by default; the p
 settings from experiments/configs/, honest ε), N labelled samples decoded, a small CNN trained on them and
 tested on the official test split (`swflow evaluate`). Read it against two references that need no
 private data: the same CNN trained on N labelled public-split images, and on those images through
-the autoencoder (the decoder's floor for this score). Finished parts are kept in the JSON.
+the autoencoder (the decoder's floor for this score). ``--decoder nearest-public`` decodes the flow's
+particles to the public image with the nearest code (swflow generate --decoder); its floor is the first
+reference. Finished parts are kept in the JSON.
 
     python experiments/conditional_accuracy.py --epsilon 10 [--method ldp-flow]    # ≈ 15 min on 2 cores
 """
@@ -32,6 +34,8 @@ def main(argv=None) -> int:
     p.add_argument("--method", default="dpswflow-r", choices=("dpswflow-r", "dpswflow", "ldp-flow", "dpswflow-hist"))
     p.add_argument("--n", type=int, default=10_000, help="labelled samples (and public images for the references)")
     p.add_argument("--checkpoint", help="autoencoder (default: the dataset's default)")
+    p.add_argument("--decoder", choices=("autoencoder", "nearest-public"), default="autoencoder",
+                   help="how particles become images (swflow generate --decoder)")
     p.add_argument("--out", default="experiments/out/conditional_accuracy")
     p.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = p.parse_args(argv)
@@ -53,7 +57,8 @@ def main(argv=None) -> int:
             results_path.write_text(json.dumps(results, indent=2) + "\n")
         print(key, json.dumps(results[key]))
 
-    run = out / f"conditional-{args.method}-eps{args.epsilon:g}"
+    suffix = "" if args.decoder == "autoencoder" else f" {args.decoder}"
+    run = out / f"conditional-{args.method}-eps{args.epsilon:g}{suffix.replace(' ', '-')}"
     epochs = 1 if args.smoke else 15  # the CNN's rounds (metrics.downstream_accuracy's default: 15)
 
     def flow():
@@ -62,7 +67,7 @@ def main(argv=None) -> int:
             argv = ["generate", "--config", str(config), "--conditional", "--method", args.method,
                     "--epsilon", str(args.epsilon),
                     "--checkpoint", checkpoint, "--n-particles", str(args.n), "--privacy-seed", "0",
-                    "--out", str(run), "--resume",
+                    "--decoder", args.decoder, "--out", str(run), "--resume",
                     *(["--steps", "300"] if args.method == "dpswflow-hist" else []), *smoke]
             if not (run / "privacy.json").exists() and swflow(argv) != 0:
                 raise SystemExit(f"swflow {' '.join(argv)} failed")
@@ -81,7 +86,7 @@ def main(argv=None) -> int:
         return {"accuracy": metrics["downstream_accuracy"], "statement": metrics["statement"],
                 "latent_sw": metrics["latent_sw"]}
 
-    record(f"conditional {args.method} eps={args.epsilon:g}", flow)
+    record(f"conditional {args.method} eps={args.epsilon:g}{suffix}", flow)
     model, meta = load_autoencoder(checkpoint)
     train, train_labels = load_dataset("fashion-mnist")
     test, test_labels = load_dataset("fashion-mnist", part="test")

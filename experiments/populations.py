@@ -12,7 +12,8 @@ part; the autoencoder stays the one trained on the broad public split. Rows:
 Columns: latent SW2 to the reference's latents, the total-variation distance between the samples'
 class proportions (read by a logistic-regression classifier trained on public images only) and the
 population's, and with --n-fid N FID/KID against the reference (0: skipped). Cells are cached in
---out and a rerun continues.
+--out and a rerun continues. ``--decoder nearest-public`` scores the same particles decoded to the public
+image with the nearest code (then the free sample and the oracle are public images themselves).
 
     python experiments/populations.py [--populations skewed footwear] [--n-fid 0] [--json]
 """
@@ -54,6 +55,8 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     ap.add_argument("--fixed-rows", nargs="+", default=list(FIXED_ROWS), choices=FIXED_ROWS,
                     help="the rows that need no private data")
+    ap.add_argument("--decoder", choices=("autoencoder", "nearest-public"), default="autoencoder",
+                    help="how particles become images (swflow generate --decoder)")
     ap.add_argument("--out", default="experiments/out/populations")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="digits, tiny runs, a temporary folder (CI)")
@@ -80,6 +83,11 @@ def main() -> None:
     train, train_labels, halves = dataset_split(args.dataset, meta)
     public_rows = halves.public
     classifier = _classifier(train[public_rows], train_labels[public_rows])
+    decode, suffix = model.decode_images, ""
+    if args.decoder == "nearest-public":
+        from swflow.latents import nearest_public_decoder
+
+        decode, suffix = nearest_public_decoder(args.dataset), " | nearest-public"
     rng = np.random.default_rng(0)
     for name in args.populations:
         share = proportions(name)
@@ -91,13 +99,13 @@ def main() -> None:
                                      public.latents.numpy()[oracle][:args.n],
                                      _uniform(args.n, public.latents.shape[1], rng))))
         for label in args.fixed_rows:
-            key = f"{name} | {label}"
+            key = f"{name} | {label}{suffix}"
             if key not in cells or _lacks_fid(cells[key], n_fid):
-                cells[key] = _score(rows[label], ref, model, classifier, share, n_fid)
+                cells[key] = _score(rows[label], ref, decode, classifier, share, n_fid)
                 cache_path.write_text(json.dumps(cells, indent=1))
         for method in args.methods:
             for eps in args.epsilons:
-                key = f"{name} | {method} eps={eps:g}"
+                key = f"{name} | {method} eps={eps:g}{suffix}"
                 if key in cells and not _lacks_fid(cells[key], n_fid):
                     continue
                 run = out / f"{name}-{method}-eps{eps:g}"
@@ -113,11 +121,11 @@ def main() -> None:
                 latents = read_samples(run / "samples.h5")["latents"]
                 statement = json.loads((run / "privacy.json").read_text())["statement"]
                 seconds = cells.get(key, {}).get("seconds", time.perf_counter() - t0)  # the generation's, if cached
-                cells[key] = {**_score(latents, ref, model, classifier, share, n_fid), "statement": statement,
+                cells[key] = {**_score(latents, ref, decode, classifier, share, n_fid), "statement": statement,
                               "seconds": seconds}
                 cache_path.write_text(json.dumps(cells, indent=1))
         cache_path.write_text(json.dumps(cells, indent=1))
-        _figure(out / f"{name}.png", name, rows, out, model, args)
+        _figure(out / f"{name}{suffix.replace(' | ', '-')}.png", name, rows, out, decode, args)
     if args.json:
         print(json.dumps(cells))
         return
@@ -126,20 +134,20 @@ def main() -> None:
         print(f"{key:60} latent SW {cell['latent_sw']:.4f}  class TV {cell['class_tv']:.3f}{fid}")
 
 
-def _figure(path: Path, name: str, rows: dict, out: Path, model, args) -> None:
+def _figure(path: Path, name: str, rows: dict, out: Path, decode, args) -> None:
     """Decoded samples side by side: the free sample, the oracle and each method's runs (no private row:
     the oracle is public images, the rest are synthetic)."""
     from swflow.animate import save_panels
     from swflow.io import read_samples
 
-    panels = [(label.split(" (")[0], model.decode_images(rows[label][:16])) for label in FIXED_ROWS[:2]]
+    panels = [(label.split(" (")[0], decode(rows[label][:16])) for label in FIXED_ROWS[:2]]
     for method in args.methods:
         for eps in args.epsilons:
             run = out / f"{name}-{method}-eps{eps:g}" / "samples.h5"
             if run.exists():
                 latents = read_samples(run)["latents"][:16]
                 latents = latents / np.maximum(np.linalg.norm(latents, axis=1, keepdims=True), 1e-12)
-                panels.append((f"{method}, eps = {eps:g}", model.decode_images(latents.astype(np.float32))))
+                panels.append((f"{method}, eps = {eps:g}", decode(latents.astype(np.float32))))
     save_panels(panels, path, ncol=8)
 
 
@@ -152,11 +160,11 @@ def _uniform(n: int, d: int, rng) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
 
 
-def _score(latents: np.ndarray, ref, model, classifier, share: dict[int, float], n_fid: int) -> dict:
+def _score(latents: np.ndarray, ref, decode, classifier, share: dict[int, float], n_fid: int) -> dict:
     from swflow.metrics import latent_sw
 
     latents = latents / np.maximum(np.linalg.norm(latents, axis=1, keepdims=True), 1e-12)
-    images = model.decode_images(latents.astype(np.float32))
+    images = decode(latents.astype(np.float32))
     predicted = classifier.predict(images.reshape(len(images), -1))
     cell = {"latent_sw": latent_sw(latents, ref.latents), "class_tv": _tv(predicted, share), "fid": None, "kid": None}
     if n_fid:
