@@ -91,7 +91,7 @@ def main(argv=None) -> int:
         if args.decoder == "nearest-public":
             from swflow.latents import nearest_public_decoder
 
-            nearest = nearest_public_decoder(args.dataset, checkpoint=name)
+            nearest = nearest_public_decoder(model, meta)
             decode = nearest
         for cell in args.cells or _cells(args.epsilons):
             key = f"{name}@{meta['weights_sha256'][:12]}/{cell}/{args.n}" + (f"/{args.decoder}" if nearest else "")

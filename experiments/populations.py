@@ -87,7 +87,7 @@ def main() -> None:
     if args.decoder == "nearest-public":
         from swflow.latents import nearest_public_decoder
 
-        decode, suffix = nearest_public_decoder(args.dataset), " | nearest-public"
+        decode, suffix = nearest_public_decoder(model, meta), " | nearest-public"
     rng = np.random.default_rng(0)
     for name in args.populations:
         share = proportions(name)

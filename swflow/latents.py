@@ -111,11 +111,19 @@ class NearestPublicDecoder:
         return self.images[self.nearest(latents)]
 
 
-def nearest_public_decoder(dataset: str, *, root=None, checkpoint: str | None = None) -> NearestPublicDecoder:
-    """The :class:`NearestPublicDecoder` of ``dataset``'s public split, encoded by ``checkpoint``."""
-    from autoencoders import default_checkpoint, load_autoencoder
+def nearest_public_decoder(model, meta: dict, *, root=None) -> NearestPublicDecoder:
+    """The :class:`NearestPublicDecoder` over the public images autoencoder ``model`` (metadata ``meta``) was
+    trained on: its dataset's public split, or a user's public collection, refused unless its pixels
+    still have the sha256 the checkpoint recorded."""
+    source = meta.get("source")
+    if source is not None:  # swflow train-ae --images PUBLIC
+        from .images import image_source, load_images
 
-    model, meta = load_autoencoder(checkpoint or default_checkpoint(dataset))
-    images, _, halves = dataset_split(dataset, meta, root=root)
-    public = images[halves.public]
-    return NearestPublicDecoder(torch.from_numpy(model.encode_images(public)), public)
+        images = load_images(source["path"], size=meta["image_shape"][-1], channels=meta["image_shape"][0])
+        if image_source(source["path"], images)["sha256"] != source["sha256"]:
+            raise ValueError(f"the public images at {source['path']} are not the ones {meta['name']} was trained on "
+                             "(their sha256 differs): restore them, or use --decoder autoencoder")
+    else:
+        images, _, halves = dataset_split(meta["dataset"], meta, root=root)
+        images = images[halves.public]
+    return NearestPublicDecoder(torch.from_numpy(model.encode_images(images)), images)

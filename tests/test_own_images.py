@@ -97,3 +97,15 @@ def test_own_images_end_to_end(collections, tmp_path, capsys):
     metrics = json.loads((run / "metrics.json").read_text())
     assert metrics["reference"].startswith("100 images of") and np.isfinite(metrics["latent_sw"])
     assert main(["sample", str(run), "--n", "50", "--out", str(tmp_path / "more")]) == 0
+
+    # --decoder nearest-public: every sample is one of the public images (as the checkpoint reads them)
+    nearest = tmp_path / "nearest"
+    assert main(["generate", "--images", str(collections / "private.npy"), "--checkpoint", checkpoint, "--method",
+                 "dpswflow-hist", "--epsilon", "1", "--n-particles", "40", "--decoder", "nearest-public",
+                 "--out", str(nearest)]) == 0
+    import h5py
+
+    public = {image.tobytes() for image in load_images(collections / "public", size=meta["image_shape"][-1],
+                                                        channels=meta["image_shape"][0])}
+    with h5py.File(nearest / "samples.h5") as f:
+        assert all(image.astype(np.float32).tobytes() in public for image in f["images"][:])

@@ -34,8 +34,7 @@ def run_decoder(run_config: dict):
 
     model, meta = run_autoencoder(run_config)
     if run_config.get("decoder") == "nearest-public":
-        return nearest_public_decoder(run_config["dataset"], checkpoint=run_config.get("autoencoder_path",
-                                                                                        meta["name"]))
+        return nearest_public_decoder(model, meta)
     return model.decode_images
 
 

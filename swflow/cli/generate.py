@@ -27,8 +27,9 @@ def cmd_generate(args) -> int:
                          "(.npy/.npz/.h5 rows in the flow's space)")
     if args.population is not None and args.dataset is None:
         raise UsageError("--population draws from a dataset's private split: give --dataset")
-    if args.decoder == "nearest-public" and args.dataset is None:
-        raise UsageError("--decoder nearest-public picks images from a dataset's public split: give --dataset")
+    if args.decoder == "nearest-public" and args.data is not None:
+        raise UsageError("--decoder nearest-public picks public images by their codes: it needs --dataset or "
+                         "--images (rows of --data have no public images)")
     decode, labels, source = None, None, {"data": str(args.data)}
     if args.dataset is not None:
         from ..latents import encoded_split
@@ -39,16 +40,16 @@ def cmd_generate(args) -> int:
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
         if encoded.population is not None:
             source["population"] = encoded.population
-        if args.decoder == "nearest-public":
-            from ..latents import nearest_public_decoder
-
-            decode = nearest_public_decoder(args.dataset, root=args.data_root, checkpoint=args.checkpoint)
-            source["decoder"] = "nearest-public"
     elif args.images is not None:
         data, decode, meta, source = _encode_own_images(args)
     else:
         data = torch.from_numpy(load_array(args.data))
         _set_manifold_from_domain(args)
+    if args.decoder == "nearest-public":
+        from ..latents import nearest_public_decoder, run_autoencoder
+
+        decode = nearest_public_decoder(run_autoencoder(source)[0], meta, root=args.data_root)
+        source["decoder"] = "nearest-public"
     run = settings(args, manifold="sphere" if args.dataset is not None else "ball")
     plan = run_plan(run, data.shape[0])
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
@@ -244,9 +245,10 @@ def register(sub) -> None:
                    "(skewed: all classes, 32%% down to 1%%; footwear: Fashion-MNIST classes 5, 7, 9), scored "
                    "against the same population of the test part; the autoencoder keeps the broad public split")
     p.add_argument("--decoder", choices=("autoencoder", "nearest-public"), default="autoencoder",
-                   help="with --dataset: how particles become images. autoencoder: its sampling decoder (new "
-                   "images); nearest-public: the public image whose code is nearest each particle (public images, "
-                   "chosen by the private flow; post-processing, no privacy cost)")
+                   help="how particles become images. autoencoder: its sampling decoder (new images); "
+                   "nearest-public: the public image (the dataset's public split, or the collection --checkpoint "
+                   "was trained on) whose code is nearest each particle: public images chosen by the private "
+                   "flow, post-processing at no privacy cost")
     p.add_argument("--config", help="TOML file with [run] [privacy] [shape] [flow] tables (paper settings in "
                    "experiments/configs/); command-line flags override it")
     p.add_argument("--out", required=True, help="output directory")
