@@ -119,10 +119,11 @@ def build(method_name: str, tables: Mapping[str, Mapping[str, Any]], *, privacy_
     privacy = dict(tables.get("privacy", {}))
     if privacy.get("epsilon") is None and privacy.get("noise_multiplier") is None:
         if spec.private:
-            raise ValueError(f"{method_name} is private: give epsilon or noise_multiplier (epsilon = inf: no privacy)")
+            raise ValueError(f"{method_name} is private: give `epsilon` or `noise_multiplier` (`epsilon` = inf: "
+                             "no privacy)")
         privacy["epsilon"] = math.inf
     if privacy.get("epsilon") is not None and math.isnan(privacy["epsilon"]):
-        raise ValueError("epsilon is NaN: give a number > 0, or inf for no privacy")
+        raise ValueError("`epsilon` is NaN: give a number > 0, or inf for no privacy")
     privacy_spec = PrivacySpec(**privacy)
     spec.check_budget(private=privacy_spec.private)
     options = classes[OPTIONS](**tables.get(OPTIONS, {})) if OPTIONS in classes else None

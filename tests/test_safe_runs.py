@@ -173,7 +173,8 @@ def test_every_method_has_a_working_default_length(tmp_path):
 
 @pytest.mark.parametrize("case", ["batch-zero", "out-is-file", "one-row-generator", "truncated-samples",
                                   "device-bogus", "device-cuda", "huge-particles", "huge-sample", "toml-float",
-                                  "toml-bool", "out-empty", "out-inside-run", "epsilon-huge", "bad-privacy-json"])
+                                  "toml-bool", "out-empty", "out-inside-run", "epsilon-huge", "bad-privacy-json",
+                                  "no-budget"])
 def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
     rows = _rows(tmp_path / "rows.npy")
     base = ["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow", "--epsilon", "5", "--steps", "3",
@@ -192,6 +193,8 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
         (tmp_path / "c.toml").write_text("[flow]\nn_particles = 300.5\n" if case == "toml-float" else
                                          "[shape]\nsteps = true\n")
         argv = [*base, "--config", str(tmp_path / "c.toml")]
+    elif case == "no-budget":
+        argv = [a for i, a in enumerate(base) if "--epsilon" not in base[max(i - 1, 0):i + 1]]
     elif case == "out-empty":
         argv = [*base[:-1], ""]
     elif case == "epsilon-huge":
@@ -225,6 +228,8 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
     assert main(argv) == 2, capsys.readouterr()
     err = capsys.readouterr().err
     assert err.startswith(f"swflow {argv[0]}: error:") and "Traceback" not in err
+    if case == "no-budget":  # a settings error in the command line's words
+        assert "give --epsilon or --noise-multiplier" in err
     leftovers = {p.name for p in tmp_path.iterdir()} - {"rows.npy", "file", "one.npy", "run", "c.toml"}
     assert not leftovers, leftovers  # no empty output folders
 

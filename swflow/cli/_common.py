@@ -65,18 +65,18 @@ def settings(args, *, manifold: str = "ball"):
 
 
 def _as_flags(message: str) -> str:
-    """A settings error in the words of the command line: a leading setting name, and any name_with_underscores,
-    become flags (batch_size must be >= 1 -> --batch-size must be >= 1)."""
+    """A settings error in the words of the command line: a setting named in backticks, a leading one and
+    any name_with_underscores become flags (batch_size must be >= 1 -> --batch-size must be >= 1)."""
     import re
 
     from ..settings import home_of
 
     def flag(match):
-        word = match.group(0)
-        known = home_of(word) is not None and ("_" in word or match.start() == 0)
-        return "--" + word.replace("_", "-") if known else word
+        word, quoted = match.group(2), bool(match.group(1))
+        known = home_of(word) is not None and (quoted or "_" in word or match.start() == 0)
+        return "--" + word.replace("_", "-") if known else match.group(0)
 
-    return re.sub(r"\b[a-z]+(?:_[a-z]+)*\b", flag, message)
+    return re.sub(r"(`?)\b([a-z]+(?:_[a-z]+)*)\b\1", flag, message)
 
 
 def run_plan(settings, n: int):
