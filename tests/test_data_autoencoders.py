@@ -218,3 +218,23 @@ def test_noisy_decoder_needs_a_power_of_two_side():
     for side in (4, 12, 28):
         with pytest.raises(ValueError, match="power of two"):
             NoisyDecoder(size=side)
+
+
+def test_nearest_public_decoder_matches_a_nearest_neighbour_search():
+    """Nearest by inner product on the sphere is nearest in Euclidean distance: checked against scikit-learn."""
+    from sklearn.neighbors import NearestNeighbors
+
+    from swflow.latents import NearestPublicDecoder
+
+    rng = np.random.default_rng(0)
+    codes = rng.normal(size=(5000, 8))
+    codes /= np.linalg.norm(codes, axis=1, keepdims=True)
+    images = np.arange(5000, dtype=np.float32).reshape(5000, 1, 1, 1)
+    queries = rng.normal(size=(700, 8)) * rng.uniform(0.2, 3.0, size=(700, 1))  # off the sphere: read on it
+    decoder = NearestPublicDecoder(torch.from_numpy(codes).float(), images, chunk=256)
+    unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    expected = NearestNeighbors(n_neighbors=1).fit(codes).kneighbors(unit, return_distance=False)[:, 0]
+    assert (decoder.nearest(queries) == expected).mean() > 0.998  # float32 ties aside
+    assert np.array_equal(decoder(queries[:5])[:, 0, 0, 0], decoder.nearest(queries[:5]).astype(np.float32))
+    with pytest.raises(ValueError, match="codes for"):
+        NearestPublicDecoder(torch.zeros(3, 8), images)
