@@ -117,6 +117,8 @@ def main(argv=None) -> int:
                 results[key]["distinct_public_images"] = int(len(np.unique(nearest.nearest(latents))))
             print(json.dumps({key: results[key]}, indent=2), flush=True)
             out.parent.mkdir(parents=True, exist_ok=True)
+            if out.exists():  # keep cells another run of this script wrote meanwhile
+                results = {**json.loads(out.read_text()), **results}
             out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"{'checkpoint':24} {'decoder':15} {'cell':16} {'FID':>7} {'latent SW':>10}")
     for row in results.values():
