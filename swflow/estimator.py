@@ -128,6 +128,9 @@ class Synthesizer:
         from .io import load_tensors
 
         blob = load_tensors(path, what="saved Synthesizer", map_location=device)
+        if str(blob.get("format", "")).startswith("swflow-synthesizer-") and blob["format"] != FORMAT:
+            raise ValueError(f"{path} was saved by another swflow version ({blob['format']}, this one reads "
+                             f"{FORMAT}): load it with that version, or fit again")
         if blob.get("format") != FORMAT:
             raise ValueError(f"{path} is not a saved swflow Synthesizer (format {blob.get('format')!r})")
         from .settings import build
