@@ -4,6 +4,7 @@ For every Fashion-MNIST checkpoint named, at the paper's protocol (N samples aga
 official test images, TF-Inception pool3):
 - ``reconstruction``: the test images through the autoencoder (the decoder's floor);
 - ``public``: N public-split images through the autoencoder (what a user gets for free);
+- ``uniform``: N points uniform on the sphere, decoded (no data at all);
 - ``hist eps=E``: dpswflow-hist on the encoded private split at honest ε = E, δ = 1e-5 (replace-one),
   decoded by the checkpoint.
 Each cell also gives latent SW to the encoded test split, so codes of one size can be compared
@@ -35,7 +36,7 @@ from swflow.privacy import PrivacySpec
 
 
 def _cells(epsilons: list[float]) -> list[str]:
-    return ["reconstruction", "public"] + [f"hist eps={e:g}" for e in epsilons]
+    return ["reconstruction", "public", "uniform"] + [f"hist eps={e:g}" for e in epsilons]
 
 
 def _latents_for(cell: str, name: str, args, test_latents) -> tuple[np.ndarray, dict]:
@@ -44,6 +45,9 @@ def _latents_for(cell: str, name: str, args, test_latents) -> tuple[np.ndarray, 
         return test_latents[:args.n], {}
     if cell == "public":
         return encoded_split(args.dataset, "public", checkpoint=name).latents.numpy()[:args.n], {}
+    if cell == "uniform":  # the trivial answer: no data at all, points spread evenly on the sphere
+        x = np.random.default_rng(args.seed).normal(size=(args.n, test_latents.shape[1]))
+        return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), {}
     epsilon = float(cell.split("=")[1])
     private = encoded_split(args.dataset, "private", checkpoint=name).latents
     flow = make_flow("dpswflow-hist", private, privacy=PrivacySpec(epsilon=epsilon, delta=1e-5),
@@ -61,7 +65,8 @@ def main(argv=None) -> int:
     p.add_argument("--checkpoints", nargs="+", default=["fashion-mnist-adv2"])
     p.add_argument("--dataset", default="fashion-mnist")
     p.add_argument("--epsilons", type=float, nargs="+", default=[10.0, 1.0])
-    p.add_argument("--cells", nargs="+", help="only these cells (default: all): reconstruction, public, 'hist eps=E'")
+    p.add_argument("--cells", nargs="+", help="only these cells (default: all): reconstruction, public, uniform, "
+                   "'hist eps=E'")
     p.add_argument("--n", type=int, default=10_000, help="samples and test images per FID (paper: 10 000)")
     p.add_argument("--steps", type=int, default=300)
     p.add_argument("--step-size", type=float, default=3.0)
