@@ -72,8 +72,26 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
         latents.append(read_samples(sub / "samples.h5")["latents"])
         sample_labels.append(np.full(len(latents[-1]), c))
     report = combined_report(method, classes, counts, reports, run_config)
-    write_outputs(out, np.concatenate(latents), report, decoder, labels=np.concatenate(sample_labels))
+    latents, sample_labels = np.concatenate(latents), np.concatenate(sample_labels)
+    if getattr(decoder, "labels", None) is not None:  # nearest public image: among its own class's images
+        decoder = _decode_by_class(decoder, sample_labels)
+    write_outputs(out, latents, report, decoder, labels=sample_labels)
     return report
+
+
+def _decode_by_class(decoder, labels: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """A decoder of the labelled samples (in ``labels``' order) that decodes each class's samples with
+    ``decoder.of_class``, so an image always shows its label."""
+    def decode(latents: np.ndarray) -> np.ndarray:
+        if len(latents) != len(labels):
+            raise ValueError(f"{len(latents)} samples for {len(labels)} labels")
+        images = np.empty((len(latents), *decoder.images.shape[1:]), dtype=decoder.images.dtype)
+        for c in np.unique(labels):
+            rows = labels == c
+            images[rows] = decoder.of_class(c)(latents[rows])
+        return images
+
+    return decode
 
 
 def combined_report(method: str, classes: np.ndarray, counts: np.ndarray, reports: list[PrivacyReport],

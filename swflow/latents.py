@@ -94,13 +94,25 @@ class NearestPublicDecoder:
     sphere, cosine distance. It reads only the public split and the released particles, so it is
     post-processing (no privacy cost); its outputs are public images, selected by the private flow.
 
-    codes : (m, d) public codes on the unit sphere; images : (m, C, H, W) the public images they encode
+    codes : (m, d) public codes on the unit sphere; images : (m, C, H, W) the public images they encode;
+    labels : (m,) their public labels, when they have any (:meth:`of_class`)
     """
 
-    def __init__(self, codes: torch.Tensor, images: np.ndarray, *, chunk: int = 4096):
-        if codes.shape[0] != len(images):
-            raise ValueError(f"{codes.shape[0]} codes for {len(images)} images")
-        self.codes, self.images, self.chunk = codes.float(), images, chunk
+    def __init__(self, codes: torch.Tensor, images: np.ndarray, *, labels: np.ndarray | None = None,
+                 chunk: int = 4096):
+        if codes.shape[0] != len(images) or (labels is not None and len(labels) != len(images)):
+            raise ValueError(f"{codes.shape[0]} codes for {len(images)} images"
+                             + ("" if labels is None else f" and {len(labels)} labels"))
+        self.codes, self.images, self.labels, self.chunk = codes.float(), images, labels, chunk
+
+    def of_class(self, label) -> "NearestPublicDecoder":
+        """The decoder over the public images of one class (a labelled sample keeps its label's images)."""
+        if self.labels is None:
+            raise ValueError("these public images have no labels")
+        rows = np.flatnonzero(self.labels == label)
+        if len(rows) == 0:
+            raise ValueError(f"no public image has label {label}")
+        return NearestPublicDecoder(self.codes[torch.from_numpy(rows)], self.images[rows], chunk=self.chunk)
 
     def nearest(self, latents) -> np.ndarray:
         """(n,) index of the nearest public code of each of ``latents`` (n, d)."""
@@ -123,7 +135,8 @@ def nearest_public_decoder(model, meta: dict, *, root=None) -> NearestPublicDeco
         if image_source(source["path"], images)["sha256"] != source["sha256"]:
             raise ValueError(f"the public images at {source['path']} are not the ones {meta['name']} was trained on "
                              "(their sha256 differs): restore them, or use --decoder autoencoder")
+        labels = None
     else:
-        images, _, halves = dataset_split(meta["dataset"], meta, root=root)
-        images = images[halves.public]
-    return NearestPublicDecoder(torch.from_numpy(model.encode_images(images)), images)
+        images, labels, halves = dataset_split(meta["dataset"], meta, root=root)
+        images, labels = images[halves.public], labels[halves.public]
+    return NearestPublicDecoder(torch.from_numpy(model.encode_images(images)), images, labels=labels)

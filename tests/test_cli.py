@@ -327,3 +327,23 @@ def test_nearest_public_decoder_outputs_only_public_images(tmp_path):
         assert len(decoded) in (60, 30) and all(image.tobytes() in public for image in decoded)
     assert main(["generate", "--data", str(out / "samples.h5"), "--decoder", "nearest-public", "--method", "swf",
                  "--out", str(tmp_path / "x")]) == 2
+
+
+def test_conditional_nearest_public_images_show_their_labels(tmp_path):
+    """With --conditional, a sample labelled c is decoded among the public images of class c."""
+    from autoencoders import load_autoencoder
+    from swflow.latents import dataset_split
+
+    out = tmp_path / "c"
+    assert main(["generate", "--dataset", "digits", "--conditional", "--method", "dpswflow-hist", "--epsilon", "8",
+                 "--delta", "1e-5", "--steps", "3", "--n-particles", "80", "--decoder", "nearest-public",
+                 "--out", str(out)]) == 0
+    _, meta = load_autoencoder("digits")
+    images, labels, halves = dataset_split("digits", meta)
+    label_of = {}
+    for image, label in zip(images[halves.public].astype(np.float32), labels[halves.public]):
+        label_of.setdefault(image.tobytes(), set()).add(int(label))
+    with h5py.File(out / "samples.h5") as f:
+        decoded, sample_labels = f["images"][:].astype(np.float32), f["labels"][:]
+    assert len(set(sample_labels.tolist())) == 10
+    assert all(int(c) in label_of.get(image.tobytes(), ()) for image, c in zip(decoded, sample_labels))
