@@ -41,6 +41,9 @@ class Synthesizer:
         from .settings import build, split_keywords
 
         self.settings = build(method, split_keywords(method, settings), privacy_seed=privacy_seed, sketch=sketch)
+        if self.settings.flow.record_every or self.settings.flow.checkpoint_every:
+            raise ValueError("a Synthesizer writes no trajectory frames or checkpoints (its fit is in memory): "
+                             "leave record_every and checkpoint_every at 0, or run `swflow generate`")
         self._sampler = None  # FlowModel or a generator network with .sample(n, seed=)
         self._report = None  # PrivacyReport of the fit
 

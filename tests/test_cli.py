@@ -286,18 +286,18 @@ def test_flags_a_toml_file_and_keywords_build_one_settings_tree(tmp_path, capsys
     from swflow.cli._common import settings
 
     flags = ["--method", "dpsgd-sw-gen", "--epsilon", "2", "--delta", "1e-6", "--n-projections", "16",
-             "--n-particles", "300", "--seed", "3", "--manifold", "sphere", "--checkpoint-every", "7",
+             "--n-particles", "300", "--seed", "3", "--manifold", "sphere", "--checkpoint-every", "0",
              "--jacobian-clip", "0.5", "--adjacency", "zero-out"]
     parser = build_parser()
     typed = settings(parser.parse_args(["generate", "--data", "x.npy", "--out", "o", *flags]))
     config = tmp_path / "run.toml"
     config.write_text('[run]\nmethod = "dpsgd-sw-gen"\n[privacy]\nepsilon = 2.0\ndelta = 1e-6\nadjacency = "zero-out"\n'
                       '[shape]\nn_projections = 16\n[flow]\nn_particles = 300\nseed = 3\nmanifold = "sphere"\n'
-                      'checkpoint_every = 7\n[options]\njacobian_clip = 0.5\n')
+                      'checkpoint_every = 0\n[options]\njacobian_clip = 0.5\n')
     argv = ["generate", "--config", str(config), "--data", "x.npy", "--out", "o"]
     from_file = settings(parser.parse_args(with_config(argv, parser.parse_args(argv))))
     keywords = Synthesizer("dpsgd-sw-gen", epsilon=2.0, delta=1e-6, n_projections=16, n_particles=300, seed=3,
-                           manifold="sphere", checkpoint_every=7, jacobian_clip=0.5, adjacency="zero-out").settings
+                           manifold="sphere", jacobian_clip=0.5, adjacency="zero-out").settings
     assert typed == from_file == keywords
     assert typed.options.jacobian_clip == 0.5 and typed.privacy.adjacency == "zero-out"
     argv = [*argv, "--n-particles", "40"]
@@ -347,3 +347,8 @@ def test_conditional_nearest_public_images_show_their_labels(tmp_path):
         decoded, sample_labels = f["images"][:].astype(np.float32), f["labels"][:]
     assert len(set(sample_labels.tolist())) == 10
     assert all(int(c) in label_of.get(image.tobytes(), ()) for image, c in zip(decoded, sample_labels))
+
+
+def test_a_synthesizer_refuses_settings_it_cannot_honour():
+    with pytest.raises(ValueError, match="no trajectory frames or checkpoints"):
+        Synthesizer("swf", checkpoint_every=5)
