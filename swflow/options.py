@@ -10,9 +10,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import MISSING, Field, fields
 
-__all__ = ["option_fields", "add_options", "values"]
+__all__ = ["option_fields", "field_type", "add_options", "values"]
 
-_TYPES = {"int": int, "float": float, "str": str}
+_TYPES = {"int": int, "float": float, "str": str, "bool": bool}
+
+
+def field_type(f: Field) -> type | None:
+    """The plain type of a field's annotation (``float | None`` -> float), or None when it has none."""
+    return _TYPES.get(str(f.type).split("|")[0].strip())
 
 
 def option_fields(cls) -> list[Field]:
@@ -30,15 +35,15 @@ def add_options(group, cls, *, defaults: dict | None = None, notes: dict | None 
         flag = "--" + f.name.replace("_", "-")
         help_text = f.metadata["help"] + (f" {notes[f.name]}" if f.name in notes else "")
         default = defaults.get(f.name, f.default)
-        base = str(f.type).split("|")[0].strip()
-        if base == "bool":
+        kind = field_type(f)
+        if kind is bool:
             group.add_argument(flag, action="store_true", default=default, help=help_text)
             continue
-        if base not in _TYPES:
+        if kind is None:
             raise TypeError(f"{cls.__name__}.{f.name}: no command-line type for {f.type!r}")
         if default is not MISSING and default is not None:
             help_text += " (default %(default)s)"
-        group.add_argument(flag, type=_TYPES[base], choices=f.metadata.get("choices"),
+        group.add_argument(flag, type=kind, choices=f.metadata.get("choices"),
                            default=None if default is MISSING else default, help=help_text)
 
 

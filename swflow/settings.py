@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 from .flow import FlowConfig, SimulatorSettings
+from .options import field_type
 from .privacy import PrivacySpec
 from .registry import METHODS, RunShape, method
 
@@ -162,8 +163,8 @@ def read_config(path: str) -> dict[str, dict]:
 def _check_type(path: str, table: str, key: str, value) -> None:
     classes = [TABLES[table]] if table in TABLES else [spec.option_class() for spec in METHODS.values()]
     field = next(f for cls in classes if cls is not None for f in fields(cls) if f.name == key)
-    base = str(field.type).split("|")[0].strip()
-    expected = {"int": (int,), "float": (int, float), "str": (str,), "bool": (bool,)}.get(base)
-    if expected is not None and (not isinstance(value, expected) or (isinstance(value, bool) and base != "bool")):
-        names = {"int": "an integer", "float": "a number", "str": "a string", "bool": "true or false"}
-        raise ValueError(f"{path}: [{table}] {key} = {value!r}: expected {names[base]}")
+    kind = field_type(field)
+    expected = (int, float) if kind is float else (kind,)
+    if kind is not None and (not isinstance(value, expected) or (isinstance(value, bool) and kind is not bool)):
+        names = {int: "an integer", float: "a number", str: "a string", bool: "true or false"}
+        raise ValueError(f"{path}: [{table}] {key} = {value!r}: expected {names[kind]}")
