@@ -19,24 +19,29 @@ mass); the sampled estimator (``smoothing='sampled'``) needs global ranks, in on
   through those quantiles. Each shard CDF is within 1/K of its empirical CDF, so every level is
   within ``level_error_bound(K, n_r) = 1/K + 1/min n_r`` of the exact mode's level (tested).
 
+Checkpoints: one file, written by rank 0, holds every rank's state (:class:`GatheredCheckpointer`), so
+a run folder has one writer; a resumed run hands each rank its own state back.
+
 Run under ``torchrun --nproc-per-node N``; ``init_process_group`` is the caller's (see
 experiments/bench_distributed.py).
 """
 from __future__ import annotations
 
+import os
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from .callbacks import ProgressBar
+from .callbacks import FlowCallback, ProgressBar
 from .drift import DriftResult, pull_back
 from .flow import FlowConfig, ParticleFlow, Resampled
 from .privacy import PrivacySpec, PrivateTarget, sharded_target
 from .registry import method
 from .sliced import cdf, quantile, rank_levels, sort_rows
 
-__all__ = ["DistributedFlow", "shard_range", "make_distributed_flow", "exact_levels",
+__all__ = ["DistributedFlow", "GatheredCheckpointer", "shard_range", "make_distributed_flow", "exact_levels",
            "sketch_levels", "level_error_bound"]
 
 
@@ -52,6 +57,55 @@ class _AllReduce:
         t = t.clone()
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         return t
+
+
+class GatheredCheckpointer(FlowCallback):
+    """Checkpoints of a :class:`DistributedFlow` in ONE file that rank 0 writes: every rank's
+    ``state_dict()`` gathered to rank 0 every ``config.checkpoint_every`` steps (atomically), and
+    scattered back, one state per rank, when a run resumes. Ranks other than 0 pass ``path=None``:
+    they never touch the run folder. The file holds the privacy-noise state: delete it after the run."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = None if path is None else Path(path)
+
+    def restore(self, flow) -> bool:
+        from .io import load_tensors
+
+        states, problem = None, None
+        if flow.rank == 0 and self.path is not None and self.path.exists():
+            try:
+                saved = load_tensors(self.path, what="distributed flow checkpoint")
+                states = saved["ranks"]
+                if len(states) != flow.world:
+                    problem = (f"cannot resume: {self.path} was written by {len(states)} processes, and this run has "
+                               f"{flow.world}; rerun with --nproc-per-node {len(states)}")
+            except (ValueError, KeyError, TypeError) as err:
+                problem = f"cannot resume from {self.path}: {err}"
+        news = [states is not None, problem]
+        dist.broadcast_object_list(news, src=0)
+        if news[1] is not None:
+            raise ValueError(news[1])
+        if not news[0]:
+            return False
+        mine = [None]
+        dist.scatter_object_list(mine, states if flow.rank == 0 else None, src=0)
+        flow.load_state_dict(mine[0])
+        return True
+
+    def on_step(self, flow, diagnostic) -> None:
+        every = flow.config.checkpoint_every
+        if every and flow.step % every == 0:
+            self.save(flow)
+
+    def save(self, flow) -> None:
+        for callback in flow.callbacks:  # output files must not run ahead of or behind the checkpoint
+            callback.on_flush(flow)
+        states = [None] * flow.world if flow.rank == 0 else None
+        dist.gather_object(flow.state_dict(), states, dst=0)
+        if flow.rank == 0 and self.path is not None:
+            tmp = self.path.with_suffix(".tmp")
+            torch.save({"world_size": flow.world, "ranks": states}, tmp)
+            os.replace(tmp, self.path)  # an interruption never leaves half a file
 
 
 def shard_range(n: int, rank: int, world: int) -> tuple[int, int]:
@@ -141,9 +195,10 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
                           config: FlowConfig, n_projections: int, batch_size: int | None = None,
                           privacy_seed: int = 0, seed_known: bool = True, mode: str = "exact",
                           sketch: int = 256, callbacks=(), method_name: str = "dpswflow-r",
-                          pool_size: int | None = None, bins: int | None = None) -> DistributedFlow:
+                          pool_size: int | None = None, bins: int | None = None,
+                          progress: bool = False) -> DistributedFlow:
     """A sharded method (registry: ``sharded``; dpswflow-r, swf, dpswflow-hist) with this rank's shard of
-    the private rows."""
+    the private rows. ``progress``: a progress bar on rank 0."""
     spec = method(method_name)
     if not spec.sharded:
         raise ValueError(f"{method_name} does not run sharded over processes")
@@ -162,10 +217,10 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
         if config.particle_cdf is None:
             config = replace(config, particle_cdf="binned")
         return DistributedFlow(target, Presampled(k, min(n_projections, k)), config, mode=mode, sketch=sketch,
-                               callbacks=callbacks)
+                               callbacks=callbacks, progress=progress)
     plan = spec.release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
                              n_projections=n_projections, batch_size=batch_size)
     target = sharded_target(data_shard, privacy, plan, offset=offset, privacy_seed=privacy_seed,
                             seed_known=seed_known)
     return DistributedFlow(target, Resampled(n_projections), config, mode=mode, sketch=sketch,
-                           callbacks=callbacks)
+                           callbacks=callbacks, progress=progress)

@@ -88,20 +88,19 @@ class RunDir:
     final : the directory the user named (``--out``)
     overwrite, resume : the user's flags
     inputs : files the command reads; a directory that holds one of them is never replaced
-    lock : take the one-writer lock (every process but the non-writing ranks of a torchrun)
     resumable : False for commands that cannot resume (``sample``): an interrupted staging directory of
         theirs holds nothing worth keeping and is replaced without asking
     """
 
     def __init__(self, final: str | Path, *, overwrite: bool = False, resume: bool = False,
-                 inputs: tuple[str | Path, ...] = (), lock: bool = True, resumable: bool = True):
+                 inputs: tuple[str | Path, ...] = (), resumable: bool = True):
         self.final = Path(final)
         if not self.final.name or self.final.name in (".", ".."):
             raise ValueError(f"--out {str(final)!r} names no directory: give a path such as runs/my-run")
         self.staging = self.final.with_name(f".{self.final.name}.partial")
         self.overwrite, self.resume, self.resumable = overwrite, resume, resumable
-        self._locking, self._lock = lock, None
-        if lock and self.staging.is_dir():  # a live writer there refuses us before any advice is given
+        self._lock = None
+        if self.staging.is_dir():  # a live writer there refuses us before any advice is given
             self._lock = _lock(self.staging / LOCK, self.final)
         self._check([Path(p) for p in inputs if p is not None])
 
@@ -154,7 +153,7 @@ class RunDir:
             self._release()
         try:
             self.staging.mkdir(parents=True, exist_ok=True)
-            if self._locking and self._lock is None:
+            if self._lock is None:
                 self._lock = _lock(self.staging / LOCK, self.final)
             atomic_write_text(self.staging / MARKER, json.dumps({"final": self.final.name}) + "\n")
         except OSError as err:

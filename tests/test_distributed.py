@@ -8,8 +8,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from swflow.callbacks import Checkpointer
-from swflow.distributed import exact_levels, level_error_bound, make_distributed_flow, shard_range, sketch_levels
+from swflow.distributed import GatheredCheckpointer, exact_levels, level_error_bound, make_distributed_flow, shard_range, sketch_levels
 from swflow.sliced import quantile, rank_levels
 from swflow.flow import FlowConfig
 from swflow.methods import make_flow
@@ -37,7 +36,7 @@ def _worker(rank, world, store_path, out_path, mode, stop_after=None, config=CON
     lo, hi = shard_range(N_ROWS, rank, world)
     flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=SPEC, config=config,
                                  n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64,
-                                 callbacks=[Checkpointer(f"{out_path}.rank{rank}.ckpt")])
+                                 callbacks=[GatheredCheckpointer(f"{out_path}.ckpt" if rank == 0 else None)])
     if stop_after is not None:  # an interrupted run: checkpoint, then the processes die
         flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
         for _ in range(stop_after):
@@ -124,7 +123,8 @@ def test_sketch_mode_stays_within_its_bound(tmp_path, single_sampled):
 
 def test_interrupted_two_process_run_resumes_to_the_same_particles(tmp_path, single):
     _run(tmp_path, "exact", stop_after=8, tag="-first")
-    assert (tmp_path / "exact.pt.rank0.ckpt").exists() and (tmp_path / "exact.pt.rank1.ckpt").exists()
+    saved = torch.load(tmp_path / "exact.pt.ckpt", weights_only=True)  # one file, every rank's state
+    assert saved["world_size"] == 2 and [state["step"] for state in saved["ranks"]] == [8, 8]
     resumed = _run(tmp_path, "exact", tag="-second")
     torch.testing.assert_close(resumed["particles"], single.particles, rtol=0, atol=1e-4)
     assert resumed["ledger"] == single.target.ledger.state_dict()  # the spent budget survived the restart

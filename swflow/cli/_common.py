@@ -88,21 +88,19 @@ def run_plan(settings, n: int):
 
 
 @contextmanager
-def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), commit: bool = True,
-           resumable: bool = True):
+def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), resumable: bool = True):
     """Work in a staging directory that replaces ``out`` only once the command has finished
     (swflow/outdir.py); the checks run before anything on disk changes."""
     from ..outdir import RunDir
 
-    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, lock=commit, resumable=resumable)
+    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, resumable=resumable)
     work = run_dir.open()
     try:
         yield work
     except BaseException:
         run_dir.abandon()
         raise
-    if commit:
-        run_dir.commit()
+    run_dir.commit()
 
 
 def flow_config_args(p: argparse.ArgumentParser) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -57,10 +58,10 @@ def cmd_generate(args) -> int:
                frames=50, out=args.out)
     if args.conditional and method(args.method).kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
-    distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1  # started by torchrun
-    with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images),
-                 commit=int(os.environ.get("RANK", "0")) == 0) as out:
-        return _generate_into(out, args, data, labels, run, plan, decode, source, distributed)
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: rank 0 owns the run folder
+        return _generate_distributed(args, data, run, plan, decode, source)
+    with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images)) as out:
+        return _generate_into(out, args, data, labels, run, plan, decode, source)
 
 
 def _encode_own_images(args):
@@ -115,7 +116,7 @@ def _set_manifold_from_domain(args) -> None:
                          "radius R). Files from `swflow encode` declare it themselves")
 
 
-def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dict, distributed: bool) -> int:
+def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dict) -> int:
     from ..run import run_flow_to_dir, run_generator_to_dir
 
     t0 = time.perf_counter()
@@ -134,8 +135,6 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
         print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
-    if distributed:
-        return _generate_distributed(args, data, run, plan, out, decode, source, t0)
     config = flow_config(args, run, plan)
     if args.conditional:
         from ..conditional import run_conditional_to_dir
@@ -162,53 +161,76 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
     return 0
 
 
-def _generate_distributed(args, data, run, plan, out, decode, source, t0) -> int:
+def _generate_distributed(args, data, run, plan, decode, source) -> int:
     """`torchrun --nproc-per-node N swflow generate ...`: particles and private rows sharded over the
-    ranks (gloo on CPU, NCCL on CUDA), exact global ranks; rank 0 writes the outputs."""
-    from dataclasses import replace
+    ranks (gloo on CPU, NCCL on CUDA), exact global ranks. Rank 0 owns the run folder: it alone checks
+    it, takes its lock, writes the one checkpoint (every rank's state, gathered) and the outputs; the
+    other ranks write nothing there. A refusal (an occupied --out, a run to resume) reaches every rank."""
     from datetime import timedelta
 
+    import torch
     import torch.distributed as dist
 
-    from ..callbacks import Checkpointer
-    from ..distributed import make_distributed_flow, shard_range
+    from ..distributed import GatheredCheckpointer, make_distributed_flow, shard_range
+    from ..outdir import RunDir
     from ..run import write_outputs
 
+    t0 = time.perf_counter()
     if not method(run.method).sharded:
         sharded = ", ".join(name for name, spec in METHODS.items() if spec.sharded)
         raise UsageError(f"under torchrun only {sharded} are sharded, not {run.method}")
+    if args.conditional:
+        raise UsageError("--conditional runs one flow per class in one process; run it without torchrun")
     if run.privacy.secure_noise:
         raise UsageError("under torchrun the ranks must draw the same batches from one shared privacy seed, "
                          "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
     backend = "nccl" if run.flow.device.startswith("cuda") else "gloo"
+    if backend == "nccl":  # object collectives under NCCL run on each rank's own GPU
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group(backend, timeout=timedelta(minutes=10))
     rank, world = dist.get_rank(), dist.get_world_size()
+    run_dir, out, refusal = None, None, None
+    if rank == 0:
+        try:
+            run_dir = RunDir(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images))
+            out = run_dir.open()
+        except ValueError as err:
+            refusal = str(err)
     # The ranks must share the privacy seed. A typed seed lets anyone who knows it reproduce the noise,
     # so without --privacy-seed rank 0 draws one from the OS and broadcasts it; nobody sees it.
-    seed = [run.privacy_seed if run.privacy_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1]
-    dist.broadcast_object_list(seed, src=0)
+    news = [refusal, run.privacy_seed if run.privacy_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1]
+    dist.broadcast_object_list(news, src=0)
+    refusal, seed = news
+    if refusal is not None:
+        dist.destroy_process_group()
+        raise UsageError(refusal)
     try:
         lo, hi = shard_range(data.shape[0], rank, world)
         config = flow_config(args, run, plan)
         flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=run.privacy,
-                                     config=replace(config, record_every=0),
-                                     n_projections=plan.n_projections, batch_size=plan.batch_size,
-                                     privacy_seed=seed[0], seed_known=run.privacy_seed is not None,
-                                     mode=args.shard_mode, method_name=run.method, pool_size=run.shape.pool_size,
-                                     bins=run.shape.bins,
-                                     callbacks=[Checkpointer(out / f"checkpoint.rank{rank}.pt")])
+                                     config=replace(config, record_every=0), n_projections=plan.n_projections,
+                                     batch_size=plan.batch_size, privacy_seed=seed,
+                                     seed_known=run.privacy_seed is not None, mode=args.shard_mode,
+                                     method_name=run.method, pool_size=run.shape.pool_size, bins=run.shape.bins,
+                                     callbacks=[GatheredCheckpointer(None if out is None else out / "checkpoint.pt")],
+                                     progress=True)
         flow.run()
         particles = flow.gather_particles()
-    except RuntimeError as err:  # a peer died or timed out: the collective fails on every rank
-        raise RunFailed(f"rank {rank}: the distributed run failed ({err}); every rank checkpointed every "
-                         f"--checkpoint-every steps: rerun the same torchrun command with --resume") from err
+        if rank == 0:
+            report = flow.privacy_report(run.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
+            write_outputs(out, particles.cpu().numpy(), report, decode)
+            (out / "checkpoint.pt").unlink(missing_ok=True)
+        dist.barrier()  # every rank is done before rank 0 swaps the folder in
+    except BaseException as err:
+        if run_dir is not None:
+            run_dir.abandon()  # kept for --resume when it holds a checkpoint
+        if isinstance(err, RuntimeError) and not isinstance(err, RunFailed):  # a peer died or timed out
+            raise RunFailed(f"rank {rank}: the distributed run failed ({err}); rank 0 checkpointed every "
+                            "--checkpoint-every steps: rerun the same torchrun command with --resume") from err
+        raise
     if rank == 0:
-        report = flow.privacy_report(run.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
-        write_outputs(out, particles.cpu().numpy(), report, decode)
+        run_dir.commit()
         print(f"{report.statement}\nwrote {args.out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
-    dist.barrier()
-    (out / f"checkpoint.rank{rank}.pt").unlink(missing_ok=True)
-    dist.barrier()  # every rank is done with the staging directory before rank 0 swaps it in
     dist.destroy_process_group()
     return 0
 
