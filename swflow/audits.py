@@ -25,7 +25,6 @@ which must stay ≤ the reported ε for every DP run, and must be clearly > 0 wh
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 import torch
@@ -68,7 +67,6 @@ def run_once(data, *, method: str, epsilon: float, steps: int, seed: int) -> flo
 
 
 def audit(method: str, epsilon: float, *, runs: int, n: int = 40, steps: int = 5) -> dict:
-    warnings.simplefilter("ignore")
     d, d_prime = datasets(n)
     without = np.array([run_once(d, method=method, epsilon=epsilon, steps=steps, seed=s) for s in range(runs)])
     with_canary = np.array([run_once(d_prime, method=method, epsilon=epsilon, steps=steps, seed=runs + s)
@@ -82,17 +80,34 @@ def audit(method: str, epsilon: float, *, runs: int, n: int = 40, steps: int = 5
 WHITEBOX_DELTA = 1e-7  # below 1/n for the 1 000 000-record release
 
 
-def whitebox_draws(method: str, epsilon: float, record: float, *, trials: int, seed: int) -> np.ndarray:
+def _honest_multiplier(method: str, epsilon: float, *, trials: int, directions: int, count_noise: str) -> float:
+    """The noise multiplier the run's own calibration gives ``method``'s single release at ``epsilon``."""
+    from .privacy import calibrate, calibrate_local
+    from .registry import method as method_spec
+
+    privacy = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
+    if method == "ldp-flow":
+        return calibrate_local(privacy, dataset_size=trials, dim=1).noise_multiplier
+    plan = method_spec(method).release_plan(steps=1, dataset_size=trials, dim=1, n_projections=1,
+                                            pool_size=directions if method == "dpswflow-hist" else 1,
+                                            count_noise=count_noise)
+    return calibrate(privacy, plan).noise_multiplier
+
+
+def whitebox_draws(method: str, epsilon: float, record: float, *, trials: int, seed: int, noise_scale: float = 1.0,
+                   count_noise: str = "discrete-gaussian", directions: int = 1) -> np.ndarray:
     """``trials`` independent outputs of ``method``'s single release on the one-record set {record} (d = 1),
-    read along the release's direction."""
+    read along the release's direction. ``noise_scale`` < 1 plays a faulty implementation: the release
+    runs with that fraction of the multiplier its calibration gives for ``epsilon``."""
+    z = _honest_multiplier(method, epsilon, trials=trials, directions=directions, count_noise=count_noise)
+    privacy = PrivacySpec(noise_multiplier=z * noise_scale, delta=WHITEBOX_DELTA, count_noise=count_noise)
     data = torch.full((trials, 1), record)
-    privacy = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA)
     if method == "ldp-flow":
         flow = make_flow("ldp-flow", data, privacy=privacy, n_projections=1, privacy_seed=seed, progress=False,
                          config=FlowConfig(steps=1, n_particles=1))
         return flow.target.released_rows()[:, 0].double().numpy()
     if method == "dpswflow-hist":
-        return _histogram_draws(epsilon, record, trials=trials, seed=seed)
+        return _histogram_draws(privacy, record, trials=trials, seed=seed, directions=directions)
     if method != "dpswflow":
         raise ValueError(f"the white-box audit covers the single-release mechanisms, not {method}")
     flow = make_flow("dpswflow", data, privacy=privacy, n_projections=1, pool_size=1, privacy_seed=seed,
@@ -103,39 +118,33 @@ def whitebox_draws(method: str, epsilon: float, record: float, *, trials: int, s
 
 
 def whitebox_audit(method: str, epsilon: float, *, trials: int = 1_000_000, halve_noise: bool = False,
-                   seed: int = 0) -> dict:
-    """White-box audit of one single-release method (dpswflow, ldp-flow, dpswflow-hist)."""
-    from contextlib import nullcontext
-    from unittest import mock
-
-    from swflow.privacy import NoiseSource
+                   seed: int = 0, count_noise: str = "discrete-gaussian") -> dict:
+    """White-box audit of one single-release method (dpswflow, ldp-flow, dpswflow-hist; the histogram with
+    ``count_noise``, its default the discrete Gaussian)."""
     from swflow.privacy.audit import split_epsilon_lower_bound
 
-    warnings.simplefilter("ignore")
-    original = NoiseSource.gaussian
-    faulty = mock.patch.object(NoiseSource, "gaussian", lambda self, shape, std, **kw: original(self, shape, std / 2, **kw))
-    with faulty if halve_noise else nullcontext():
-        with_record = whitebox_draws(method, epsilon, 1.0, trials=trials, seed=seed)
-        without = whitebox_draws(method, epsilon, -1.0, trials=trials, seed=seed + 1)
+    scale = 0.5 if halve_noise else 1.0
+    with_record = whitebox_draws(method, epsilon, 1.0, trials=trials, seed=seed, noise_scale=scale,
+                                 count_noise=count_noise)
+    without = whitebox_draws(method, epsilon, -1.0, trials=trials, seed=seed + 1, noise_scale=scale,
+                             count_noise=count_noise)
     return {"method": method, "claimed_epsilon": epsilon, "trials": trials, "halved_noise": halve_noise,
-            "audit": "white-box",
+            "audit": "white-box", **({"count_noise": count_noise} if method == "dpswflow-hist" else {}),
             "audited_epsilon_lower_bound": split_epsilon_lower_bound(with_record, without, delta=WHITEBOX_DELTA)}
 
 
-def _histogram_draws(epsilon: float, record: float, *, trials: int, seed: int, directions: int = 4) -> np.ndarray:
+def _histogram_draws(privacy: PrivacySpec, record: float, *, trials: int, seed: int, directions: int) -> np.ndarray:
     """Likelihood-ratio statistic of ``trials`` independent sliced-histogram releases of the one-record set
     {record} in d = 1 (every direction is +1, two bins: the record at +1 sits in the upper bin, at -1 in the
-    lower). The noise std comes from the real calibrated target and the draws from its NoiseSource; the
-    statistic sums (upper - lower) over the directions, the optimal test for this pair."""
-    from swflow.privacy import NoiseSource
-    from swflow.privacy.histogram import projection_counts
+    lower). The target is the real calibrated one, and every draw goes through its own noise step (OpenDP's
+    discrete Gaussian, or the seeded float Gaussian): one (K, 2) release per trial, stacked. The statistic
+    sums (upper - lower) over the directions, the optimal test for this pair."""
+    from .privacy.histogram import projection_counts
 
-    privacy = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA)
     flow = make_flow("dpswflow-hist", torch.full((1, 1), record), privacy=privacy, n_projections=1,
-                     pool_size=directions, bins=2, privacy_seed=seed, progress=False,
-                     config=FlowConfig(steps=1, n_particles=1))
+                     pool_size=directions, bins=2, privacy_seed=None if privacy.count_noise != "gaussian" else seed,
+                     progress=False, config=FlowConfig(steps=1, n_particles=1))
     theta = torch.ones(1, directions, dtype=torch.float64)
     counts = projection_counts(torch.full((1, 1), record, dtype=torch.float64), theta, bins=2, radius=1.0)
-    noise = NoiseSource(seed).gaussian((trials, directions, 2), flow.target.noise_std(theta), dtype=torch.float64)
-    noisy = counts.to(torch.float64) + noise
+    noisy = flow.target.noisy_draws(counts.expand(trials, -1, -1), theta)
     return (noisy[:, :, 1] - noisy[:, :, 0]).sum(dim=1).numpy()

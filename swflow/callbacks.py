@@ -62,6 +62,12 @@ class Checkpointer(FlowCallback):
         flow.load_state_dict(load_tensors(self.path, what="flow checkpoint"))
         return True
 
+    def on_start(self, flow, *, resumed) -> None:
+        # a one-off release (pool, histogram, local) happens before the first step: keep it at once, so a
+        # resumed run never draws it again (noise that no seed reproduces would be a second release)
+        if not resumed and flow.config.checkpoint_every:
+            self.save(flow)
+
     def on_step(self, flow, diagnostic) -> None:
         every = flow.config.checkpoint_every
         if every and flow.step % every == 0:
@@ -105,7 +111,8 @@ class ReleaseLog(FlowCallback):
 
     def on_start(self, flow, *, resumed) -> None:
         self._recorder = ReleaseRecorder(self.path, sketch=self.sketch, resume_step=flow.step if resumed else None,
-                                         attrs={"flow_config": asdict(flow.config), "dim": flow.target.dim})
+                                         attrs={"flow_config": asdict(flow.config), "dim": flow.target.dim},
+                                         public=flow.target.public_release())
 
     def on_release(self, flow, theta, released, sigma) -> None:
         self._recorder.add(flow.step, theta, released, sigma)

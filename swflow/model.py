@@ -79,19 +79,21 @@ class FlowModel:
     """
 
     def __init__(self, *, config: FlowConfig, dim: int, theta: Tensor, released: Tensor, sigma: Tensor,
-                 report: PrivacyReport | None = None):
+                 report: PrivacyReport | None = None, public: dict | None = None):
         if len(theta) != config.steps:
             raise ValueError(f"the model holds {len(theta)} of {config.steps} steps: the run did not finish "
                              "(resume it with `swflow generate ... --resume`)")
+        public = dict(public or {})
         if report is not None:  # a claim is passed on only when what was released supports it
             from .privacy.verify import verify_releases, verify_report
             from .registry import method
 
             verify_report(report, source="privacy.json")
-            per_step = method(report.method).releases in ("per-step", "none")
-            verify_releases(report, theta, sigma, releases_per_step=per_step)
+            kind = method(report.method).releases
+            verify_releases(report, theta, sigma, releases_per_step=kind in ("per-step", "none"),
+                            noisy_counts=public.get("noisy_counts"), counts_expected=kind == "histogram")
         self.config, self.dim, self.report = config, dim, report
-        self.theta, self.released, self.sigma = theta, released, sigma
+        self.theta, self.released, self.sigma, self.public = theta, released, sigma, public
 
     @classmethod
     def from_run_dir(cls, run_dir: str | Path) -> "FlowModel":
@@ -116,7 +118,8 @@ class FlowModel:
             with h5py.File(path, "r") as f:
                 arrays = {"config": FlowConfig(**json.loads(f.attrs["flow_config"])), "dim": json.loads(f.attrs["dim"]),
                           "theta": torch.from_numpy(f["theta"][:]), "released": torch.from_numpy(f["released"][:]),
-                          "sigma": torch.from_numpy(f["sigma"][:])}
+                          "sigma": torch.from_numpy(f["sigma"][:]),
+                          "public": {k: torch.from_numpy(v[:]) for k, v in f.get("release", {}).items()}}
         except (OSError, KeyError, TypeError, ValueError) as err:
             raise ValueError(f"{path} is not a readable swflow model file ({err}); regenerate the run") from err
         return cls(**arrays, report=report)
@@ -124,12 +127,12 @@ class FlowModel:
     def state(self) -> dict:
         """Tensors and plain values only (loadable with torch.load(weights_only=True))."""
         return {"flow_config": asdict(self.config), "dim": self.dim, "theta": self.theta,
-                "released": self.released, "sigma": self.sigma}
+                "released": self.released, "sigma": self.sigma, "public": self.public}
 
     @classmethod
     def from_state(cls, state: dict, report: PrivacyReport | None = None) -> "FlowModel":
         return cls(config=FlowConfig(**state["flow_config"]), dim=state["dim"], theta=state["theta"],
-                   released=state["released"], sigma=state["sigma"], report=report)
+                   released=state["released"], sigma=state["sigma"], report=report, public=state.get("public"))
 
     def sample(self, n: int, *, seed: int = 0, device: str | None = None, progress: bool = False) -> Tensor:
         """(n, d) particles: μ0 (seeded) pushed through the recorded steps with the run's h, λ and smoothing."""

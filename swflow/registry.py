@@ -117,10 +117,10 @@ class MethodSpec:
         return batch_size
 
     def release_plan(self, *, steps: int, dataset_size: int, dim: int, n_projections: int,
-                     batch_size: int | None = None, pool_size: int | None = None, secure_noise: bool = False):
+                     batch_size: int | None = None, pool_size: int | None = None, count_noise: str = "gaussian"):
         """The :class:`~swflow.privacy.ReleasePlan` of a central release (not for local methods). A
-        histogram's ``pool_size`` is its number of directions K (resolved by the caller); with
-        ``secure_noise`` its counts get OpenDP's discrete Gaussian."""
+        histogram's ``pool_size`` is its number of directions K (resolved by the caller) and
+        ``count_noise`` its counts' noise (PrivacySpec.count_noise)."""
         from .privacy import ReleasePlan
 
         if self.local:
@@ -129,7 +129,7 @@ class MethodSpec:
             if pool_size is None:
                 raise ValueError("a histogram plan needs its number of directions (pool_size)")
             return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None, n_projections=pool_size,
-                               dim=dim, noise="discrete-gaussian" if secure_noise else "gaussian")
+                               dim=dim, noise=count_noise)
         if self.releases == "pool":
             return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
                                n_projections=pool_size or n_projections, dim=dim)

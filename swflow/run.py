@@ -31,11 +31,14 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
                     n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
                     bins: int | None = None, privacy_seed: int | None = None,
                     decoder: Callable[[np.ndarray], np.ndarray] | None = None,
-                    run_config: dict | None = None, progress: bool = True) -> tuple[FlowResult, PrivacyReport]:
-    """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``."""
+                    run_config: dict | None = None, progress: bool = True,
+                    dataset_size: int | None = None) -> tuple[FlowResult, PrivacyReport]:
+    """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``
+    (``dataset_size``: see :func:`~swflow.methods.make_flow`)."""
     flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
                      pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
-                     callbacks=run_files(out, sketch=release_sketch(method)), progress=progress)
+                     callbacks=run_files(out, sketch=release_sketch(method)), progress=progress,
+                     dataset_size=dataset_size)
     result = flow.run()
     report = flow.privacy_report(method, run_config)
     write_outputs(out, result.particles.cpu().numpy(), report, decoder)

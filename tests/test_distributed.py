@@ -130,28 +130,42 @@ def test_interrupted_two_process_run_resumes_to_the_same_particles(tmp_path, sin
     assert resumed["ledger"] == single.target.ledger.state_dict()  # the spent budget survived the restart
 
 
-def _hist_worker(rank, world, store_path, out_path):
+def _hist_worker(rank, world, store_path, out_path, spec, seed_known):
     dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
     torch.set_num_threads(1)
     data = _data() / 0.8  # inside the unit ball
     lo, hi = shard_range(N_ROWS, rank, world)
-    flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=HIST_SPEC, config=CONFIG,
-                                 n_projections=8, privacy_seed=7, method_name="dpswflow-hist", pool_size=32,
-                                 bins=16)
+    flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=spec, config=CONFIG,
+                                 n_projections=8, privacy_seed=7, seed_known=seed_known, method_name="dpswflow-hist",
+                                 pool_size=32, bins=16)
     flow.run()
     particles = flow.gather_particles()
-    if rank == 0:
-        torch.save({"particles": particles, "ledger": flow.target.ledger.state_dict()}, out_path)
+    torch.save({"particles": particles, "ledger": flow.target.ledger.state_dict(),
+                "counts": flow.target.released_counts}, f"{out_path}.rank{rank}")
     dist.destroy_process_group()
 
 
-HIST_SPEC = PrivacySpec(epsilon=5.0, delta=1e-5)
+HIST_SPEC = PrivacySpec(epsilon=5.0, delta=1e-5, count_noise="gaussian")  # a shared seed: comparable with one process
+
+
+def test_sharded_discrete_noise_is_drawn_once_and_shared():
+    # OpenDP's sampler takes no seed: rank 0 draws the noise and every rank holds the same noisy counts
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = f"{tmp}/hist.pt"
+        mp.spawn(_hist_worker, args=(2, f"{tmp}/store", out, PrivacySpec(epsilon=5.0, delta=1e-5), False), nprocs=2,
+                 join=True)
+        ranks = [torch.load(f"{out}.rank{r}", weights_only=True) for r in range(2)]
+    assert torch.equal(ranks[0]["counts"], ranks[1]["counts"])
+    assert torch.equal(ranks[0]["counts"], ranks[0]["counts"].round())  # integer noise
+    assert ranks[0]["ledger"] == ranks[1]["ledger"] and ranks[0]["ledger"][0]["mechanism"] == "discrete-gaussian"
 
 
 def test_histogram_flow_sharded_equals_one_process(tmp_path):
     out = tmp_path / "hist.pt"
-    mp.spawn(_hist_worker, args=(2, str(tmp_path / "store-hist"), str(out)), nprocs=2, join=True)
-    sharded = torch.load(out, weights_only=True)
+    mp.spawn(_hist_worker, args=(2, str(tmp_path / "store-hist"), str(out), HIST_SPEC, True), nprocs=2, join=True)
+    sharded = torch.load(f"{out}.rank0", weights_only=True)
     flow = make_flow("dpswflow-hist", _data() / 0.8, privacy=HIST_SPEC, config=CONFIG, n_projections=8,
                      pool_size=32, bins=16, privacy_seed=7, progress=False)
     flow.run()

@@ -426,3 +426,70 @@ def test_a_foreign_staging_folder_is_never_deleted(finished, tmp_path, capsys):
     assert main(["sample", str(run), "--n", "10", "--out", str(tmp_path / "more")]) == 2
     assert "was not made by swflow" in capsys.readouterr().err
     assert (foreign / "notes.txt").read_text() == "mine"
+
+
+@pytest.fixture(scope="module")
+def histogram_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hist")
+    rows = _rows(tmp / "rows.npy")
+    run = tmp / "hist"
+    assert main(["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-hist", "--epsilon", "1",
+                 "--delta", "1e-5", "--steps", "5", "--n-particles", "60", "--pool-size", "64", "--bins", "16",
+                 "--out", str(run)]) == 0
+    return run
+
+
+def _copy_run(run, tmp_path):
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run, copy)
+    return copy
+
+
+@pytest.mark.parametrize("forgery", ["conditional keys on a plain run", "statement only",
+                                     "noise x10 with epsilon recomputed", "unknown key"])
+def test_claims_that_used_to_skip_their_checks_are_refused(histogram_run, tmp_path, capsys, forgery):
+    """The outside review's forgeries (issue 37): each was accepted by `swflow sample` and written forward."""
+    from swflow.privacy import epsilon_from_events, MechanismEvent, statement
+
+    run = _copy_run(histogram_run, tmp_path)
+    report = json.loads((run / "privacy.json").read_text())
+    if forgery == "conditional keys on a plain run":
+        report.update(conditional=True, per_class=[], ledgers={}, composition="x", epsilon=0.01)
+    elif forgery == "statement only":
+        report["statement"] = report["statement"].replace(f"({report['epsilon']:.3f},", "(0.010,")
+    elif forgery == "noise x10 with epsilon recomputed":  # self-consistent: only the released counts can tell
+        for e in report["ledger"]:
+            e["noise_multiplier"] *= 10
+            e["noise_std"] *= 10
+        report["noise_multiplier"] *= 10
+        report["noise_std"] *= 10
+        events = tuple(MechanismEvent(**e) for e in report["ledger"])
+        report["epsilon"] = epsilon_from_events(events, delta=report["delta_accountant"], adjacency="replace-one")
+        report["statement"] = statement(report["epsilon"], report["delta"], report["accountant"], report["adjacency"])
+    else:
+        report["verified_by"] = "me"
+    (run / "privacy.json").write_text(json.dumps(report))
+    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 2
+    err = capsys.readouterr().err
+    assert "swflow sample: error:" in err and "Traceback" not in err
+    assert not (tmp_path / "more").exists()
+    if forgery == "noise x10 with epsilon recomputed":
+        assert "far less noise than the claimed" in err
+
+
+def test_an_untouched_histogram_run_passes_its_own_checks(histogram_run, tmp_path):
+    run = _copy_run(histogram_run, tmp_path)
+    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 0
+    assert json.loads((tmp_path / "more" / "privacy.json").read_text())["epsilon"] <= 1.0
+
+
+def test_a_huge_epsilon_is_calibrated_at_once_not_crept_towards():
+    # epsilon between 2^19 and the 10^6 maximum made the analytic Gaussian's epsilon inf and calibration creep
+    from swflow.privacy import PrivacySpec, ReleasePlan, calibrate
+
+    for eps in (6e5, 1e6):
+        cal = calibrate(PrivacySpec(epsilon=eps, delta=1e-6), ReleasePlan(releases=1, dataset_size=3000,
+                                                                           sample_size=None, n_projections=64, dim=8))
+        assert 0.99 * eps <= cal.epsilon <= eps

@@ -56,6 +56,8 @@ def cmd_generate(args) -> int:
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
     check_fits(n=run.flow.n_particles, dim=data.shape[1], n_projections=plan.n_projections, image_values=image_values,
                frames=50, out=args.out)
+    if args.labels_public and not args.conditional:
+        raise UsageError("--labels-public applies to --conditional runs only")
     if args.conditional and method(args.method).kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: rank 0 owns the run folder
@@ -141,11 +143,11 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
 
         if args.dataset is None:
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
-        report = run_conditional_to_dir(run.method, data, labels, out, privacy=spec,
+        report = run_conditional_to_dir(run.method, data, labels, out, classes=_label_set(args), privacy=spec,
                                         config=config, n_projections=plan.n_projections,
                                         pool_size=run.shape.pool_size, batch_size=plan.batch_size,
                                         bins=run.shape.bins, privacy_seed=run.privacy_seed,
-                                        decoder=decode, run_config=source)
+                                        labels_public=args.labels_public, decoder=decode, run_config=source)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
               f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
@@ -159,6 +161,19 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
     print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
           f"in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def _label_set(args) -> tuple[int, ...]:
+    """The public label set of a --dataset run: the population's declared classes, or the dataset's schema."""
+    from ..data import LABEL_SETS
+    from ..populations import proportions
+
+    if args.population is not None:
+        return tuple(sorted(proportions(args.population)))
+    if args.dataset not in LABEL_SETS:
+        raise UsageError(f"{args.dataset} has no labels: --conditional needs a labelled dataset "
+                         f"({', '.join(sorted(LABEL_SETS))})")
+    return LABEL_SETS[args.dataset]
 
 
 def _generate_distributed(args, data, run, plan, decode, source) -> int:
@@ -276,8 +291,12 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--clip", action="store_true", help="clip rows to the unit ball instead of refusing them")
     p.add_argument("--conditional", action="store_true",
-                   help="one flow per class of --dataset (labelled samples; same epsilon by parallel composition, "
-                   "labels and class counts treated as public)")
+                   help="one flow per class of --dataset (labelled samples). Labels are private: with dpswflow-hist "
+                   "every class of the dataset's label set gets a histogram with the same noise, which covers a "
+                   "record changing class, and class sizes are never published")
+    p.add_argument("--labels-public", action="store_true",
+                   help="with --conditional: treat the labels and exact class counts as public (neighbours differ in "
+                   "one record's features within its class; parallel composition over classes); any flow method")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--resume", action="store_true")
     shape_args(p, with_data_shape=False)

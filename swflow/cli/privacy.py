@@ -52,7 +52,7 @@ def cmd_privacy(args) -> int:
                                           n_directions=run.shape.pool_size, bins=run.shape.bins)
     plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
                              n_projections=planned.n_projections, pool_size=pool_size, batch_size=planned.batch_size,
-                             secure_noise=spec.secure_noise)
+                             count_noise=spec.count_noise)
     cal = calibrate(spec, plan)
     sens = _sensitivity(what, run, plan, cal)
     delta_total = cal.delta_accountant + plan.releases * cal.delta_theta

@@ -12,8 +12,9 @@
 * Releases of the whole data set (no sampling) are composed Gaussian mechanisms whatever the
   adjacency (its sensitivity sets the multiplier): dp-accounting RDP; a single one is accounted
   exactly with the analytic Gaussian mechanism (Balle & Wang 2018).
-* A single discrete-Gaussian release of integer counts (the sliced histogram with secure noise) is
-  accounted by OpenDP's own privacy map of the mechanism that drew it: zCDP, converted to (ε, δ).
+* A single discrete-Gaussian release of integer counts (the sliced histogram's default noise, drawn by
+  OpenDP's sampler) is accounted by dp-accounting's privacy loss distribution of the discrete Gaussian,
+  composed once per count a neighbour moves (2K counts, each by one).
 """
 from __future__ import annotations
 
@@ -75,7 +76,9 @@ def _is_single_release(events) -> bool:
 def _discrete(events, delta: float) -> float:
     if not _is_single_release(events):
         raise ValueError("the discrete Gaussian is accounted for one release of the whole data set only")
-    return discrete_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
+    # a sliced histogram's neighbour moves 2K counts by one each (privacy/histogram.py)
+    return discrete_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier,
+                                     unit_changes=2 * events[0].n_projections, delta=delta)
 
 
 def _analytic(events, delta: float) -> float:
@@ -105,7 +108,8 @@ def _dp_accounting_poisson_substitution(events, delta: float) -> float:
     return float(acc.get_epsilon(delta))
 
 
-DISCRETE = Accountant("rdp", "OpenDP discrete Gaussian (zCDP privacy map, converted to (epsilon, delta))", _discrete)
+DISCRETE = Accountant("rdp", "dp-accounting PLD of the discrete Gaussian, composed over the 2K counts a record moves",
+                      _discrete)
 ANALYTIC = Accountant("rdp", "analytic Gaussian mechanism (Balle & Wang 2018)", _analytic)
 RDP_FULL = Accountant("rdp", "dp-accounting RDP, composed Gaussian releases of the whole data set", _dp_accounting_rdp)
 RDP_SAMPLED = Accountant("rdp", "dp-accounting RDP, sampling without replacement", _dp_accounting_rdp)

@@ -40,6 +40,8 @@ class PrivacySpec:
     clip : clip rows outside the ball to norm R instead of refusing them
     delta_sensitivity_share : part of δ spent on the failure probability of a probabilistic bound
     secure_noise : draw privacy noise from the OS CSPRNG
+    count_noise : the noise of a release of counts (the sliced histogram): 'discrete-gaussian' (default,
+        OpenDP's exact sampler) or 'gaussian' (float noise, seeded or with ``secure_noise``)
     """
 
     epsilon: float | None = None
@@ -63,6 +65,11 @@ class PrivacySpec:
     delta_sensitivity_share: float = 0.1
     secure_noise: bool = field(default=False, metadata={
         "help": "draw privacy noise from the OS CSPRNG (not reproducible)"})
+    count_noise: str = field(default="discrete-gaussian", metadata={
+        "choices": NOISES,
+        "help": "noise on released counts (dpswflow-hist): discrete-gaussian, exact integer noise from OpenDP's "
+                "sampler (no floating-point attack surface; not reproducible from a seed), or gaussian, float noise "
+                "(from the seeded privacy stream, or the OS CSPRNG with --secure-noise)"})
 
     def __post_init__(self):
         if (self.epsilon is None) == (self.noise_multiplier is None):
@@ -83,8 +90,10 @@ class PrivacySpec:
                              f"got {self.sensitivity_bound!r}")
         if not 0 < self.delta_sensitivity_share < 1:
             raise ValueError("delta_sensitivity_share must be in (0, 1)")
-        if not self.norm_bound > 0:
-            raise ValueError(f"norm_bound must be > 0, got {self.norm_bound}")
+        if not (self.norm_bound > 0 and math.isfinite(self.norm_bound)):
+            raise ValueError(f"norm_bound must be a finite number > 0, got {self.norm_bound}")
+        if self.count_noise not in NOISES:
+            raise ValueError(f"count_noise must be one of {NOISES}, got {self.count_noise!r}")
 
     @property
     def private(self) -> bool:
@@ -145,6 +154,11 @@ def plan_events(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: 
                            n_projections=plan.n_projections, count=plan.releases, mechanism=plan.noise),)
 
 
+def _single_epsilon(plan: ReleasePlan, multiplier: float, delta: float, adjacency: str) -> float:
+    events = plan_events(plan, adjacency=adjacency, multiplier=multiplier, bound="spectral", delta_theta=0.0)
+    return epsilon_from_events(events, delta=delta, adjacency=adjacency)
+
+
 def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adjacency: str,
                          rtol: float = 1e-3) -> float:
     """Smallest multiplier (to relative ``rtol``) whose accounted ε ≤ ``epsilon``.
@@ -153,8 +167,16 @@ def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adj
     log ε(z) = log ε* in log z, and the answer is nudged up until the accountant confirms
     ε ≤ ε*: the returned multiplier never overshoots the budget.
     """
-    if plan.releases == 1 and plan.sampling(adjacency) == "none" and plan.noise == "gaussian":
-        return analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
+    if plan.releases == 1 and plan.sampling(adjacency) == "none":
+        z = analytic_gaussian_multiplier(epsilon=epsilon, delta=delta)
+        if plan.noise == "gaussian":
+            return z
+        # the discrete Gaussian needs a hair more noise than the continuous one (< 0.5% here): step up from it
+        step = rtol / 4
+        while _single_epsilon(plan, z, delta, adjacency) > epsilon:
+            z *= 1 + step
+            step *= 2
+        return z
 
     def eps(z: float) -> float:
         events = plan_events(plan, adjacency=adjacency, multiplier=z, bound="spectral", delta_theta=0.0)
@@ -238,8 +260,10 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
                                        adjacency=spec.adjacency), "epsilon"
     events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
     eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency)
+    nudge = 1e-6
     while mode == "epsilon" and eps > spec.epsilon:  # the accountant's last digits: never report above the target
-        z *= 1 + 1e-6
+        z *= 1 + nudge
+        nudge *= 2  # geometric: a few steps whatever the gap
         events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
         eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency)
     if not eps <= MAX_EPSILON:

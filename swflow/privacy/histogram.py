@@ -5,18 +5,20 @@ with ‖y‖ ≤ R lands there), count how many private rows fall in each bin of
 Gaussian noise once, and turn each direction's noisy counts into a valid CDF. Everything after the
 release (the CDFs, their quantile tables, the flow, any number of samples) is post-processing.
 
-Sensitivity of the count matrix (ℓ2):
+Sensitivity of the count matrix (ℓ2), with n fixed and public under both adjacencies:
 
 * replace-one: the changed record leaves one bin and enters another on each direction (or stays):
   at most two counts per direction move by 1, so Δ = √(2K);
-* zero-out (add/remove): one count per direction moves by 1, so Δ = √K, and an absent record adds
-  nothing to the release (the standard add/remove Gaussian accounting holds as it is).
+* zero-out: the record is replaced by the null record, the zero row, which the histogram counts like
+  any row (in the bin holding 0, on every direction). That is a replacement too: Δ = √(2K). (Reading
+  zero-out as add/remove would give √K, but then n is private, and n chooses K, B, the step size and
+  the δ < 1/n check; swflow never takes that reading.)
 
 The noise does not grow with n: a direction's CDF error is about σ√B / n.
 
 Post-processing (:func:`monotone_cdf`): counts that the noise cannot tell from zero are set to zero,
-the rest normalized per direction (n is never needed, so add/remove, where n is private, works the
-same). Within a bin the CDF is linear, so the quantile function is piecewise linear too.
+the rest normalized per direction. Within a bin the CDF is linear, so the quantile function is
+piecewise linear too.
 """
 from __future__ import annotations
 
@@ -69,16 +71,17 @@ def projection_counts(rows: Tensor, theta: Tensor, *, bins: int, radius: float) 
 
 
 def histogram_sensitivity(n_directions: int, *, adjacency: str) -> SensitivityBound:
-    """ℓ2 sensitivity of the K×B count matrix: √(2K) under replace-one, √K under zero-out.
+    """ℓ2 sensitivity of the K×B count matrix: √(2K) under both adjacencies (zero-out replaces a record
+    by the zero row, which is counted: a replacement; see the module's docstring).
 
     Independent of the directions, the bins and R (a record moves at most one unit of count between
-    two bins per direction), so the directions may be public and fixed in advance."""
+    two bins per direction), so the directions may be public and fixed in advance. Each of the 2K
+    moved counts changes by exactly one: what the discrete Gaussian's account relies on."""
     if n_directions < 1:
         raise ValueError(f"need at least one direction, got {n_directions}")
     if adjacency not in ADJACENCIES:
         raise ValueError(f"unknown adjacency {adjacency!r}; choose one of {ADJACENCIES}")
-    counts_moved = 2.0 if adjacency == "replace-one" else 1.0  # per direction, each by one unit
-    return SensitivityBound("histogram", counts_moved * n_directions, 1.0, 0.0)
+    return SensitivityBound("histogram", 2.0 * n_directions, 1.0, 0.0)  # 2K counts, each moved by one unit
 
 
 #: counts below this many noise standard deviations are read as zero (see :func:`monotone_cdf`)
@@ -188,12 +191,9 @@ class HistogramTarget(PrivateTarget):
                                  f"not {theta.shape[1]}")
             sigma = cal.noise_multiplier * sens.value
             self.ledger.record(cal.event(sens, sample_size=self.size))  # the event first, then the draw
-            if cal.plan.noise == "discrete-gaussian":
-                noisy = self._noise.discrete_gaussian(counts, sigma).to(torch.float64)
-            else:
-                noisy = counts.to(torch.float64) + self._noise.gaussian(tuple(counts.shape), sigma,
-                                                                        dtype=torch.float64)
+            noisy = self._noisy(counts, sigma)
         del counts
+        self.released_counts = noisy  # the release itself (public): verification reads its row sums
         cdf = monotone_cdf(noisy, noise_std=sigma)
         levels = (torch.arange(TABLE_LEVELS, dtype=torch.float64) + 0.5) / TABLE_LEVELS
         table = quantile_table(cdf, bin_edges(self.bins, radius=self.radius), levels)
@@ -204,10 +204,44 @@ class HistogramTarget(PrivateTarget):
         """The exact (K, B) counts of every private row (a sharded target sums its ranks' counts)."""
         return projection_counts(self._data, theta, bins=self.bins, radius=self.radius)
 
+    def _noisy(self, counts: Tensor, sigma: float) -> Tensor:
+        """``counts`` (K, B) plus the release's noise of scale σ, float64: OpenDP's discrete Gaussian, or the
+        privacy stream's Gaussian (a sharded target draws it on one rank and shares it)."""
+        if self._calibration.plan.noise == "discrete-gaussian":
+            return self._noise.discrete_gaussian(counts, sigma).to(torch.float64)
+        return counts.to(torch.float64) + self._noise.gaussian(tuple(counts.shape), sigma, dtype=torch.float64)
+
+    def noisy_draws(self, counts: Tensor, theta: Tensor) -> Tensor:
+        """Independent draws of this target's release mechanism on given exact ``counts`` (..., K, B), for
+        audits: the calibrated σ on ``theta`` (d, K) and the same noise step as :meth:`release`, without
+        touching the ledger or the private rows."""
+        if self._calibration is None:
+            return counts.to(torch.float64)
+        return self._noisy(counts, self.noise_std(theta))
+
+    @property
+    def noise_seed_known(self) -> bool:
+        """OpenDP's discrete Gaussian draws from its own CSPRNG: no seed reproduces it."""
+        cal = self._calibration
+        return super().noise_seed_known and (cal is None or cal.plan.noise != "discrete-gaussian")
+
+    def noise_state(self) -> dict:
+        return {**super().noise_state(), "released_counts": getattr(self, "released_counts", None)}
+
+    def load_state(self, *, ledger: list[dict], noise: dict) -> None:
+        super().load_state(ledger=ledger, noise={k: v for k, v in noise.items() if k != "released_counts"})
+        if noise.get("released_counts") is not None:
+            self.released_counts = noise["released_counts"]
+
+    def public_release(self) -> dict:
+        """What the release published, for model.h5: the noisy (K, B) counts, before post-processing."""
+        counts = getattr(self, "released_counts", None)
+        return {} if counts is None or self._calibration is None else {"noisy_counts": counts}
+
 
 def _radius(data: Tensor) -> float:
     """Bin range for a non-private run: the rows' largest norm (public only because nothing is private)."""
-    return float(data.norm(dim=1).max()) * (1 + 1e-9) or 1.0
+    return (float(data.norm(dim=1).max()) * (1 + 1e-9) if len(data) else 0.0) or 1.0
 
 
 def histogram_shape(*, dataset_size: int, privacy, n_directions: int | None = None,

@@ -26,13 +26,14 @@ class BudgetExhausted(RuntimeError):
     """A release beyond what the privacy budget was calibrated for."""
 
 
-def check_rows(data: Tensor, *, name: str = "data") -> None:
-    """Refuse empty, non-2-D or non-finite input with a message that says what to do."""
+def check_rows(data: Tensor, *, name: str = "data", allow_empty: bool = False) -> None:
+    """Refuse empty (unless ``allow_empty``: a part of a larger data set), non-2-D or non-finite input with a
+    message that says what to do."""
     if not isinstance(data, Tensor):
         raise TypeError(f"{name} must be a torch.Tensor of shape (n, d), got {type(data).__name__}")
     if data.ndim != 2:
         raise ValueError(f"{name} must be 2-D (rows = records), got shape {tuple(data.shape)}")
-    if data.shape[0] == 0:
+    if data.shape[0] == 0 and not allow_empty:
         raise ValueError(f"{name} is empty: need at least one row")
     bad = ~torch.isfinite(data).all(dim=1)
     if bad.any():
@@ -61,8 +62,8 @@ class PrivateTarget:
 
     def __init__(self, data: Tensor, calibration: Calibration | None, *, noise: NoiseSource,
                  ledger: PrivacyLedger, batch_size: int | None = None, dataset_size: int | None = None):
-        check_rows(data, name="private data")
-        m = dataset_size or data.shape[0]  # a shard of a larger set knows the global size
+        check_rows(data, name="private data", allow_empty=dataset_size is not None)
+        m = dataset_size or data.shape[0]  # a shard (or a class) of a larger set knows the global size
         if batch_size is not None and not 1 <= batch_size <= m:
             raise ValueError(f"batch_size={batch_size} must be between 1 and the number of private "
                              f"rows ({m})")
@@ -204,6 +205,11 @@ class PrivateTarget:
             **asdict(calibration.spec), "noise_multiplier": calibration.noise_multiplier,
             "planned_releases": calibration.plan.releases}
         return {"data_sha256": digest, "dataset_size": size, "batch_size": batch_size, "privacy": privacy}
+
+    def public_release(self) -> dict:
+        """Arrays of a one-off release kept whole in model.h5 beside the per-step log, for read-back checks
+        (a histogram's noisy counts); empty for releases the per-step log already holds."""
+        return {}
 
     def noise_state(self) -> dict:
         """State of the privacy noise source, for an exact resume (checkpoints only, never outputs),

@@ -27,9 +27,9 @@ AMPLIFICATION_NOTE = (
 
 HISTOGRAM_RELEASE = (
     "one release of the K x B = {k} x {b} matrix of counts of every private row's projection on K public "
-    "directions (B equal bins on [-{r:g}, {r:g}]), plus Gaussian noise of std noise_std on each count. L2 "
-    "sensitivity sqrt(2K) under replace-one (a changed record moves one count between two bins per direction) "
-    "or sqrt(K) under zero-out (one count per direction; an absent record adds nothing). Calibrated once; the "
+    "directions (B equal bins on [-{r:g}, {r:g}]), plus noise of std noise_std on each count. L2 "
+    "sensitivity sqrt(2K): a changed record moves one count between two bins per direction, and under zero-out "
+    "the null record is the zero row, which is counted too (n stays fixed and public). Calibrated once; the "
     "counts' post-processing to CDFs and every flow step after the release are free")
 DISCRETE_NOTE = ("the counts' noise is OpenDP's discrete Gaussian (exact integer sampling from OpenDP's CSPRNG: "
                  "no floating-point attack surface), accounted by OpenDP's own zCDP privacy map")

@@ -102,34 +102,48 @@ def sharded_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, offse
 
 class ShardedHistogramTarget(HistogramTarget):
     """One rank's shard of the private rows behind a sliced-histogram release: the exact counts are
-    summed over the ranks (all-reduce), and every rank adds the same noise from the shared privacy
-    seed, so all ranks hold the one release (a record is counted once, on its own rank)."""
+    summed over the ranks (all-reduce) and rank 0 adds the noise and shares the noisy counts, so all
+    ranks hold the one release (a record is counted once, on its own rank; the noise is drawn once)."""
 
     def _counts(self, theta: Tensor) -> Tensor:
         counts = super()._counts(theta)
         dist.all_reduce(counts)
         return counts
 
+    def _noisy(self, counts: Tensor, sigma: float) -> Tensor:
+        noisy = super()._noisy(counts, sigma) if dist.get_rank() == 0 else torch.empty(counts.shape, dtype=torch.float64)
+        dist.broadcast(noisy, src=0)
+        return noisy
+
 
 def sharded_histogram_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins: int, privacy_seed: int,
                              seed_known: bool) -> ShardedHistogramTarget:
-    """This rank's ``shard`` of a private set of ``plan.dataset_size`` rows behind one histogram release."""
-    if spec.secure_noise:
-        raise ValueError("sharded runs share one privacy seed across ranks; secure_noise is not available")
-    return ShardedHistogramTarget(shard, calibrate(spec, plan), noise=NoiseSource(privacy_seed, seed_known=seed_known),
+    """This rank's ``shard`` of a private set of ``plan.dataset_size`` rows behind one histogram release
+    (the noise is drawn on rank 0, so OpenDP's sampler and the OS CSPRNG work here too)."""
+    _check_histogram(spec, plan, seed_typed=seed_known)
+    return ShardedHistogramTarget(shard, calibrate(spec, plan), noise=NoiseSource(privacy_seed, seed_known=seed_known,
+                                                                                  secure=spec.secure_noise),
                                   ledger=PrivacyLedger(), bins=bins, dataset_size=plan.dataset_size)
 
 
-def histogram_target(data: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins: int,
-                     privacy_seed: int | None = None, device=None) -> HistogramTarget:
-    """Rows ``data`` (m, d) behind one release of their K×B sliced histogram (K = ``plan.n_projections``).
-    With ``spec.secure_noise`` the plan must ask for the discrete Gaussian (OpenDP)."""
+def _check_histogram(spec: PrivacySpec, plan: ReleasePlan, *, seed_typed: bool) -> None:
     if spec.sensitivity_bound != "spectral":
-        raise ValueError("the sliced histogram's sensitivity (sqrt(2K) or sqrt(K)) does not depend on the "
-                         f"directions; sensitivity_bound={spec.sensitivity_bound!r} does not apply: leave it unset")
-    if spec.private and spec.secure_noise != (plan.noise == "discrete-gaussian"):
-        raise ValueError("secure_noise releases the histogram with OpenDP's discrete Gaussian: build the plan "
-                         "with secure_noise=True (MethodSpec.release_plan)")
+        raise ValueError("the sliced histogram's sensitivity (sqrt(2K)) does not depend on the directions; "
+                         f"sensitivity_bound={spec.sensitivity_bound!r} does not apply: leave it unset")
+    if plan.noise != spec.count_noise:
+        raise ValueError(f"the plan's count noise {plan.noise!r} is not the spec's {spec.count_noise!r}")
+    if spec.private and seed_typed and plan.noise == "discrete-gaussian":
+        raise ValueError("the histogram's default count noise is OpenDP's discrete Gaussian, which no seed can "
+                         "reproduce: for reproducible float noise pass count_noise='gaussian' "
+                         "(--count-noise gaussian), or leave privacy_seed unset")
+
+
+def histogram_target(data: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins: int,
+                     privacy_seed: int | None = None, device=None, dataset_size: int | None = None) -> HistogramTarget:
+    """Rows ``data`` (m, d) behind one release of their K×B sliced histogram (K = ``plan.n_projections``),
+    with the count noise ``spec.count_noise`` (the plan's). ``dataset_size``: ``data`` is a part, maybe
+    empty, of a data set of that public size (one class, when labels are private)."""
+    _check_histogram(spec, plan, seed_typed=privacy_seed is not None)
     return HistogramTarget(data if device is None else data.to(device), calibrate(spec, plan),
                            noise=NoiseSource(privacy_seed, secure=spec.secure_noise), ledger=PrivacyLedger(),
-                           bins=bins)
+                           bins=bins, dataset_size=dataset_size)

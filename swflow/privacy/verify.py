@@ -2,14 +2,33 @@
 
 A finished flow's ``privacy.json`` and ``model.h5`` (or a saved Synthesizer) are inputs like any other:
 they can be edited. Before ``swflow sample`` or ``Synthesizer.load`` passes a claim on, it recomputes
-it from the recorded mechanism and refuses the file when anything disagrees:
+it from the recorded mechanism and refuses the file when anything disagrees. Nothing returns early:
+every check below runs for every report.
+
+What is checked:
 
 * ε from the report's own ledger, with the accountant the adjacency and sampling call for, and
-  δ = δ_accountant + the ledger's sensitivity failures;
-* every ledger event's σ = multiplier × sensitivity, and the histogram's sensitivity √(2K) / √K;
+  δ = δ_accountant + the ledger's sensitivity failures; the accountant's name;
+* every field derived from the ledger (noise multiplier, noise std, sensitivity, steps, directions,
+  data set size, sample rate, mechanism) and the one-line ``statement``, recomputed and compared;
+* every ledger event's σ = multiplier × sensitivity, and the histogram's sensitivity √(2K);
+* a conditional run: every class's ledger, as above, and the composition it names: with labels
+  public, (ε, δ) = the largest class's; with labels private, every class's release is the same
+  mechanism (same multiplier, K and B), and (ε, δ) is that mechanism's;
 * for releases of noisy projections, each recorded step's σ from the recorded directions: the
   spectral bound ‖Θ‖₂ gives the sensitivity, so a step recorded with σ = 0 (or any other σ than the
-  calibrated one) is caught; the number of recorded releases equals the ledger's.
+  calibrated one) is caught; the number of recorded releases equals the ledger's;
+* for the sliced histogram, the released noisy counts themselves against the claimed noise: each
+  direction's counts sum to n plus noise of variance B·σ² (at most, for the discrete Gaussian), so
+  Σ_k (row sum_k − n)² / (B σ²) is χ² with K degrees of freedom. A claim of much more noise than the
+  counts carry (the self-consistent forgery: σ × 10 and ε recomputed) lands far in the lower tail
+  and is refused; so are counts that do not sum to n.
+
+What cannot be proven from the files: that the noise was drawn at random (a file built from exact
+counts plus chosen "noise" passes if its spread is right); that the rows were bounded as claimed;
+that a per-step release's values carry the claimed noise (only its recorded σ is checked); the
+χ² test has a false refusal rate of 1e-9 and detects a claimed σ only when it is off by a factor of
+about 2 or more at K = 32 (sharper as K grows).
 """
 from __future__ import annotations
 
@@ -22,9 +41,11 @@ from .histogram import histogram_sensitivity
 from .ledger import MechanismEvent
 from .sensitivity import adjacency_factor, spectral_bound
 
-__all__ = ["ClaimMismatch", "verify_report", "verify_releases"]
+__all__ = ["ClaimMismatch", "verify_report", "verify_releases", "verify_counts"]
 
 _RTOL = 1e-6
+#: probability that a true histogram release is refused by the χ² test of its counts
+COUNTS_FALSE_REFUSAL = 1e-9
 
 
 class ClaimMismatch(ValueError):
@@ -35,22 +56,34 @@ def _close(a: float, b: float, rtol: float = _RTOL) -> bool:
     return math.isclose(a, b, rel_tol=rtol, abs_tol=1e-12)
 
 
-def verify_report(report, *, source: str = "the privacy report") -> None:
-    """Refuse ``report`` (a PrivacyReport) unless its ε, δ and noise follow from its own ledger."""
-    def refuse(what: str):
-        raise ClaimMismatch(f"{source} is inconsistent: {what}. The file was edited or corrupted; regenerate it "
+def _same(a, b, rtol: float = _RTOL) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return (math.isinf(a) and math.isinf(b)) or _close(float(a), float(b), rtol)
+    return a == b
+
+
+class _Refusal:
+    def __init__(self, source: str):
+        self.source = source
+
+    def __call__(self, what: str):
+        raise ClaimMismatch(f"{self.source} is inconsistent: {what}. The file was edited or corrupted; regenerate it "
                             "from the run (nothing was sampled)")
 
-    if report.conditional is not None:
-        return  # per-class reports are checked when each class's file is read
-    if not report.private:
-        if report.ledger or report.epsilon is not None:
-            refuse("it says 'not private' but carries a budget or releases")
-        return
+
+def _events(ledger, refuse) -> tuple[MechanismEvent, ...]:
+    if not isinstance(ledger, list):
+        refuse("a ledger is not a list of releases")
     try:
-        events = tuple(MechanismEvent(**e) for e in report.ledger)
+        return tuple(MechanismEvent(**e) for e in ledger)
     except TypeError as err:
         refuse(f"its ledger is malformed ({err})")
+
+
+def _ledger_claim(events, *, adjacency: str, delta_accountant: float, refuse) -> tuple[float, float, str]:
+    """(ε, δ, accountant name) that ``events`` give, after checking each event's noise and sensitivity."""
     if not events:
         refuse("it claims privacy but records no release")
     for e in events:
@@ -58,34 +91,137 @@ def verify_report(report, *, source: str = "the privacy report") -> None:
             refuse(f"a release's noise std {e.noise_std} is not its multiplier {e.noise_multiplier} times its "
                    f"sensitivity {e.sensitivity}")
         if e.sensitivity_bound == "histogram":
-            expected = histogram_sensitivity(e.n_projections, adjacency=report.adjacency).value
+            expected = histogram_sensitivity(e.n_projections, adjacency=adjacency).value
             if not _close(e.sensitivity, expected):
                 refuse(f"the histogram's sensitivity {e.sensitivity} is not {expected} for K = {e.n_projections}")
     try:
-        accountant = accountant_for(events, adjacency=report.adjacency)
+        accountant = accountant_for(events, adjacency=adjacency)
     except ValueError as err:
-        refuse(f"its releases cannot be accounted under {report.adjacency!r} ({err})")
-    if report.accountant != accountant.name:
-        refuse(f"it names the accountant {report.accountant!r}, but its releases are accounted by {accountant.name!r}")
-    epsilon = epsilon_from_events(events, delta=report.delta_accountant, adjacency=report.adjacency)
+        refuse(f"its releases cannot be accounted under {adjacency!r} ({err})")
+    epsilon = epsilon_from_events(events, delta=delta_accountant, adjacency=adjacency)
+    delta = delta_accountant + sum(e.count * e.delta_sensitivity for e in events)
+    return epsilon, delta, accountant.name
+
+
+def _derived(events) -> dict:
+    """The report's fields that follow from its ledger alone."""
+    last = events[-1]
+    return {"noise_multiplier": last.noise_multiplier, "noise_std": max(e.noise_std for e in events),
+            "sensitivity": max(e.sensitivity for e in events), "sensitivity_bound": last.sensitivity_bound,
+            "steps": sum(e.count for e in events), "n_projections": last.n_projections,
+            "dataset_size": last.dataset_size, "sample_rate": last.sample_size / last.dataset_size,
+            "mechanism": last.mechanism, "delta_sensitivity": sum(e.count * e.delta_sensitivity for e in events)}
+
+
+def _check_claim(report, epsilon: float, delta: float, accountant: str, refuse) -> None:
+    from .report import statement
+
     claimed = math.inf if report.epsilon is None else report.epsilon
     if not (_close(epsilon, claimed, 1e-4) or (math.isinf(epsilon) and math.isinf(claimed))):
         refuse(f"it claims epsilon = {claimed}, but its releases give {epsilon}")
-    delta = report.delta_accountant + sum(e.count * e.delta_sensitivity for e in events)
-    if not _close(delta, report.delta):
+    if report.delta is None or not _close(delta, report.delta):
         refuse(f"it claims delta = {report.delta}, but its releases give {delta}")
+    if report.accountant != accountant:
+        refuse(f"it names the accountant {report.accountant!r}, but its releases are accounted by {accountant!r}")
+    expected = statement(claimed, report.delta, report.accountant, report.adjacency)
+    if report.statement != expected:
+        refuse(f"its statement {report.statement!r} is not what its fields say ({expected!r})")
+
+
+def verify_report(report, *, source: str = "the privacy report") -> None:
+    """Refuse ``report`` (a PrivacyReport) unless its ε, δ, derived fields and statement follow from its own
+    ledger (every class's ledger, for a conditional run)."""
+    refuse = _Refusal(source)
+    if not report.private:
+        if report.ledger or report.epsilon is not None or report.delta is not None:
+            refuse("it says 'not private' but carries a budget or releases")
+        if report.statement != "not differentially private (no noise on the private data)":
+            refuse(f"its statement {report.statement!r} does not say the run is not private")
+        if report.conditional is not None:
+            _check_conditional_shape(report, refuse)
+        return
+    if report.conditional is not None:
+        _verify_conditional(report, refuse)
+        return
+    events = _events(report.ledger, refuse)
+    epsilon, delta, accountant = _ledger_claim(events, adjacency=report.adjacency,
+                                               delta_accountant=report.delta_accountant, refuse=refuse)
+    _check_claim(report, epsilon, delta, accountant, refuse)
+    for field, value in _derived(events).items():
+        if not _same(getattr(report, field), value):
+            refuse(f"its {field} {getattr(report, field)!r} is not what its ledger gives ({value!r})")
+
+
+def _check_conditional_shape(report, refuse) -> list:
+    from ..conditional import COMPOSITIONS
+
+    parts = report.conditional
+    if set(parts) != {"per_class", "ledgers", "composition"}:
+        refuse(f"its conditional part holds {sorted(parts)}, not per_class, ledgers and composition")
+    if parts["composition"] not in COMPOSITIONS:
+        refuse(f"it names the composition {parts['composition']!r}; swflow writes one of {COMPOSITIONS}")
+    per_class, ledgers = parts["per_class"], parts["ledgers"]
+    if not isinstance(per_class, list) or not isinstance(ledgers, dict) or len(per_class) < 2:
+        refuse("a conditional report needs a per-class entry and a ledger for each of at least two classes")
+    classes = [str(entry.get("class")) for entry in per_class]
+    if sorted(classes) != sorted(ledgers) or len(set(classes)) != len(classes):
+        refuse(f"its classes {classes} and its ledgers' classes {sorted(ledgers)} differ")
+    if report.ledger:
+        refuse("a conditional report keeps its releases in the per-class ledgers, not at the top")
+    return per_class
+
+
+def _verify_conditional(report, refuse) -> None:
+    from ..conditional import LABELS_PRIVATE, PUBLIC_ADJACENCY
+
+    per_class = _check_conditional_shape(report, refuse)
+    private_labels = report.conditional["composition"] == LABELS_PRIVATE
+    base_adjacency = report.adjacency if private_labels else "replace-one"
+    if not private_labels and report.adjacency != PUBLIC_ADJACENCY:
+        refuse(f"labels public, but it states the adjacency {report.adjacency!r}")
+    claims, events_of = [], {}
+    for entry in per_class:
+        events = _events(report.conditional["ledgers"][str(entry["class"])], refuse)
+        claims.append(_ledger_claim(events, adjacency=base_adjacency, delta_accountant=report.delta_accountant,
+                                    refuse=refuse))
+        events_of[entry["class"]] = events
+        if not private_labels and not _same(entry.get("epsilon"), claims[-1][0], 1e-4):
+            refuse(f"class {entry['class']} claims epsilon = {entry.get('epsilon')}, its ledger gives {claims[-1][0]}")
+        if private_labels and "size" in entry:
+            refuse("with private labels a report never holds exact class sizes")
+    if private_labels:
+        kinds = {(e.noise_multiplier, e.sensitivity, e.n_projections, e.mechanism, e.dataset_size)
+                 for events in events_of.values() for e in events}
+        if len(kinds) != 1 or any(len(events) != 1 or events[0].sensitivity_bound != "histogram"
+                                  for events in events_of.values()):
+            refuse("with private labels every class's release must be one histogram of the same multiplier, K and n")
+        epsilon, delta, accountant = claims[0]
+    else:  # parallel composition: the worst class's claim (the first of the largest, as the run wrote it)
+        worst = max(range(len(claims)), key=lambda i: (claims[i][0], -i))
+        epsilon, accountant = claims[worst][0], claims[worst][2]
+        delta = max(c[1] for c in claims)
+    _check_claim(report, epsilon, delta, accountant, refuse)
 
 
 def verify_releases(report, theta: torch.Tensor, sigma: torch.Tensor, *, releases_per_step: bool,
+                    noisy_counts: torch.Tensor | None = None, counts_expected: bool = False,
                     source: str = "model.h5") -> None:
-    """Check the recorded per-step σ (steps,) on directions ``theta`` (steps, d, k) against ``report``.
-
-    ``releases_per_step``: every step was its own release of noisy projections (dpswflow-r, swf); otherwise
-    the steps replay one release (a pool, a local release or a histogram), whose σ is checked through
-    the ledger alone."""
-    if not report.private or report.conditional is not None or not releases_per_step:
+    """Check what a flow recorded against ``report``: the per-step σ (steps,) on directions ``theta``
+    (steps, d, k) when ``releases_per_step`` (dpswflow-r, swf; the other kinds replay one release, whose σ
+    the ledger fixes), and a histogram's released ``noisy_counts`` (K, B), required when
+    ``counts_expected`` and the run is private."""
+    if not report.private:
         return
+    if report.conditional is not None:
+        raise ClaimMismatch(f"{source} belongs to one flow, but its privacy report describes a conditional run")
     events = [MechanismEvent(**e) for e in report.ledger]
+    if counts_expected:
+        if noisy_counts is None:
+            raise ClaimMismatch(f"{source} holds no released counts for this histogram run: it was written by "
+                                "another swflow version or edited; regenerate the run")
+        verify_counts(report, noisy_counts, source=source)
+    if not releases_per_step:
+        return
     if len(sigma) != sum(e.count for e in events):
         raise ClaimMismatch(f"{source} records {len(sigma)} releases but the privacy report accounts for "
                             f"{sum(e.count for e in events)}: regenerate the run")
@@ -100,3 +236,26 @@ def verify_releases(report, theta: torch.Tensor, sigma: torch.Tensor, *, release
         if not _close(float(sigma[t]), expected, 1e-4):
             raise ClaimMismatch(f"{source}: step {t} was recorded with noise std {float(sigma[t]):.6g}, but the "
                                 f"calibrated mechanism adds {expected:.6g}: the file was edited; regenerate the run")
+
+
+def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5") -> None:
+    """The χ² test of a histogram's released counts (K, B) against the report's n and σ (module docstring)."""
+    from scipy.stats import chi2
+
+    counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
+    if counts.ndim != 2 or (counts.shape[0], counts.shape[1]) != (report.n_projections, report.bins):
+        raise ClaimMismatch(f"{source} holds counts of shape {tuple(counts.shape)}, but the report describes "
+                            f"K x B = {report.n_projections} x {report.bins}")
+    k, b = counts.shape
+    sigma = report.noise_std
+    if not sigma > 0:
+        raise ClaimMismatch(f"{source}: a private histogram release with noise std {sigma}")
+    statistic = float(((counts.sum(dim=1) - report.dataset_size) ** 2).sum()) / (b * sigma ** 2)
+    low, high = chi2.ppf(COUNTS_FALSE_REFUSAL / 2, k), chi2.isf(COUNTS_FALSE_REFUSAL / 2, k)
+    if statistic < low:
+        raise ClaimMismatch(f"{source}: the released counts carry far less noise than the claimed std {sigma:.4g} "
+                            f"(chi-square {statistic:.3g} on {k} directions, below {low:.3g}): the claim was edited; "
+                            "regenerate the run")
+    if statistic > high:
+        raise ClaimMismatch(f"{source}: the released counts do not sum to the report's {report.dataset_size} rows "
+                            f"within the claimed noise (chi-square {statistic:.3g} above {high:.3g}); regenerate the run")
