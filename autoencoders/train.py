@@ -61,7 +61,7 @@ def _mse(model: SphereAutoencoder, images: np.ndarray, batch: int = 512) -> floa
     return total / len(images)
 
 
-def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, split) -> dict:
+def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, split, public_sha256: str) -> dict:
     """Load an interrupted run into ``model`` and ``opt``; its training state, or a fresh one."""
     if not partial.exists():
         return {"epoch": 0, "best": float("inf"), "best_state": None, "stale": 0, "history": []}
@@ -70,6 +70,9 @@ def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, 
     saved = load_tensors(partial, what="autoencoder training checkpoint")
     if saved["config"] != asdict(config) or saved["split"] != split.manifest():
         raise ValueError(f"{partial} was written with other settings or another split; delete it to restart")
+    if saved.get("public_sha256") != public_sha256:
+        raise ValueError(f"{partial} was trained on other images than these (their sha256 differs): resuming would "
+                         "keep what it learned from them. Delete it to start afresh, or train under another --name")
     model.load_state_dict(saved["model"])
     opt.load_state_dict(saved["optimizer"])
     torch.set_rng_state(saved["torch_rng"])
@@ -109,7 +112,8 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
     loss_fn = nn.BCELoss()
     partial = out_dir / f"{name}.partial.pt"
-    state = _restore(partial, model, opt, config, split)
+    public_sha256 = hashlib.sha256(np.ascontiguousarray(public, dtype=np.float32).tobytes()).hexdigest()
+    state = _restore(partial, model, opt, config, split, public_sha256)
     gen = torch.Generator().manual_seed(config.seed + state["epoch"])
     train_t = torch.from_numpy(train)
     while state["epoch"] < config.epochs and state["stale"] < config.patience:
@@ -130,7 +134,8 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
             print(f"{name}: epoch {state['epoch']} validation MSE {val_mse:.5f}")
         tmp = partial.with_suffix(".tmp")
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state,
-                    "config": asdict(config), "split": split.manifest(), "torch_rng": torch.get_rng_state()}, tmp)
+                    "config": asdict(config), "split": split.manifest(), "public_sha256": public_sha256,
+                    "torch_rng": torch.get_rng_state()}, tmp)
         os.replace(tmp, partial)
     model.load_state_dict(state["best_state"])
     meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
@@ -179,7 +184,7 @@ def load_autoencoder(name_or_path: str | Path, *, expected_sha256: str | None = 
     if not path.exists() or not meta_path.exists():
         raise FileNotFoundError(f"checkpoint {path} (and its .json) not found; train it with "
                                 f"`swflow train-ae --dataset ...`")
-    meta = json.loads(meta_path.read_text())
+    meta = {**json.loads(meta_path.read_text()), "checkpoint_path": str(path)}  # where it was read (not stored)
     if _sha256(path) != meta["weights_sha256"]:
         raise ValueError(f"{path} does not match the sha256 in {meta_path.name}: corrupt or replaced weights")
     if expected_sha256 is not None and meta["weights_sha256"] != expected_sha256:

@@ -74,11 +74,30 @@ class Checkpointer(FlowCallback):
             self.save(flow)
 
     def save(self, flow) -> None:
+        from .resources import ensure_free
+
         for callback in flow.callbacks:  # output files must not run ahead of or behind the checkpoint
             callback.on_flush(flow)
+        state = flow.state_dict()
+        ensure_free(self.path.parent, _nbytes(state), what="a checkpoint")
         tmp = self.path.with_suffix(".tmp")
-        torch.save(flow.state_dict(), tmp)
+        try:
+            torch.save(state, tmp)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         os.replace(tmp, self.path)  # an interruption never leaves half a file
+
+
+def _nbytes(state) -> int:
+    """Bytes of the tensors in a (nested) state dict: what saving it writes, give or take a few kB."""
+    if isinstance(state, torch.Tensor):
+        return state.numel() * state.element_size()
+    if isinstance(state, dict):
+        return sum(_nbytes(v) for v in state.values())
+    if isinstance(state, (list, tuple)):
+        return sum(_nbytes(v) for v in state)
+    return 64
 
 
 class TrajectoryRecorder(FlowCallback):

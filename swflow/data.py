@@ -219,7 +219,14 @@ def declared_domain(path: str | Path) -> dict | None:
     domain = str(attrs["domain"])
     if domain not in ("sphere", "ball"):
         raise ValueError(f"{path} declares domain {domain!r}; a domain is 'sphere' or 'ball'")
-    return {"domain": domain, "norm_bound": float(attrs.get("norm_bound", 1.0)),
+    bound = np.asarray(attrs.get("norm_bound", 1.0))
+    if bound.shape != () or bound.dtype.kind not in "iuf" or not (np.isfinite(bound) and bound > 0):
+        raise ValueError(f"{path} declares norm_bound = {attrs.get('norm_bound')!r}; the bound R on the rows' norms is "
+                         "one finite number > 0: fix the file's attribute")
+    if domain == "sphere" and float(bound) != 1.0:
+        raise ValueError(f"{path} declares rows on the sphere with norm_bound = {float(bound):g}; the sphere here is "
+                         "the unit sphere (R = 1): rescale the rows, or declare the domain 'ball'")
+    return {"domain": domain, "norm_bound": float(bound),
             **{k: str(attrs[k]) for k in ("dataset", "split", "autoencoder") if k in attrs}}
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IMAGE_SUFFIXES", "load_images", "image_source", "is_image_collection"]
+__all__ = ["IMAGE_SUFFIXES", "load_images", "image_source", "image_hashes", "is_image_collection",
+           "overlap_with_public", "public_hashes", "write_public_hashes"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 _GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
@@ -54,31 +55,92 @@ def image_source(path: str | Path, images: np.ndarray) -> dict:
             "sha256": hashlib.sha256(np.ascontiguousarray(images, dtype=np.float32).tobytes()).hexdigest()}
 
 
-def _load_folder(directory: Path, size: int, channels: int | None) -> np.ndarray:
+def image_hashes(images: np.ndarray) -> np.ndarray:
+    """A 64-bit fingerprint (n,) uint64 of each image's pixels as read (the first 8 bytes of the sha256 of its
+    float32 pixels): equal images get equal fingerprints whatever their order or collection. Private images'
+    fingerprints are compared in memory only, never written."""
+    images = np.ascontiguousarray(images, dtype=np.float32)
+    return np.array([int.from_bytes(hashlib.sha256(image.tobytes()).digest()[:8], "little") for image in images],
+                    dtype=np.uint64)
+
+
+HASHES_SUFFIX = ".public-images.npy"
+
+
+def write_public_hashes(images: np.ndarray, weights: Path) -> dict:
+    """Write the fingerprints of the public ``images`` beside checkpoint ``weights`` (NAME.public-images.npy,
+    sorted) and return what the checkpoint's metadata records of them (file name and sha256)."""
+    path = Path(weights).with_suffix(HASHES_SUFFIX)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, np.unique(image_hashes(images)), allow_pickle=False)
+    tmp.replace(path)
+    return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+
+
+def public_hashes(meta: dict) -> np.ndarray:
+    """The public images' fingerprints a user's checkpoint recorded (its metadata ``meta``, as
+    :func:`autoencoders.load_autoencoder` returns it), refused when the file is missing or not the recorded one."""
+    record = (meta.get("source") or {}).get("image_hashes")
+    if record is None:
+        raise ValueError(f"checkpoint {meta['name']} records no fingerprints of its public images (made by an older "
+                         "swflow): retrain it with `swflow train-ae --images PUBLIC`")
+    path = Path(meta["checkpoint_path"]).parent / record["file"]
+    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != record["sha256"]:
+        raise ValueError(f"{path}, the fingerprints of {meta['name']}'s public images, is missing or was changed: "
+                         "restore it beside the checkpoint, or retrain with `swflow train-ae --images PUBLIC`")
+    return np.load(path, allow_pickle=False)
+
+
+def overlap_with_public(images: np.ndarray, meta: dict) -> int:
+    """How many of ``images`` are, pixel for pixel, public images of checkpoint ``meta``."""
+    return int(np.isin(image_hashes(images), public_hashes(meta)).sum())
+
+
+#: grey modes whose pixels are wider than 8 bits, and the value of white in each (Pillow's "I" holds 16-bit PNGs)
+_WIDE_GREY = {"I;16": 65535.0, "I;16B": 65535.0, "I;16L": 65535.0, "I;16N": 65535.0, "I": 65535.0, "F": 1.0}
+
+
+def _open(path: Path):
+    """One image file, fully read, refused with what to do when it is unreadable or larger than Pillow's own
+    limit on decoded pixels (``PIL.Image.MAX_IMAGE_PIXELS``, its guard against decompression bombs)."""
     from PIL import Image, UnidentifiedImageError
 
+    try:
+        with Image.open(path) as img:
+            limit = Image.MAX_IMAGE_PIXELS
+            if limit is not None and img.width * img.height > limit:
+                raise ValueError(f"image {path} has {img.width} x {img.height} pixels, more than Pillow's limit of "
+                                 f"{limit} (PIL.Image.MAX_IMAGE_PIXELS, its guard against decompression bombs): "
+                                 "downscale it first, or raise that limit in your own program if you trust the file")
+            img.load()
+            return img.copy()
+    except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as err:
+        raise ValueError(f"could not read image {path}: {err}") from None
+
+
+def _pixels(img, channels: int) -> np.ndarray:
+    """One decoded picture as float32 (channels, H, W) in [0, 1] at its own size: 8-bit values divided by 255,
+    wider grey values (16-bit PNGs) by their own white, never clipped to 8 bits first."""
+    if img.mode in _WIDE_GREY:
+        grey = np.asarray(img, dtype=np.float32) / _WIDE_GREY[img.mode]
+        if not (np.isfinite(grey).all() and grey.min() >= 0 and grey.max() <= 1):
+            raise ValueError(f"a {img.mode} picture holds values outside [0, {_WIDE_GREY[img.mode]:g}]; store 8- or "
+                             "16-bit pixels")
+        return np.repeat(grey[None], channels, axis=0)
+    pixels = np.asarray(img.convert("L" if channels == 1 else "RGB"), dtype=np.float32) / 255.0
+    return pixels[None] if channels == 1 else pixels.transpose(2, 0, 1)
+
+
+def _load_folder(directory: Path, size: int, channels: int | None) -> np.ndarray:
     files = sorted(p for p in directory.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     if not files:
         raise FileNotFoundError(f"no images ({', '.join(IMAGE_SUFFIXES)}) in {directory}")
-    opened = []
-    for f in files:
-        try:
-            with Image.open(f) as img:
-                img.load()
-                opened.append(img.copy())
-        except (OSError, UnidentifiedImageError) as err:
-            raise ValueError(f"could not read image {f}: {err}") from None
+    opened = [_open(f) for f in files]
     if channels is None:
         channels = 1 if all(img.mode in _GREY_MODES for img in opened) else 3
-    out = np.empty((len(opened), channels, size, size), dtype=np.float32)
-    for i, img in enumerate(opened):
-        img = img.convert("L" if channels == 1 else "RGB")
-        side = min(img.size)
-        left, top = (img.width - side) // 2, (img.height - side) // 2
-        img = img.crop((left, top, left + side, top + side)).resize((size, size), Image.BILINEAR)
-        pixels = np.asarray(img, dtype=np.float32) / 255.0
-        out[i] = pixels[None] if channels == 1 else pixels.transpose(2, 0, 1)
-    return out
+    # one resize rule for folders and arrays (_resize), so a picture reads the same from either
+    return np.concatenate([_resize(_pixels(img, channels)[None], size) for img in opened])
 
 
 def _array_images(path: Path, channels: int | None) -> np.ndarray:

@@ -51,6 +51,9 @@ class TrajectoryWriter:
                 f["steps"].resize(keep, axis=0)
 
     def append(self, step: int, particles: np.ndarray) -> None:
+        from .resources import ensure_free
+
+        ensure_free(self.path.parent, particles.size * 4, what=f"a frame of {self.path.name}")
         with h5py.File(self.path, "a") as f:
             lat, steps = f["latents"], f["steps"]
             i = lat.shape[0]
@@ -71,6 +74,8 @@ def write_samples(path: str | Path, latents, *, config: dict, decoder=None,
     """samples.h5: ``latents`` (n, d) float32, ``images`` (n, C, H, W) in [0, 1] when a ``decoder`` maps
     latents to images, and ``labels``. ``latents`` is one array or an iterable of (n_i, d) chunks, written
     as they come, so memory stays flat in n. Returns the first chunk's images (for a picture), or None."""
+    from .resources import ensure_free
+
     path = Path(path)
     chunks = [latents] if isinstance(latents, np.ndarray) else latents
     first_images = None
@@ -78,6 +83,7 @@ def write_samples(path: str | Path, latents, *, config: dict, decoder=None,
         for chunk in chunks:
             chunk = np.asarray(chunk, dtype=np.float32)
             images = None if decoder is None else np.asarray(decoder(chunk), dtype=np.float32)
+            ensure_free(path.parent, chunk.nbytes + (0 if images is None else images.nbytes), what=path.name)
             if "latents" not in f:
                 f.create_dataset("latents", data=chunk, maxshape=(None, chunk.shape[1]), chunks=True,
                                  compression="gzip")
@@ -154,6 +160,9 @@ class ReleaseRecorder:
         if len(widths) != 1:
             raise ValueError("released sets of different sizes (Poisson batches) need a sketch size")
         released = np.stack([b[2] for b in self._buffer])
+        from .resources import ensure_free
+
+        ensure_free(self.path.parent, theta.nbytes + released.nbytes + 16 * len(steps), what=self.path.name)
         with h5py.File(self.path, "a") as f:
             if "steps" not in f:
                 f.create_dataset("steps", shape=(0,), maxshape=(None,), dtype="int64", chunks=(4096,))

@@ -15,7 +15,7 @@ def _shapes(n: int, rng, *, top: bool, squares: float, size: int = 24) -> np.nda
     out = np.empty((n, size, size), dtype=np.uint8)
     for i in range(n):
         r = rng.integers(3, 7)
-        cy, cx = rng.integers(6, 10) if top else rng.integers(6, 18), rng.integers(6, 18)
+        cy, cx = rng.integers(6, 10) if top else rng.integers(11, 18), rng.integers(6, 18)  # no picture in both
         if rng.random() < squares:
             mask = (abs(y - cy) <= r) & (abs(x - cx) <= r)
         else:
@@ -50,7 +50,7 @@ def test_folder_and_array_read_alike(tmp_path):
     from_dir = load_images(tmp_path / "dir", size=20)
     from_array = load_images(tmp_path / "a.npy", size=20)
     assert from_dir.shape == from_array.shape == (5, 1, 20, 20)
-    assert np.abs(from_dir - from_array).mean() < 0.02
+    assert np.array_equal(from_dir, from_array)  # one resize rule: a picture is the same record either way
     assert np.array_equal(load_images(tmp_path / "last.npy", size=20), from_array)
     # centre crop: the 48-wide pictures lose 4 columns each side; at full size nothing is resampled
     assert np.array_equal(load_images(tmp_path / "a.npy", size=40)[:, 0], pictures[:, :, 4:44] / np.float32(255))
@@ -109,3 +109,107 @@ def test_own_images_end_to_end(collections, tmp_path, capsys):
                                                         channels=meta["image_shape"][0])}
     with h5py.File(nearest / "samples.h5") as f:
         assert all(image.astype(np.float32).tobytes() in public for image in f["images"][:])
+
+
+@pytest.fixture(scope="module")
+def trained(collections, tmp_path_factory):
+    models = tmp_path_factory.mktemp("models")
+    assert main(["train-ae", "--images", str(collections / "public"), "--name", "shapes", "--out-dir", str(models),
+                 "--epochs", "1", "--decoder-steps", "0"]) == 0
+    return models / "shapes.pt"
+
+
+@pytest.mark.parametrize("which", ["reversed", "all but one", "one mixed in"])
+def test_public_images_are_refused_as_private_in_any_order(collections, trained, tmp_path, capsys, which):
+    public = np.stack([np.asarray(Image.open(p)) for p in sorted((collections / "public").iterdir())])
+    private = np.load(collections / "private.npy")
+    given = {"reversed": public[::-1], "all but one": public[1:],
+             "one mixed in": np.concatenate([private[:50], public[7:8]])}[which]
+    (tmp_path / "given").mkdir()  # a folder of pictures, named in another order, or an array: read alike
+    for i, picture in enumerate(given):
+        Image.fromarray(picture).save(tmp_path / "given" / f"{i:04d}.png")
+    np.save(tmp_path / "given.npy", given)
+    for source in ("given", "given.npy"):
+        assert main(["generate", "--images", str(tmp_path / source), "--checkpoint", str(trained), "--method",
+                     "dpswflow-hist", "--epsilon", "1", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    shared = {"reversed": 240, "all but one": 239, "one mixed in": 1}[which]
+    assert f"{shared} of the {len(given)} images" in err and not (tmp_path / "run").exists()
+
+
+def test_the_nearest_public_decoder_refuses_a_collection_that_gained_an_image(collections, trained, tmp_path, capsys):
+    import shutil
+
+    public = tmp_path / "public"
+    shutil.copytree(collections / "public", public)
+    meta = json.loads(trained.with_suffix(".json").read_text())
+    meta["source"]["path"] = str(public)  # the checkpoint now points at a copy we can change
+    Image.fromarray(np.load(collections / "private.npy")[0]).save(public / "9999.png")
+    models = tmp_path / "models"
+    shutil.copytree(trained.parent, models)
+    (models / "shapes.json").write_text(json.dumps(meta))
+    assert main(["generate", "--images", str(collections / "private.npy"), "--checkpoint", str(models / "shapes.pt"),
+                 "--method", "dpswflow-hist", "--epsilon", "1", "--decoder", "nearest-public",
+                 "--out", str(tmp_path / "run")]) == 2
+    assert "1 of the 241 images" in capsys.readouterr().err
+
+
+def test_a_resumed_train_ae_refuses_a_partial_file_of_other_images(collections, tmp_path, monkeypatch, capsys):
+    import torch
+
+    models = tmp_path / "models"
+    calls = {"n": 0}
+    real_save = torch.save
+
+    def interrupt_after_first_epoch(obj, f, *args, **kwargs):  # Ctrl-C at the second epoch's save
+        calls["n"] += "optimizer" in obj
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        real_save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", interrupt_after_first_epoch)
+    with pytest.raises(KeyboardInterrupt):
+        main(["train-ae", "--images", str(collections / "public"), "--name", "x", "--out-dir", str(models),
+              "--epochs", "3", "--decoder-steps", "0"])
+    monkeypatch.setattr(torch, "save", real_save)
+    assert (models / "x.partial.pt").exists()
+    other = tmp_path / "other.npy"
+    np.save(other, np.load(collections / "private.npy")[:240])  # as many images, other pixels
+    assert main(["train-ae", "--images", str(other), "--name", "x", "--out-dir", str(models), "--epochs", "3",
+                 "--decoder-steps", "0"]) == 2
+    assert "trained on other images" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["../../x", "sub/dir/x", ".hidden", ""])
+def test_a_checkpoint_name_is_a_plain_file_name(collections, tmp_path, capsys, name):
+    assert main(["train-ae", "--images", str(collections / "public"), "--name", name, "--out-dir",
+                 str(tmp_path / "m"), "--epochs", "1", "--decoder-steps", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "plain checkpoint name" in err and "Traceback" not in err
+    assert not (tmp_path / "m").exists() and not (tmp_path.parent / "x.pt").exists()
+
+
+def test_train_ae_writes_into_the_current_directory_by_default(collections, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["train-ae", "--images", str(collections / "public"), "--name", "here", "--epochs", "1",
+                 "--decoder-steps", "0"]) == 0
+    assert (tmp_path / "here.pt").exists() and (tmp_path / "here.json").exists()
+
+
+def test_sixteen_bit_grey_pictures_keep_their_levels(tmp_path):
+    levels = np.linspace(0, 65535, 16 * 16).reshape(16, 16).astype(np.uint16)
+    (tmp_path / "d").mkdir()
+    Image.fromarray(levels).save(tmp_path / "d" / "a.png")
+    read = load_images(tmp_path / "d", size=16)
+    assert np.allclose(read[0, 0], levels / 65535.0, atol=1e-6)  # not every nonzero pixel at 1.0
+    assert np.allclose(load_images(tmp_path / "d", size=16, channels=3)[0], read[0, 0])
+
+
+def test_a_picture_beyond_pillows_pixel_limit_is_refused_before_decoding(tmp_path, monkeypatch):
+    import PIL.Image
+
+    (tmp_path / "d").mkdir()
+    Image.fromarray(np.zeros((40, 40), np.uint8)).save(tmp_path / "d" / "big.png")
+    monkeypatch.setattr(PIL.Image, "MAX_IMAGE_PIXELS", 1000)  # a 14 000 x 14 000 picture, scaled down
+    with pytest.raises(ValueError, match="more than Pillow's limit"):
+        load_images(tmp_path / "d", size=16)

@@ -9,6 +9,7 @@ import time
 import h5py
 import numpy as np
 import pytest
+import torch
 
 from swflow.cli import main
 from swflow.flow import ParticleFlow
@@ -174,7 +175,7 @@ def test_every_method_has_a_working_default_length(tmp_path):
 @pytest.mark.parametrize("case", ["batch-zero", "out-is-file", "one-row-generator", "truncated-samples",
                                   "device-bogus", "device-cuda", "huge-particles", "huge-sample", "toml-float",
                                   "toml-bool", "out-empty", "out-inside-run", "epsilon-huge", "bad-privacy-json",
-                                  "no-budget"])
+                                  "no-budget", "bins-huge", "pool-huge", "steps-huge", "h5-norm-bound-array"])
 def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
     rows = _rows(tmp_path / "rows.npy")
     base = ["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow", "--epsilon", "5", "--steps", "3",
@@ -195,6 +196,20 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
         argv = [*base, "--config", str(tmp_path / "c.toml")]
     elif case == "no-budget":
         argv = [a for i, a in enumerate(base) if "--epsilon" not in base[max(i - 1, 0):i + 1]]
+    elif case in ("bins-huge", "pool-huge"):  # issue 37: a memory error after the settings were accepted
+        argv = [*base[:base.index("--method")], "--method", "dpswflow-hist",
+                *base[base.index("--method") + 2:], "--bins" if case == "bins-huge" else "--pool-size",
+                "1000000000" if case == "bins-huge" else "10000000"]
+    elif case == "steps-huge":
+        argv = [*base, "--steps", "1000000000000"]
+    elif case == "h5-norm-bound-array":
+        with h5py.File(tmp_path / "rows.h5", "w") as f:
+            f["data"] = np.load(rows)
+            f.attrs["domain"], f.attrs["norm_bound"] = "ball", np.array([1.0, 2.0])
+        argv = [*base]
+        argv[argv.index("--data") + 1] = str(tmp_path / "rows.h5")
+        argv.remove("--manifold")
+        argv.remove("ball")
     elif case == "out-empty":
         argv = [*base[:-1], ""]
     elif case == "epsilon-huge":
@@ -230,7 +245,7 @@ def test_bad_input_is_a_clear_error_without_traceback(tmp_path, capsys, case):
     assert err.startswith(f"swflow {argv[0]}: error:") and "Traceback" not in err
     if case == "no-budget":  # a settings error in the command line's words
         assert "give --epsilon or --noise-multiplier" in err
-    leftovers = {p.name for p in tmp_path.iterdir()} - {"rows.npy", "file", "one.npy", "run", "c.toml"}
+    leftovers = {p.name for p in tmp_path.iterdir()} - {"rows.npy", "file", "one.npy", "run", "c.toml", "rows.h5"}
     assert not leftovers, leftovers  # no empty output folders
 
 
@@ -493,3 +508,55 @@ def test_a_huge_epsilon_is_calibrated_at_once_not_crept_towards():
         cal = calibrate(PrivacySpec(epsilon=eps, delta=1e-6), ReleasePlan(releases=1, dataset_size=3000,
                                                                            sample_size=None, n_projections=64, dim=8))
         assert 0.99 * eps <= cal.epsilon <= eps
+
+
+def test_a_full_disk_mid_run_stops_cleanly_and_resumes_without_spending_twice(tmp_path, monkeypatch, capsys):
+    """Issue 37: a full disk mid-run gave a traceback and a segfault after the release. Now every write checks the
+    room first, so the run stops between writes (exit 2, no traceback), keeps its last checkpoint, and --resume
+    finishes it with the ledger and particles of an uninterrupted run."""
+    from collections import namedtuple
+
+    import swflow.resources as resources
+
+    real_disk_usage = resources.shutil.disk_usage
+    rows = _rows(tmp_path / "rows.npy")
+    argv = ["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "5",
+            "--steps", "30", "--n-projections", "4", "--n-particles", "200", "--privacy-seed", "3",
+            "--checkpoint-every", "5", "--record-every", "1"]
+    assert main([*argv, "--out", str(tmp_path / "whole")]) == 0
+    usage = namedtuple("usage", "total used free")
+    checks = {"n": 0}
+
+    def disk_fills_up(path):
+        checks["n"] += 1
+        free = 1 << 40 if checks["n"] < 25 else 1 << 20  # the 25th write finds 1 MiB left
+        return usage(1 << 41, 0, free)
+
+    monkeypatch.setattr(resources.shutil, "disk_usage", disk_fills_up)
+    assert main([*argv, "--out", str(tmp_path / "cut")]) == 2
+    err = capsys.readouterr().err
+    assert "not enough free disk" in err and "--resume" in err and "Traceback" not in err
+    staging = tmp_path / ".cut.partial"
+    step = torch.load(staging / "checkpoint.pt", weights_only=True)["step"]
+    assert 0 < step < 30 and not (tmp_path / "cut").exists()
+    monkeypatch.setattr(resources.shutil, "disk_usage", real_disk_usage)
+    assert main([*argv, "--out", str(tmp_path / "cut"), "--resume"]) == 0
+    whole, cut = (json.loads((tmp_path / d / "privacy.json").read_text()) for d in ("whole", "cut"))
+    assert cut["ledger"] == whole["ledger"] and cut["epsilon"] == whole["epsilon"]
+    with h5py.File(tmp_path / "whole" / "samples.h5") as a, h5py.File(tmp_path / "cut" / "samples.h5") as b:
+        assert np.array_equal(a["latents"][:], b["latents"][:])
+
+
+def test_outputs_that_cannot_fit_are_refused_before_any_release(tmp_path, monkeypatch, capsys):
+    from collections import namedtuple
+
+    import swflow.resources as resources
+
+    rows = _rows(tmp_path / "rows.npy")
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(resources.shutil, "disk_usage", lambda path: usage(1 << 40, 0, 40 << 20))
+    # 40 MiB free: model.h5 of 20 000 per-step releases of 70 directions alone needs ~400 MiB
+    assert main(["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-r", "--epsilon", "5",
+                 "--steps", "20000", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "model.h5" in err and not (tmp_path / "x").exists() and not (tmp_path / ".x.partial").exists()

@@ -45,14 +45,17 @@ def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
         g.add_argument("--dim", type=int, required=True, help="dimension d of the rows")
 
 
-def settings(args, *, manifold: str = "ball"):
+def settings(args, *, manifold: str = "ball", norm_bound: float | None = None):
     """The run's one :class:`~swflow.settings.Settings` from the parsed flags (a --config file's values
-    arrive as flags, swflow/cli/__init__.py). ``manifold``: the default the data source implies."""
+    arrive as flags, swflow/cli/__init__.py). ``manifold``: the default the data source implies;
+    ``norm_bound``: the bound R the data file declares (None: R = 1)."""
     from ..settings import OPTIONS, TABLES, build
 
     tables = {table: values(cls, args) for table, cls in TABLES.items()}
     tables["privacy"].update(epsilon=args.epsilon, noise_multiplier=args.noise_multiplier,
                              clip=getattr(args, "clip", False))
+    if norm_bound is not None:
+        tables["privacy"]["norm_bound"] = norm_bound
     if "n_particles" in tables["flow"]:  # commands with the simulator options (generate)
         tables["flow"]["manifold"] = args.manifold or manifold
     cls = method(args.method).option_class()

@@ -130,15 +130,27 @@ def cmd_encode(args) -> int:
     return 0
 
 
+def _check_name(name: str) -> None:
+    """A checkpoint name is a plain file name in --out-dir: letters, digits, '.', '_' and '-', not starting with
+    '.' (no folders, no way out of --out-dir)."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9._-]*", name) or len(name) > 100:
+        raise UsageError(f"--name {name!r} is not a plain checkpoint name: use letters, digits, '.', '_' and '-' "
+                         "(no '/' and no leading '.'); choose the folder with --out-dir")
+
+
 def cmd_train_ae(args) -> int:
-    from autoencoders import CHECKPOINT_DIR, TrainConfig, train_autoencoder
+    from autoencoders import TrainConfig, train_autoencoder
 
     from ..data import load_dataset, split_indices
 
     if (args.dataset is None) == (args.images is None):
         raise UsageError("give exactly one of --dataset NAME (its public half) or --images PUBLIC (your own public "
                          "images: a folder or an .npy/.npz/.h5 array, all of them public)")
-    out_dir = Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR
+    out_dir = Path(args.out_dir or ".")
+    if args.name is not None:
+        _check_name(args.name)
     if args.images is not None:
         return _train_on_images(args, out_dir)
     images, _ = load_dataset(args.dataset, root=args.data_root)
@@ -168,7 +180,7 @@ def _train_on_images(args, out_dir: Path) -> int:
     from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
 
     from ..data import Split
-    from ..images import image_source, load_images
+    from ..images import image_source, load_images, write_public_hashes
 
     if args.name is None:
         raise UsageError("--images needs --name NAME for the new checkpoint")
@@ -179,7 +191,9 @@ def _train_on_images(args, out_dir: Path) -> int:
     images = load_images(args.images, size=args.size, channels=args.channels)
     if len(images) < 20:
         raise UsageError(f"{args.images} holds {len(images)} images; an autoencoder needs at least 20 public images")
-    source = image_source(args.images, images)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # the public images' fingerprints go beside the checkpoints: `generate --images` refuses any of them as private
+    source = {**image_source(args.images, images), "image_hashes": write_public_hashes(images, out_dir / f"{args.name}.pt")}
     print(f"{args.images}: {len(images)} public images, {images.shape[1]} channel(s), resized to "
           f"{args.size}x{args.size}")
     # every image given is public: the "split" is all of them, and the source's hash says which they were
@@ -206,7 +220,7 @@ def _print_checkpoint(meta: dict) -> None:
 
 
 def cmd_train_decoder(args) -> int:
-    from autoencoders import CHECKPOINT_DIR, load_autoencoder
+    from autoencoders import load_autoencoder
     from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
 
     from ..latents import dataset_split
@@ -218,8 +232,10 @@ def cmd_train_decoder(args) -> int:
     images, _, split = dataset_split(base_meta["dataset"], base_meta, root=args.data_root)
     config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed,
                                init_from=args.init_from, critic_warmup=args.critic_warmup)
+    if args.name is not None:
+        _check_name(args.name)
     meta = train_adversarial_decoder(args.name or f"{base_meta['name']}-adv", base, base_meta, images, split,
-                                     config=config, out_dir=Path(args.out_dir) if args.out_dir else CHECKPOINT_DIR)
+                                     config=config, out_dir=Path(args.out_dir or "."))
     _print_checkpoint(meta)
     return 0
 
@@ -277,7 +293,8 @@ def _register_train_ae(sub) -> None:
     p.add_argument("--public-fraction", type=float, default=0.5)
     p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out-dir", help="default: the repository's checkpoints/")
+    p.add_argument("--out-dir", help="folder for NAME.pt and NAME.json (default: the current directory; never the "
+                   "installed package)")
     p.set_defaults(func=cmd_train_ae)
 
 
@@ -302,7 +319,7 @@ def _register_train_decoder(sub) -> None:
     p.add_argument("--critic-warmup", type=int, default=0, help="critic-only updates before the decoder moves "
                    "(a fresh critic meets a warm-started decoder: a few hundred)")
     p.add_argument("--data-root", help="directory with the dataset's files")
-    p.add_argument("--out-dir", help="default: the repository's checkpoints/")
+    p.add_argument("--out-dir", help="folder for NAME.pt and NAME.json (default: the current directory)")
     p.set_defaults(func=cmd_train_decoder)
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from ..registry import METHODS, method
-from ._common import (DATASETS, RunFailed, UsageError, flow_config, flow_config_args, privacy_args, run_plan,
-                      settings, shape_args, staged)
+from ._common import (DATASETS, RunFailed, UsageError, _as_flags, flow_config, flow_config_args, privacy_args,
+                      run_plan, settings, shape_args, staged)
 from .autoencoder import write_gif
 
 
@@ -19,7 +19,7 @@ def cmd_generate(args) -> int:
     import torch
 
     from ..data import load_array
-    from ..resources import check_device, check_fits
+    from ..resources import check_device, check_run
 
     check_device(args.device)
     if sum(x is not None for x in (args.data, args.dataset, args.images)) != 1:
@@ -31,7 +31,7 @@ def cmd_generate(args) -> int:
     if args.decoder == "nearest-public" and args.data is not None:
         raise UsageError("--decoder nearest-public picks public images by their codes: it needs --dataset or "
                          "--images (rows of --data have no public images)")
-    decode, labels, source = None, None, {"data": str(args.data)}
+    decode, labels, source, norm_bound = None, None, {"data": str(args.data)}, None
     if args.dataset is not None:
         from ..latents import encoded_split
 
@@ -45,17 +45,20 @@ def cmd_generate(args) -> int:
         data, decode, meta, source = _encode_own_images(args)
     else:
         data = torch.from_numpy(load_array(args.data))
-        _set_manifold_from_domain(args)
+        norm_bound = _set_manifold_from_domain(args)
     if args.decoder == "nearest-public":
         from ..latents import nearest_public_decoder, run_autoencoder
 
         decode = nearest_public_decoder(run_autoencoder(source)[0], meta, root=args.data_root)
         source["decoder"] = "nearest-public"
-    run = settings(args, manifold="sphere" if args.dataset is not None else "ball")
+    run = settings(args, manifold="sphere" if args.dataset is not None else "ball", norm_bound=norm_bound)
     plan = run_plan(run, data.shape[0])
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
-    check_fits(n=run.flow.n_particles, dim=data.shape[1], n_projections=plan.n_projections, image_values=image_values,
-               frames=50, out=args.out)
+    try:
+        check_run(method=run.method, settings=run, plan=plan, dim=data.shape[1], image_values=image_values,
+                  out=args.out)
+    except ValueError as err:
+        raise UsageError(_as_flags(str(err))) from None
     if args.labels_public and not args.conditional:
         raise UsageError("--labels-public applies to --conditional runs only")
     if args.conditional and method(args.method).kind != "flow":
@@ -81,12 +84,14 @@ def _encode_own_images(args):
     model, meta = load_autoencoder(args.checkpoint)
     channels, size = meta["image_shape"][0], meta["image_shape"][-1]
     images = load_images(args.images, size=size, channels=channels)
-    if meta.get("source") is not None:  # a user's public collection: refuse its very images as "private"
-        from ..images import image_source
+    if meta.get("source") is not None:  # a user's public collection: refuse any of its images as "private"
+        from ..images import overlap_with_public
 
-        if image_source(args.images, images)["sha256"] == meta["source"]["sha256"]:
-            raise UsageError(f"{args.images} holds exactly the public images {meta['name']} was trained on; "
-                             "give the private images")
+        shared = overlap_with_public(images, meta)
+        if shared:
+            raise UsageError(f"{shared} of the {len(images)} images in {args.images} are public images {meta['name']} "
+                             "was trained on (pixel for pixel): a record is public or private, not both. Remove them "
+                             "from the private images, or retrain the autoencoder without them")
     if args.manifold not in (None, "sphere"):
         raise UsageError("the autoencoder's codes lie on the unit sphere: --images runs use --manifold sphere")
     args.manifold = "sphere"
@@ -101,9 +106,10 @@ def _encode_own_images(args):
     return torch.from_numpy(model.encode_images(images)), model.decode_images, meta, source
 
 
-def _set_manifold_from_domain(args) -> None:
-    """--data: the manifold the file declares (swflow encode writes 'sphere'), else the one the user states.
-    The rows' norms are private, so the domain is never guessed from them."""
+def _set_manifold_from_domain(args) -> float | None:
+    """--data: the manifold the file declares (swflow encode writes 'sphere'), else the one the user states; returns
+    the bound R the file declares on its rows' norms (None: it declares none, and R = 1). The rows' norms are
+    private, so neither is ever guessed from them."""
     from ..data import declared_domain
 
     domain = declared_domain(args.data)
@@ -116,6 +122,7 @@ def _set_manifold_from_domain(args) -> None:
         raise UsageError(f"{args.data} does not say where its rows live: pass --manifold sphere (rows on the unit "
                          "sphere, such as autoencoder latents) or --manifold ball (rows anywhere in the ball of "
                          "radius R). Files from `swflow encode` declare it themselves")
+    return None if domain is None else domain["norm_bound"]
 
 
 def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dict) -> int:
