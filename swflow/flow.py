@@ -27,9 +27,8 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from ._allocator import keep_step_buffers
 from .callbacks import FlowCallback
-from .drift import LOCAL, DriftResult, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
+from .drift import LOCAL, DriftResult, Workspace, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
 from .privacy import PrivateTarget
 
 __all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
@@ -238,8 +237,8 @@ class ParticleFlow:
 
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
                  callbacks: Sequence[FlowCallback] = ()):
-        keep_step_buffers()  # per-step buffers reused, not re-faulted from the OS (swflow/_allocator.py)
         self.target, self.strategy, self.config = target, strategy, config
+        self.workspace = Workspace()  # the step's (k, n) buffers, reused from step to step
         self.callbacks = list(callbacks)
         self.device = torch.device(config.device)
         self.dtype = DTYPES[config.dtype]
@@ -313,9 +312,10 @@ class ParticleFlow:
         if released.shape[1] == 0:  # an empty Poisson batch released pure noise: no drift
             return DriftResult(torch.zeros_like(self.particles), self.particles.new_zeros(()))
         if std > 0 and cfg.smoothing == "exact":
-            return exact_smoothed_drift(self.particles, released, theta, noise_std=std, reduce=self._reduce)
+            return exact_smoothed_drift(self.particles, released, theta, noise_std=std, reduce=self._reduce,
+                                        workspace=self.workspace)
         if std == 0 and cfg.particle_cdf == "binned":
-            return binned_drift(self.particles, released, theta, reduce=self._reduce)
+            return binned_drift(self.particles, released, theta, reduce=self._reduce, workspace=self.workspace)
         proj = theta.T @ self.particles.T  # (k, n)
         if std > 0:
             proj = proj + std * self._particle_noise(theta.shape[1])
