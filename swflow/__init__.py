@@ -1,17 +1,33 @@
-"""swflow: differentially private synthetic data by the smoothed sliced-Wasserstein gradient flow."""
-from importlib.metadata import PackageNotFoundError, version
+"""swflow: differentially private synthetic data by the smoothed sliced-Wasserstein gradient flow.
 
-from .estimator import Synthesizer
-from .flow import FlowConfig, FlowResult, ParticleFlow, Presampled, Resampled
-from .methods import make_flow
-from .registry import METHODS
-from .sliced import (random_directions, sliced_wasserstein, smoothed_sliced_wasserstein,
-                     wasserstein_1d)
+The public names below are imported on first use, so ``import swflow`` (and ``swflow --help``) stay
+light: torch loads only when something needs it.
+"""
+from importlib import import_module
+from importlib.metadata import PackageNotFoundError, version
 
 __all__ = ["METHODS", "Synthesizer", "FlowConfig", "FlowResult", "ParticleFlow", "Presampled", "Resampled",
            "make_flow", "random_directions", "sliced_wasserstein", "smoothed_sliced_wasserstein",
            "wasserstein_1d"]
+
+_HOMES = {"Synthesizer": "estimator", "FlowConfig": "config", "FlowResult": "flow", "ParticleFlow": "flow",
+          "Presampled": "flow", "Resampled": "flow", "make_flow": "methods", "METHODS": "registry",
+          "random_directions": "sliced", "sliced_wasserstein": "sliced", "smoothed_sliced_wasserstein": "sliced",
+          "wasserstein_1d": "sliced"}
+
 try:  # one source: pyproject.toml's version, as installed
     __version__ = version("swflow")
 except PackageNotFoundError:  # pragma: no cover - imported from a source tree that was never installed
     __version__ = "unknown"
+
+
+def __getattr__(name: str):
+    if name in _HOMES:
+        value = getattr(import_module(f".{_HOMES[name]}", __name__), name)
+        globals()[name] = value  # once
+        return value
+    raise AttributeError(f"module 'swflow' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *__all__])

@@ -144,13 +144,14 @@ class ReleaseLog(FlowCallback):
 
 
 class ProgressBar(FlowCallback):
-    """A tqdm bar labelled with the run's budget, showing the last measured displacement."""
+    """A tqdm bar (with its ETA) labelled with the run's budget, or with ``label``, showing the last measured
+    displacement."""
 
-    def __init__(self):
-        self._bar = None
+    def __init__(self, label: str | None = None):
+        self._bar, self.label = None, label
 
     def on_start(self, flow, *, resumed) -> None:
-        self._bar = tqdm(total=flow.config.steps, initial=flow.step, desc=f"flow {flow.budget_label()}",
+        self._bar = tqdm(total=flow.config.steps, initial=flow.step, desc=self.label or f"flow {flow.budget_label()}",
                          unit="step", dynamic_ncols=True)
 
     def on_step(self, flow, diagnostic) -> None:

@@ -102,9 +102,19 @@ class Synthesizer:
             raise RuntimeError("call fit(data) first (or Synthesizer.load(path))")
         return self._sampler
 
-    def sample(self, n: int, *, seed: int = 0) -> np.ndarray:
-        """(n, d) synthetic rows; post-processing of the fitted release (no privacy cost)."""
-        return self._fitted().sample(n, seed=seed).detach().cpu().numpy()
+    def sample(self, n: int, *, seed: int = 0, progress: bool = True) -> np.ndarray:
+        """(n, d) synthetic rows; post-processing of the fitted release (no privacy cost). A flow replays its
+        releases in chunks (memory stays flat in n) under one progress bar with an ETA (``progress=False``
+        silences it)."""
+        sampler = self._fitted()
+        if self.kind != "flow":
+            return sampler.sample(n, seed=seed).detach().cpu().numpy()
+        out = np.empty((n, sampler.dim), dtype=np.float32)
+        start = 0
+        for part in sampler.sample_chunks(n, seed=seed, progress=progress):
+            out[start:start + len(part)] = part.detach().cpu().numpy()
+            start += len(part)
+        return out
 
     def privacy_report(self):
         """The :class:`~swflow.privacy.PrivacyReport` of the fit (``.to_json()`` for privacy.json)."""

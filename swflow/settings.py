@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, fields
+from pathlib import Path
 from typing import Any, Mapping
 
-from .flow import FlowConfig, SimulatorSettings
+from .config import FlowConfig, PrivacySpec, RunShape, SimulatorSettings
 from .options import field_type
-from .privacy import PrivacySpec
-from .registry import METHODS, RunShape, method
+from .registry import METHODS, method
 
-__all__ = ["Settings", "TABLES", "build", "home_of", "read_config", "split_keywords"]
+__all__ = ["Settings", "TABLES", "build", "config_path", "home_of", "read_config", "shipped_configs",
+           "split_keywords"]
 
 #: the configuration tables, each a dataclass; "options" is the chosen method's own (MethodSpec.options)
 TABLES = {"privacy": PrivacySpec, "shape": RunShape, "flow": SimulatorSettings}
@@ -136,16 +137,39 @@ def build(method_name: str, tables: Mapping[str, Mapping[str, Any]], *, privacy_
 RUN = "run"  # the TOML table of a command's own keys (dataset, method, out, ...)
 
 
+def shipped_configs() -> dict[str, Path]:
+    """The named configs that ship with swflow (the papers' settings): name -> file."""
+    from importlib.resources import files
+
+    return {p.name.removesuffix(".toml"): Path(str(p)) for p in files("swflow").joinpath("configs").iterdir()
+            if p.name.endswith(".toml")}
+
+
+def config_path(path_or_name: str) -> Path:
+    """A --config value as a file: a path to a TOML file, or the name of a shipped config
+    (``fashion-mnist-dpswflow-r``, with or without ``.toml``)."""
+    path = Path(path_or_name)
+    if path.is_file():
+        return path
+    shipped = shipped_configs()
+    name = path.name.removesuffix(".toml")
+    if path.parent == Path(".") and name in shipped:
+        return shipped[name]
+    raise ValueError(f"config {path_or_name} not found: give a TOML file, or one of the shipped configs "
+                     f"({', '.join(sorted(shipped))})")
+
+
 def read_config(path: str) -> dict[str, dict]:
-    """A TOML file's tables, each key checked against its home and its type (the dataclass field's).
-    ``[run]`` holds the command's own keys, checked by the command."""
+    """A TOML file's tables (a path, or a shipped config's name), each key checked against its home and its type
+    (the dataclass field's). ``[run]`` holds the command's own keys, checked by the command."""
     import tomllib
 
+    path = str(config_path(path))
     try:
         with open(path, "rb") as f:
             tables = tomllib.load(f)
     except FileNotFoundError:
-        raise ValueError(f"config file {path} not found (see experiments/configs/)") from None
+        raise ValueError(f"config file {path} not found") from None
     except tomllib.TOMLDecodeError as err:
         raise ValueError(f"{path} is not valid TOML ({err})") from None
     for table, values in tables.items():

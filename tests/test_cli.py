@@ -8,6 +8,7 @@ import pytest
 
 from swflow import Synthesizer
 from swflow.cli import main
+from swflow.io import to_pixels
 
 
 def test_demo_writes_every_file(tmp_path, capsys):
@@ -19,7 +20,7 @@ def test_demo_writes_every_file(tmp_path, capsys):
     assert report["epsilon"] <= 10.0 and report["steps"] == 3 and report["adjacency"] == "replace-one"
     with h5py.File(out / "samples.h5") as f:
         assert f["latents"].shape == (200, 8) and f["images"].shape == (200, 1, 8, 8)
-        assert 0.0 <= f["images"][:].min() and f["images"][:].max() <= 1.0
+        assert f["images"].dtype == np.uint8 and f["images"].attrs["pixel_scale"] == 255  # 8-bit pixels
     with h5py.File(out / "trajectory.h5") as f:
         assert f["latents"].shape == (4, 200, 8) and list(f["steps"][:]) == [0, 1, 2, 3]
     assert not (out / "checkpoint.pt").exists()  # holds the noise RNG state: removed after the run
@@ -75,7 +76,7 @@ def test_privacy_calculator_both_directions(capsys):
     assert main(base + ["--epsilon", "-1"]) == 2
 
 
-CONFIGS = sorted((Path(__file__).resolve().parents[1] / "experiments" / "configs").glob("*.toml"))
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "swflow" / "configs").glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
@@ -320,10 +321,10 @@ def test_nearest_public_decoder_outputs_only_public_images(tmp_path):
     assert main(["sample", str(out), "--n", "30", "--out", str(tmp_path / "more")]) == 0
     _, meta = load_autoencoder("digits")
     images, _, halves = dataset_split("digits", meta)
-    public = {image.tobytes() for image in images[halves.public].astype(np.float32)}
+    public = {image.tobytes() for image in to_pixels(images[halves.public])}  # as 8-bit pictures
     for path in (out / "samples.h5", tmp_path / "more" / "samples.h5"):
         with h5py.File(path) as f:
-            decoded = f["images"][:].astype(np.float32)
+            decoded = f["images"][:]
         assert len(decoded) in (60, 30) and all(image.tobytes() in public for image in decoded)
     assert main(["generate", "--data", str(out / "samples.h5"), "--decoder", "nearest-public", "--method", "swf",
                  "--out", str(tmp_path / "x")]) == 2
@@ -341,10 +342,10 @@ def test_conditional_nearest_public_images_show_their_labels(tmp_path):
     _, meta = load_autoencoder("digits")
     images, labels, halves = dataset_split("digits", meta)
     label_of = {}
-    for image, label in zip(images[halves.public].astype(np.float32), labels[halves.public]):
+    for image, label in zip(to_pixels(images[halves.public]), labels[halves.public]):
         label_of.setdefault(image.tobytes(), set()).add(int(label))
     with h5py.File(out / "samples.h5") as f:
-        decoded, sample_labels = f["images"][:].astype(np.float32), f["labels"][:]
+        decoded, sample_labels = f["images"][:], f["labels"][:]
     assert len(set(sample_labels.tolist())) == 10
     assert all(int(c) in label_of.get(image.tobytes(), ()) for image, c in zip(decoded, sample_labels))
 

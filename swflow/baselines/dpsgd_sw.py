@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, jacrev, vmap
 
 from ..registry import method
+from ..config import ClippedGradientOptions
 from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..privacy.sensitivity import SensitivityBound
 from ..sliced import random_directions
@@ -65,20 +66,6 @@ def gradient_sensitivity(*, activation_clip: float, jacobian_clip: float, norm_b
     bound = max(activation_clip, norm_bound)
     return SensitivityBound(kind="clipped-sw-gradient (000 Thm 4.1/A.1)", squared_gain=1.0,
                             factor=4.0 * bound * jacobian_clip / batch_size, failure_probability=0.0)
-
-
-@dataclass(frozen=True)
-class ClippedGradientOptions:
-    """dpsgd-sw-gen's own options: a help text makes each a --flag, a TOML [options] key and a Synthesizer
-    keyword (swflow.settings)."""
-
-    activation_clip: float = field(default=1.0, metadata={"help": "dpsgd-sw-gen: M, bound on generated norms"})
-    jacobian_clip: float = field(default=1.0, metadata={
-        "help": "dpsgd-sw-gen: L, bound on each per-sample Jacobian's spectral norm"})
-
-    def __post_init__(self):
-        if not (self.activation_clip > 0 and self.jacobian_clip > 0):
-            raise ValueError("activation_clip and jacobian_clip must be > 0")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,17 +16,21 @@ One module per command group; errors are mapped to `swflow COMMAND: error: ...` 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import autoencoder, generate, privacy, runs
 from ._common import RunFailed
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "console", "build_parser"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
     ap = argparse.ArgumentParser(prog="swflow", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"swflow {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
     for module in (autoencoder, generate, runs, privacy):  # demo, train-ae, encode, generate, sample, ...
         module.register(sub)
@@ -61,6 +65,25 @@ def with_config(argv: list[str], args: argparse.Namespace) -> list[str]:
     return [*argv[:at], *flags, *argv[at:]]
 
 
+#: what Ctrl-C leaves behind, per command: how to go on
+RESUME_HINTS = {
+    "generate": "rerun the same command with --resume to continue from the last checkpoint (nothing is spent twice)",
+    "demo": "rerun it with --resume to continue from the last checkpoint",
+    "train-ae": "rerun the same command to continue from the last saved epoch (NAME.partial.pt)",
+    "train-decoder": "rerun the same command to continue from the last save (NAME.partial.pt)",
+}
+
+
+def console() -> int:
+    """The `swflow` command's entry point (pyproject's console script). The command owns its process, so it
+    chooses how OpenMP threads wait: idle threads sleep instead of spinning, which on a shared machine is the
+    difference between a fair share of the cores and a several-fold slowdown (experiments/bench_step.py). Set
+    before torch loads; a value the user exported wins. :func:`main`, callable from Python, and the library
+    (import swflow) never do this: they change no process-wide state."""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return main()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
@@ -75,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError) as err:  # errors a user can act on (bad input, files): no traceback
         print(f"swflow {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        hint = RESUME_HINTS.get(args.command, "nothing was written; rerun the command")
+        print(f"\nswflow {args.command}: interrupted: {hint}", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(console())

@@ -1,5 +1,5 @@
 import sys
 
-from . import main
+from . import console
 
-sys.exit(main())
+sys.exit(console())

@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from contextlib import contextmanager
 
+from ..config import PrivacySpec, RunShape, SimulatorSettings
 from ..options import add_options, values
-from ..privacy import PrivacySpec
-from ..registry import METHODS, RunShape, method
+from ..registry import METHODS, method
 
 
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
@@ -107,8 +107,6 @@ def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: t
 
 
 def flow_config_args(p: argparse.ArgumentParser) -> None:
-    from ..flow import SimulatorSettings
-
     g = p.add_argument_group("simulator")
     add_options(g, SimulatorSettings, defaults={"manifold": None, "checkpoint_every": 50},
                 notes={"manifold": "(default: sphere with --dataset, the file's declared domain with --data)",

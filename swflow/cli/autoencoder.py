@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from ..privacy import PrivacySpec
+from ..config import PrivacySpec
 from ._common import DATASETS, UsageError, staged
 
 
@@ -299,8 +299,6 @@ def _register_train_ae(sub) -> None:
 
 
 def _register_train_decoder(sub) -> None:
-    from autoencoders.adversarial import AdversarialConfig
-
     p = sub.add_parser("train-decoder", help="a sharper decoder for a trained autoencoder (conditional GAN)",
                        description="Keep a checkpoint's encoder (so private latents and flow runs are unchanged) "
                        "and train a new decoder G(z, u) on the same public split: a conditional GAN with a "
@@ -311,8 +309,8 @@ def _register_train_decoder(sub) -> None:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--base", required=True, help="checkpoint whose encoder is kept (e.g. fashion-mnist)")
     p.add_argument("--name", help="new checkpoint name (default: BASE-adv)")
-    p.add_argument("--steps", type=int, default=AdversarialConfig.steps, help="critic + decoder updates")
-    p.add_argument("--batch-size", type=int, default=AdversarialConfig.batch_size, help="public images per update")
+    p.add_argument("--steps", type=int, default=6000, help="critic + decoder updates")
+    p.add_argument("--batch-size", type=int, default=64, help="public images per update")
     p.add_argument("--seed", type=int, default=0, help="training seed")
     p.add_argument("--init-from", metavar="CHECKPOINT", help="start the decoder from this checkpoint's (trained on "
                    "the same encoder), e.g. to train fashion-mnist-adv further under a new name")

@@ -139,6 +139,7 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
                                device=run.flow.device, **options)
         report = run_generator_to_dir(run.method, model, out, n_samples=run.flow.n_particles, seed=run.flow.seed,
                                       checkpoint_every=run.flow.checkpoint_every, decoder=decode,
+                                      progress=not args.quiet,
                                       run_config={**source, "steps": plan.steps, "batch_size": plan.rows_per_step,
                                                   **options})
         print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
@@ -154,7 +155,8 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
                                         config=config, n_projections=plan.n_projections,
                                         pool_size=run.shape.pool_size, batch_size=plan.batch_size,
                                         bins=run.shape.bins, privacy_seed=run.privacy_seed,
-                                        labels_public=args.labels_public, decoder=decode, run_config=source)
+                                        labels_public=args.labels_public, decoder=decode, run_config=source,
+                                        progress=not args.quiet)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
               f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
@@ -162,7 +164,7 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
     _, report = run_flow_to_dir(run.method, data, out, privacy=spec, config=config,
                                 n_projections=plan.n_projections, pool_size=run.shape.pool_size,
                                 batch_size=plan.batch_size, bins=run.shape.bins, privacy_seed=run.privacy_seed,
-                                decoder=decode, run_config=source)
+                                decoder=decode, run_config=source, progress=not args.quiet)
     if decode is not None:
         write_gif(out, decode)
     print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
@@ -235,7 +237,7 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
                                      seed_known=run.privacy_seed is not None, mode=args.shard_mode,
                                      method_name=run.method, pool_size=run.shape.pool_size, bins=run.shape.bins,
                                      callbacks=[GatheredCheckpointer(None if out is None else out / "checkpoint.pt")],
-                                     progress=True)
+                                     progress=not args.quiet)
         flow.run()
         particles = flow.gather_particles()
         if rank == 0:
@@ -270,7 +272,7 @@ def register(sub) -> None:
         "  --data FILE     rows of a .npy/.npz/.h5 file, already in the flow's space; rows must lie\n"
         "                  in the unit ball (the sensitivity bound needs it) unless --clip\n\n"
         "examples:\n"
-        "  swflow generate --config experiments/configs/fashion-mnist-dpswflow.toml --out runs/fm\n"
+        "  swflow generate --config fashion-mnist-dpswflow --out runs/fm     (a shipped config, or a path)\n"
         "  swflow generate --dataset digits --method dpswflow-r --epsilon 5 --epochs 10 --batch-size 100 --out runs/d\n"
         "  swflow generate --data rows.npy --clip --method dpswflow --epsilon 8 --steps 500 \\\n"
         "      --n-projections 25 --pool-size 31 --out runs/x\n\n"
@@ -293,8 +295,9 @@ def register(sub) -> None:
                    "nearest-public: the public image (the dataset's public split, or the collection --checkpoint "
                    "was trained on) whose code is nearest each particle: public images chosen by the private "
                    "flow, post-processing at no privacy cost")
-    p.add_argument("--config", help="TOML file with [run] [privacy] [shape] [flow] tables (paper settings in "
-                   "experiments/configs/); command-line flags override it")
+    p.add_argument("--config", help="TOML file with [run] [privacy] [shape] [flow] tables, or the name of a shipped "
+                   "config (the papers' settings: celeba-dpswflow[-r], fashion-mnist-dpswflow[-r][-eps5|-paper-noise], "
+                   "mnist-dpswflow[-r][-eps5|-paper-noise]); command-line flags override it")
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--clip", action="store_true", help="clip rows to the unit ball instead of refusing them")
     p.add_argument("--conditional", action="store_true",
@@ -306,6 +309,7 @@ def register(sub) -> None:
                    "one record's features within its class; parallel composition over classes); any flow method")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     shape_args(p, with_data_shape=False)
     privacy_args(p)
     flow_config_args(p)

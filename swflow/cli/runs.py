@@ -21,7 +21,7 @@ def cmd_evaluate(args) -> int:
     from ..evaluate import evaluate_run
 
     metrics = evaluate_run(args.run_dir, n_fid=args.n_fid, reference_file=args.reference, data_root=args.data_root,
-                           device=args.device, seed=args.seed)
+                           device=args.device, seed=args.seed, progress=not args.quiet)
     print(json.dumps({k: v for k, v in metrics.items() if not k.endswith("_note")}, indent=2))
     print(f"wrote {Path(args.run_dir) / 'metrics.json'}")
     return 0
@@ -53,12 +53,14 @@ def cmd_sample(args) -> int:
                                          "seed": args.seed})
     decoder = run_decoder(report.run_config)
     probe = None if decoder is None else decoder(np.zeros((1, model.dim), np.float32))
+    from ..model import CHUNK
+
     check_fits(n=args.n, dim=model.dim, image_values=0 if probe is None else int(probe[0].size), out=args.out,
-               resident=50_000)
+               resident=CHUNK)
     with staged(args.out, overwrite=args.overwrite, inputs=(Path(args.run_dir) / "model.h5",),
                 resumable=False) as out:
         chunks = (c.cpu().numpy() for c in model.sample_chunks(args.n, seed=args.seed, device=args.device,
-                                                                 progress=True))
+                                                                 progress=not args.quiet))
         write_outputs(out, chunks, report, decoder)
     print(f"{args.n} new particles from {args.run_dir}'s recorded releases (no privacy spent): {report.statement}"
           f"\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
@@ -92,7 +94,7 @@ def register(sub) -> None:
                        description="Flow N new particles from mu_0 through the releases a finished run recorded "
                        "in RUN_DIR/model.h5 (directions, sigma, quantile sketches of the noisy projections). "
                        "This is post-processing: the run's privacy.json covers the new samples. Particles are "
-                       "made and written in chunks of 50 000 (chunk i > 0 seeded from (seed, i)), so memory "
+                       "made and written in chunks of 262 144 (chunk i > 0 seeded from (seed, i)), so memory "
                        "stays flat however large N is.")
     p.add_argument("run_dir")
     p.add_argument("--n", type=int, required=True, help="number of new particles")
@@ -100,6 +102,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--device", default=None, help="default: the run's device")
     p.add_argument("--overwrite", action="store_true")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_sample)
 
     p = sub.add_parser("evaluate", help="metrics of a finished run against held-out real data -> metrics.json",
@@ -120,6 +123,7 @@ def register(sub) -> None:
     p.add_argument("--data-root", help="directory holding the dataset's files")
     p.add_argument("--device", default="cpu", help="cpu or cuda for the Inception network")
     p.add_argument("--seed", type=int, default=0, help="seed of the SW directions and subsampling")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("compare", help="one markdown table of several evaluated runs",

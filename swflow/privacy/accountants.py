@@ -28,9 +28,7 @@ from .mechanisms import analytic_gaussian_epsilon, discrete_gaussian_epsilon
 
 __all__ = ["ACCOUNTANTS", "Accountant", "accountant_for", "check_combination", "epsilon_from_events"]
 
-#: the accountant families a user may name (PrivacySpec.accountant): 'rdp': dp-accounting RDP (replace-one,
-#: sampling without replacement, or no sampling); 'pld': dp-accounting PLD (zero-out with Poisson sampling)
-ACCOUNTANTS = ("rdp", "pld")
+from ..config import ACCOUNTANTS  # noqa: E402  (the families a user may name in PrivacySpec.accountant)
 _ALLOWED_SAMPLING = {"replace-one": ("none", "without-replacement"), "zero-out": ("none", "poisson")}
 _FAMILY_FOR = {"without-replacement": "rdp", "poisson": "pld", "none": "rdp"}
 

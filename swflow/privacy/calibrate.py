@@ -12,92 +12,14 @@ from dataclasses import dataclass, field
 import torch
 from scipy.optimize import brentq
 
-from .accountants import ACCOUNTANTS, Accountant, accountant_for, check_combination, epsilon_from_events
-from .ledger import NOISES, MechanismEvent
+from ..config import MAX_EPSILON, NOISES, PrivacySpec
+from .accountants import Accountant, accountant_for, check_combination, epsilon_from_events
+from .ledger import MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
-from .sensitivity import ADJACENCIES, BOUNDS, SensitivityBound, projection_sensitivity
-
-#: the largest epsilon a private run may claim; above it the guarantee is void and the report would be
-#: unreadable (the accountants return inf), so such runs are refused
-MAX_EPSILON = 1e6
+from .sensitivity import SensitivityBound, projection_sensitivity
 
 __all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local",
            "noise_multiplier_for"]
-
-
-@dataclass(frozen=True)
-class PrivacySpec:
-    """What the user asks for. Give ``epsilon`` (calibrate the noise) or ``noise_multiplier``
-    (report the ε it buys); ``epsilon=inf`` with no multiplier runs without privacy.
-
-    adjacency : 'replace-one' (default, the papers' setting) or 'zero-out'
-    accountant : None (default: the one that covers the adjacency and batch sampling), 'rdp'
-        (dp-accounting RDP: replace-one, or no sampling) or 'pld' (dp-accounting PLD: zero-out, Poisson)
-    sensitivity_bound : 'spectral' (default: ‖Θ‖₂ of the drawn directions, deterministic),
-        'bernstein' (003 Lemma 2, costs δθ per release) or 'clt' (004 Eq. 23, a normal
-        approximation that under-covers: offered to reproduce the paper, with a warning)
-    norm_bound : R, rows must have norm ≤ R (R = 1 for latents on the unit sphere)
-    clip : clip rows outside the ball to norm R instead of refusing them
-    delta_sensitivity_share : part of δ spent on the failure probability of a probabilistic bound
-    secure_noise : draw privacy noise from the OS CSPRNG
-    count_noise : the noise of a release of counts (the sliced histogram): 'discrete-gaussian' (default,
-        OpenDP's exact sampler) or 'gaussian' (float noise, seeded or with ``secure_noise``)
-    """
-
-    epsilon: float | None = None
-    delta: float = field(default=1e-5, metadata={"help": "total delta; must be below 1/n"})
-    noise_multiplier: float | None = None
-    adjacency: str = field(default="replace-one", metadata={
-        "choices": ADJACENCIES,
-        "help": "replace-one: fixed-size batches, dp-accounting RDP (the papers' setting); zero-out: Poisson "
-                "batches, dp-accounting PLD for Poisson substitution (a sampled null record still adds a noise "
-                "column, which Opacus' add/remove bound does not cover)"})
-    accountant: str | None = field(default=None, metadata={
-        "choices": ACCOUNTANTS,
-        "help": "default: the one that covers the adjacency and sampling (rdp for replace-one or full batches, "
-                "pld for zero-out with Poisson batches); any other is refused"})
-    sensitivity_bound: str = field(default="spectral", metadata={
-        "choices": BOUNDS,
-        "help": "spectral: ||Theta||_2 of the drawn directions (deterministic); bernstein: 003 Lemma 2 (spends "
-                "part of delta); clt: the paper's normal approximation (not a proof)"})
-    norm_bound: float = 1.0
-    clip: bool = False
-    delta_sensitivity_share: float = 0.1
-    secure_noise: bool = field(default=False, metadata={
-        "help": "draw privacy noise from the OS CSPRNG (not reproducible)"})
-    count_noise: str = field(default="discrete-gaussian", metadata={
-        "choices": NOISES,
-        "help": "noise on released counts (dpswflow-hist): discrete-gaussian, exact integer noise from OpenDP's "
-                "sampler (no floating-point attack surface; not reproducible from a seed), or gaussian, float noise "
-                "(from the seeded privacy stream, or the OS CSPRNG with --secure-noise)"})
-
-    def __post_init__(self):
-        if (self.epsilon is None) == (self.noise_multiplier is None):
-            raise ValueError("give exactly one of epsilon= (target budget) or noise_multiplier= "
-                             "(report the budget it buys); epsilon=inf runs without privacy")
-        if self.epsilon is not None and not (self.epsilon > 0):
-            raise ValueError(f"epsilon must be > 0 (inf for no privacy), got {self.epsilon}")
-        if self.epsilon is not None and MAX_EPSILON < self.epsilon < math.inf:
-            raise ValueError(f"epsilon = {self.epsilon:g} protects nothing (above {MAX_EPSILON:g}): give a "
-                             "meaningful budget, or inf for a run that says it is not private")
-        if self.noise_multiplier is not None and not (self.noise_multiplier > 0 and
-                                                      math.isfinite(self.noise_multiplier)):
-            raise ValueError(f"noise_multiplier must be a finite number > 0, got {self.noise_multiplier}")
-        if not 0 < self.delta < 1:
-            raise ValueError(f"delta must be in (0, 1), got {self.delta}")
-        if self.sensitivity_bound not in BOUNDS:
-            raise ValueError(f"sensitivity_bound must be one of {BOUNDS}, "
-                             f"got {self.sensitivity_bound!r}")
-        if not 0 < self.delta_sensitivity_share < 1:
-            raise ValueError("delta_sensitivity_share must be in (0, 1)")
-        if not (self.norm_bound > 0 and math.isfinite(self.norm_bound)):
-            raise ValueError(f"norm_bound must be a finite number > 0, got {self.norm_bound}")
-        if self.count_noise not in NOISES:
-            raise ValueError(f"count_noise must be one of {NOISES}, got {self.count_noise!r}")
-
-    @property
-    def private(self) -> bool:
-        return self.noise_multiplier is not None or math.isfinite(self.epsilon)
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from dataclasses import asdict, dataclass, replace
 
 __all__ = ["NOISES", "SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
 
+from ..config import NOISES  # noqa: E402
+
 SAMPLINGS = ("none", "without-replacement", "poisson")
-#: 'gaussian': continuous N(0, σ²) noise; 'discrete-gaussian': OpenDP's discrete Gaussian on integer counts
-NOISES = ("gaussian", "discrete-gaussian")
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,7 @@ from scipy.stats import norm
 __all__ = ["BOUNDS", "ADJACENCIES", "SensitivityBound", "bernstein_bound", "clt_bound",
            "spectral_bound", "adjacency_factor", "projection_sensitivity"]
 
-BOUNDS = ("bernstein", "clt", "spectral")
-ADJACENCIES = ("replace-one", "zero-out")
+from ..config import ADJACENCIES, BOUNDS  # noqa: E402  (the settings' constants, torch-free)
 
 
 @dataclass(frozen=True)
