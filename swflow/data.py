@@ -184,6 +184,20 @@ def read_array(path: str | Path) -> np.ndarray:
     raise ValueError(f"unsupported file type {suffix!r}; use .npy, .npz or .h5")
 
 
+def h5_dataset_name(path: str | Path) -> str:
+    """The dataset of an .h5 file that holds its rows: 'data', or its only dataset (as :func:`read_array`)."""
+    import h5py
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; give a .npy, .npz or .h5 file")
+    try:
+        with h5py.File(path, "r") as f:
+            return _only_or_data(path, list(f.keys()), "datasets")
+    except OSError as err:
+        raise ValueError(f"could not read {path}: {err} (corrupt or truncated file?)") from err
+
+
 def _only_or_data(path: Path, keys: list[str], what: str) -> str:
     if "data" in keys or len(keys) == 1:
         return "data" if "data" in keys else keys[0]

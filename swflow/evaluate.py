@@ -15,7 +15,7 @@ import numpy as np
 
 from .io import read_samples
 from .outdir import atomic_write_text
-from .metrics import (InceptionFeatures, FeatureStats, downstream_accuracy, frechet_distance, latent_sw,
+from .metrics import (InceptionFeatures, FeatureStats, copy_rate, downstream_accuracy, frechet_distance, latent_sw,
                       precision_recall, reference_features, kernel_inception_distance)
 
 __all__ = ["Reference", "load_reference", "evaluate_run", "compare_table"]
@@ -25,12 +25,15 @@ MAX_LATENT_POINTS = 10_000  # precision/recall is O(n log n) per point; cap both
 
 @dataclass
 class Reference:
-    """Held-out real data: latents (n, d), optional images (n, C, H, W) and labels, and what it is."""
+    """Held-out real data: latents (n, d), optional images (n, C, H, W) and labels, and what it is; ``training``:
+    the images the pipeline learned from (the copy rate's pool), with what they are."""
     latents: np.ndarray
     images: np.ndarray | None
     labels: np.ndarray | None
     description: str
     key: str  # cache key of its FID statistics
+    training: np.ndarray | None = None
+    training_description: str | None = None
 
 
 def load_reference(run_config: dict, *, reference_file: str | None = None, data_root: str | None = None) -> Reference:
@@ -43,8 +46,13 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
         if "autoencoder" in run_config and is_image_collection(reference_file):
             model, meta = run_autoencoder(run_config)
             images = load_images(reference_file, size=meta["image_shape"][-1], channels=meta["image_shape"][0])
+            public = meta.get("source")
+            training = None if public is None else load_images(public["path"], size=meta["image_shape"][-1],
+                                                               channels=meta["image_shape"][0])
             return Reference(model.encode_images(images), images, None, f"{len(images)} images of {reference_file}",
-                             f"images-{image_source(reference_file, images)['sha256'][:16]}")
+                             f"images-{image_source(reference_file, images)['sha256'][:16]}", training,
+                             None if public is None else f"the {len(training)} public images of {public['path']} "
+                             "(the private images are not read)")
         return Reference(load_array(reference_file), None, None, f"rows of {reference_file}", "file")
     if "dataset" not in run_config:
         raise ValueError(f"the run was made from {'--images' if 'images' in run_config else '--data rows'}: give "
@@ -58,12 +66,16 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
     try:
         images, labels = load_dataset(dataset, part="test", root=data_root)
         description, part = f"{dataset} test part ({len(images)} images)", "test"
+        training = load_dataset(dataset, root=data_root)[0]
+        training_description = f"the {len(training)} images of the {dataset} training part (public and private)"
     except ValueError:  # no test part (digits): the public split is held out from the private run
         from .latents import dataset_split
 
-        images, labels, halves = dataset_split(dataset, meta, root=data_root)
-        images, labels = images[halves.public], labels[halves.public]
+        everything, all_labels, halves = dataset_split(dataset, meta, root=data_root)
+        images, labels = everything[halves.public], all_labels[halves.public]
         description, part = f"{dataset} public split ({len(images)} images; it has no test part)", "public"
+        training = everything[halves.private]
+        training_description = f"the {len(training)} images of the {dataset} private split (the reference is the rest)"
     population = run_config.get("population")
     if population is not None:  # the run's private data was a declared population: score against the same one
         from .populations import population_rows
@@ -74,7 +86,7 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
         description = f"{base}, population {population['population']} ({len(rows)} images)"
         part = f"{part}-{population['population']}"
     latents = model.encode_images(images)
-    return Reference(latents, images, labels, description, f"{dataset}-{part}")
+    return Reference(latents, images, labels, description, f"{dataset}-{part}", training, training_description)
 
 
 def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: str | None = None,
@@ -122,6 +134,13 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
                        fid_note=f"FID on {n} samples vs {n} reference images is biased upward at small n: compare "
                                 "only numbers with the same fid_n. KID (cubic kernel, 100 subsets) is unbiased; "
                                 "its standard error (group jackknife) is how far it would move on a fresh sample")
+    if "images" in samples and ref.images is not None and ref.training is not None:
+        rate, threshold = copy_rate(samples["images"], ref.training, ref.images)
+        metrics.update(copy_rate=rate, copy_threshold=threshold,
+                       copy_note=f"share of the samples whose nearest image among {ref.training_description} is "
+                                 f"closer (pixel L2) than {threshold:.3f}, the 5th percentile of the reference images' "
+                                 "own nearest distances: held-out images score 0.05, copies 1.0. An evaluation on "
+                                 "benchmark data, not a release")
     if "labels" in samples and "images" in samples and ref.labels is not None:
         metrics["downstream_accuracy"] = downstream_accuracy(samples["images"], samples["labels"], ref.images,
                                                              ref.labels, seed=seed)
@@ -132,7 +151,7 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
 
 
 COLUMNS = (("method", "method"), ("epsilon", "ε"), ("delta", "δ"), ("fid", "FID"), ("fid_n", "FID n"),
-           ("latent_sw", "latent SW"), ("latent_precision", "precision"), ("latent_recall", "recall"),
+           ("copy_rate", "copy rate"), ("latent_sw", "latent SW"), ("latent_precision", "precision"), ("latent_recall", "recall"),
            ("downstream_accuracy", "accuracy"))
 
 

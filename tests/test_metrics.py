@@ -140,3 +140,31 @@ def test_kid_standard_error_matches_the_spread_over_fresh_samples(subset_size):
         kids.append(kid)
         ses.append(se)
     assert 0.8 < np.mean(ses) / np.std(kids, ddof=1) < 1.35
+
+
+def test_nearest_distances_match_scikit_learn():
+    from sklearn.neighbors import NearestNeighbors
+
+    from swflow.metrics import nearest_distances
+
+    rng = np.random.default_rng(0)
+    pool, queries = rng.random((500, 1, 6, 6)), rng.random((120, 1, 6, 6))
+    expected = NearestNeighbors(n_neighbors=1).fit(pool.reshape(500, -1)).kneighbors(queries.reshape(120, -1))[0][:, 0]
+    assert np.allclose(nearest_distances(queries, pool, chunk=50), expected, atol=1e-5)
+
+
+def test_copy_rate_is_one_for_copies_and_about_five_percent_for_held_out_images():
+    from swflow.metrics import copy_rate
+
+    rng = np.random.default_rng(1)
+    # images from one distribution: a few prototypes plus pixel noise
+    prototypes = rng.random((20, 64))
+    def draw(n):
+        return (prototypes[rng.integers(0, 20, n)] + 0.15 * rng.standard_normal((n, 64))).reshape(n, 1, 8, 8)
+    training, reference, held_out = draw(3000), draw(2000), draw(4000)
+    rate, threshold = copy_rate(held_out, training, reference)
+    # 4 000 fresh images, each below the reference's 5% quantile with probability 0.05: within 4 standard errors
+    assert threshold > 0 and abs(rate - 0.05) < 4 * np.sqrt(0.05 * 0.95 / 4000) + 0.01
+    assert copy_rate(training[:500], training, reference)[0] == 1.0
+    noisy_copies = training[:500] + 1e-3 * rng.standard_normal(training[:500].shape)
+    assert copy_rate(noisy_copies, training, reference)[0] == 1.0

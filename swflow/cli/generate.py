@@ -18,7 +18,6 @@ from .autoencoder import write_gif
 def cmd_generate(args) -> int:
     import torch
 
-    from ..data import load_array
     from ..resources import check_device, check_run
 
     check_device(args.device)
@@ -44,8 +43,8 @@ def cmd_generate(args) -> int:
     elif args.images is not None:
         data, decode, meta, source = _encode_own_images(args)
     else:
-        data = torch.from_numpy(load_array(args.data))
         norm_bound = _set_manifold_from_domain(args)
+        data = _private_rows(args)
     if args.decoder == "nearest-public":
         from ..latents import nearest_public_decoder, run_autoencoder
 
@@ -56,7 +55,7 @@ def cmd_generate(args) -> int:
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
     try:
         check_run(method=run.method, settings=run, plan=plan, dim=data.shape[1], image_values=image_values,
-                  out=args.out)
+                  out=args.out, streamed_chunk=getattr(data, "chunk_rows", None))
     except ValueError as err:
         raise UsageError(_as_flags(str(err))) from None
     if args.labels_public and not args.conditional:
@@ -104,6 +103,20 @@ def _encode_own_images(args):
     if meta.get("source") is not None:
         source["public_images"] = meta["source"]
     return torch.from_numpy(model.encode_images(images)), model.decode_images, meta, source
+
+
+def _private_rows(args):
+    """--data FILE: the rows in memory, or, for dpswflow-hist and an HDF5 file, on disk (read in chunks when they
+    are counted: the private data may be larger than memory)."""
+    import torch
+
+    from ..data import h5_dataset_name, load_array
+
+    if method(args.method).releases == "histogram" and Path(args.data).suffix.lower() in (".h5", ".hdf5"):
+        from ..privacy.rows import StreamedRows
+
+        return StreamedRows(args.data, dataset=h5_dataset_name(args.data))
+    return torch.from_numpy(load_array(args.data))
 
 
 def _set_manifold_from_domain(args) -> float | None:

@@ -158,14 +158,22 @@ class HistogramTarget(PrivateTarget):
     they come from the public simulator seed.
     """
 
-    def __init__(self, data: Tensor, calibration, *, noise, ledger, bins: int, dataset_size: int | None = None):
+    streams = True  # the counts are a sum over rows: they may stay on disk (StreamedRows), read in chunks
+
+    def __init__(self, data, calibration, *, noise, ledger, bins: int, dataset_size: int | None = None):
         super().__init__(data, calibration, noise=noise, ledger=ledger, batch_size=None, dataset_size=dataset_size)
         if bins < 2:
             raise ValueError(f"a sliced histogram needs at least 2 bins, got {bins}")
         if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
             raise ValueError("a sliced histogram is released once, from every row")
         self.bins = bins
-        self.radius = calibration.spec.norm_bound if calibration is not None else _radius(data)
+        if calibration is not None:
+            self.radius = calibration.spec.norm_bound
+        elif isinstance(data, Tensor):
+            self.radius = _radius(data)
+        else:
+            raise ValueError("rows read from disk need a private run's norm bound R (a finite epsilon or a noise "
+                             "multiplier): the non-private histogram reads its range off rows held in memory")
 
     @property
     def secret_directions(self) -> bool:
@@ -201,8 +209,23 @@ class HistogramTarget(PrivateTarget):
 
 
     def _counts(self, theta: Tensor) -> Tensor:
-        """The exact (K, B) counts of every private row (a sharded target sums its ranks' counts)."""
-        return projection_counts(self._data, theta, bins=self.bins, radius=self.radius)
+        """The exact (K, B) counts of every private row (a sharded target sums its ranks' counts). Rows on disk
+        are counted chunk by chunk, each checked first (finite, inside the ball or clipped): nothing is
+        released until every chunk has passed."""
+        if isinstance(self._data, Tensor):
+            return projection_counts(self._data, theta, bins=self.bins, radius=self.radius)
+        from .release import check_rows
+
+        counts = torch.zeros(theta.shape[1], self.bins, dtype=torch.int64)
+        spec = self._calibration.spec
+        for offset, rows in self._data.chunks():
+            try:
+                check_rows(rows, name="private data")
+                rows = self._bounded(rows, spec.norm_bound, spec.clip)
+            except ValueError as err:
+                raise ValueError(f"rows from {offset} on of {self._data.path}: {err}") from None
+            counts += projection_counts(rows, theta, bins=self.bins, radius=self.radius)
+        return counts
 
     def _noisy(self, counts: Tensor, sigma: float) -> Tensor:
         """``counts`` (K, B) plus the release's noise of scale σ, float64: OpenDP's discrete Gaussian, or the

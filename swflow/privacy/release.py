@@ -60,16 +60,27 @@ class PrivateTarget:
         (:class:`swflow.distributed.ShardedTarget`); None: ``data`` is the whole set.
     """
 
-    def __init__(self, data: Tensor, calibration: Calibration | None, *, noise: NoiseSource,
+    #: whether the target can count rows that stay on disk (privacy/rows.py): only sums over rows can
+    streams = False
+
+    def __init__(self, data, calibration: Calibration | None, *, noise: NoiseSource,
                  ledger: PrivacyLedger, batch_size: int | None = None, dataset_size: int | None = None):
-        check_rows(data, name="private data", allow_empty=dataset_size is not None)
+        from .rows import StreamedRows
+
+        streamed = isinstance(data, StreamedRows)
+        if streamed and not self.streams:
+            raise TypeError(f"{type(self).__name__} needs the private rows in memory; only the sliced histogram "
+                            "(a sum over rows) reads them from disk in chunks")
+        if not streamed:
+            check_rows(data, name="private data", allow_empty=dataset_size is not None)
         m = dataset_size or data.shape[0]  # a shard (or a class) of a larger set knows the global size
         if batch_size is not None and not 1 <= batch_size <= m:
             raise ValueError(f"batch_size={batch_size} must be between 1 and the number of private "
                              f"rows ({m})")
         self._calibration = calibration
         if calibration is not None:
-            data = self._bounded(data, calibration.spec.norm_bound, calibration.spec.clip)
+            if not streamed:  # streamed rows are checked chunk by chunk, as they are counted
+                data = self._bounded(data, calibration.spec.norm_bound, calibration.spec.clip)
             if calibration.plan.dataset_size != m or calibration.plan.dim != data.shape[1]:
                 raise ValueError("calibration plan does not match the private data's shape")
         self._data = data
@@ -193,14 +204,17 @@ class PrivateTarget:
         return sort_rows(values)[0], sigma
 
     @staticmethod
-    def _fingerprint_of(data: Tensor, calibration: Calibration | None, batch_size: int | None, size: int) -> dict:
+    def _fingerprint_of(data, calibration: Calibration | None, batch_size: int | None, size: int) -> dict:
         """What a resumed run must share with its checkpoint: the private rows (as a SHA-256, never the
         rows), their number, the batch size and the privacy calibration."""
         import hashlib
         from dataclasses import asdict
 
-        rows = data.detach().to("cpu", torch.float64).contiguous().numpy()
-        digest = hashlib.sha256(repr(rows.shape).encode() + rows.tobytes()).hexdigest()
+        if isinstance(data, Tensor):
+            rows = data.detach().to("cpu", torch.float64).contiguous().numpy()
+            digest = hashlib.sha256(repr(rows.shape).encode() + rows.tobytes()).hexdigest()
+        else:  # rows on disk, hashed chunk by chunk
+            digest = data.sha256()
         privacy = None if calibration is None else {
             **asdict(calibration.spec), "noise_multiplier": calibration.noise_multiplier,
             "planned_releases": calibration.plan.releases}
