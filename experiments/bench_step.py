@@ -90,7 +90,8 @@ def time_hist(n, d, per_step, directions, bins, device, reps):
     from swflow import make_flow
 
     y = torch.nn.functional.normalize(torch.randn(30_000, d, generator=torch.Generator().manual_seed(0)), dim=1)
-    flow = make_flow("dpswflow-hist", y, privacy=PrivacySpec(epsilon=10.0, delta=1e-6), n_projections=per_step,
+    flow = make_flow("dpswflow-hist", y, privacy=PrivacySpec(epsilon=10.0, delta=1e-6, count_noise="gaussian"),
+                     n_projections=per_step,
                      pool_size=directions, bins=bins, privacy_seed=0, progress=False,
                      config=FlowConfig(steps=reps + 2, n_particles=n, device=device, manifold="sphere"))
     flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)

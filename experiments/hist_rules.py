@@ -139,7 +139,7 @@ def main() -> None:
             floor_key = f"{name} n={n} floor"
             cache.setdefault(floor_key, float(sliced_wasserstein(private, reference, projections=theta)))
             for eps, (k, b), h in itertools.product(args.epsilons, shapes + [(None, None)], args.step_sizes):
-                spec = PrivacySpec(epsilon=eps, delta=1e-5)
+                spec = PrivacySpec(epsilon=eps, delta=1e-5, count_noise="gaussian")  # seeded, reproducible
                 k, b = (k, b) if (k, b) != (None, None) else histogram_shape(dataset_size=n, privacy=spec)
                 key = f"{name} n={n} eps={eps:g} K={k} B={b} h={h:g}"
                 if key not in cache:

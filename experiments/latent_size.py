@@ -50,7 +50,7 @@ def _latents_for(cell: str, name: str, args, test_latents) -> tuple[np.ndarray, 
         return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), {}
     epsilon = float(cell.split("=")[1])
     private = encoded_split(args.dataset, "private", checkpoint=name).latents
-    flow = make_flow("dpswflow-hist", private, privacy=PrivacySpec(epsilon=epsilon, delta=1e-5),
+    flow = make_flow("dpswflow-hist", private, privacy=PrivacySpec(epsilon=epsilon, delta=1e-5, count_noise="gaussian"),
                      n_projections=args.n_projections, privacy_seed=args.seed, progress=False,
                      config=FlowConfig(steps=args.steps, n_particles=args.n, step_size=args.step_size,
                                        manifold="sphere", seed=args.seed))

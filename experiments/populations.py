@@ -113,7 +113,8 @@ def main() -> None:
                 if not (run / "samples.h5").exists():
                     argv = ["generate", "--dataset", args.dataset, "--population", name, "--method", method,
                             "--epsilon", str(eps), "--privacy-seed", "0", "--n-particles", str(args.n),
-                            "--out", str(run), "--overwrite", *extra]
+                            "--out", str(run), "--overwrite", *extra,
+                            *(["--count-noise", "gaussian"] if method == "dpswflow-hist" else [])]  # seeded: reproducible
                     if swflow(argv) != 0:
                         raise SystemExit(f"swflow {' '.join(argv)} failed")
                 from swflow.io import read_samples

@@ -21,7 +21,7 @@ Two readings of the labels, stated in privacy.json:
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -33,8 +33,8 @@ from .io import read_samples
 from .privacy import PrivacyReport, PrivacySpec, statement
 from .run import run_flow_to_dir, write_outputs
 
-__all__ = ["run_conditional_to_dir", "class_shares", "LABELS_PUBLIC", "LABELS_PRIVATE", "PUBLIC_ADJACENCY",
-           "COMPOSITIONS"]
+__all__ = ["ClassRun", "plan_classes", "run_conditional_to_dir", "combine", "class_shares", "estimated_size",
+           "LABELS_PUBLIC", "LABELS_PRIVATE", "PUBLIC_ADJACENCY", "COMPOSITIONS"]
 
 PUBLIC_ADJACENCY = "replace-one within a class (labels and class counts public)"
 LABELS_PUBLIC = "parallel over classes (labels and class counts public)"
@@ -63,6 +63,65 @@ def class_shares(counts: np.ndarray, total: int, *, at_least_one: bool = True) -
     return np.maximum(shares, 1) if at_least_one else shares
 
 
+@dataclass(frozen=True)
+class ClassRun:
+    """One class's flow: which rows, and what differs from the unconditional run's settings.
+
+    label : the class; rows : (n,) bool mask of its private rows; n_particles, seed, privacy_seed : its own;
+    pool_size, bins, batch_size : its release's K, B and batch; dataset_size : the public size of the whole
+    data set when its own size is private (labels private), else None."""
+
+    label: int
+    rows: np.ndarray
+    n_particles: int
+    seed: int
+    privacy_seed: int | None
+    pool_size: int | None
+    bins: int | None
+    batch_size: int | None
+    dataset_size: int | None
+
+
+def plan_classes(method: str, labels: np.ndarray, classes: Sequence[int], *, privacy: PrivacySpec, n_particles: int,
+                 seed: int, pool_size: int | None = None, bins: int | None = None, batch_size: int | None = None,
+                 privacy_seed: int | None = None, labels_public: bool = False) -> list[ClassRun]:
+    """The per-class runs of a conditional fit (one rule for `swflow generate --conditional` and the
+    Synthesizer); see the module's docstring for the two readings of the labels."""
+    from .registry import method as method_spec
+
+    labels = np.asarray(labels)
+    classes = sorted({int(c) for c in classes})
+    if len(classes) < 2:
+        raise ValueError("class-conditional generation needs a label set of at least two classes")
+    if not np.isin(labels, classes).all():
+        raise ValueError(f"labels outside the declared label set {classes}: declare every class the data may hold "
+                         "(the label set is public; which classes occur is not)")
+    own_seed = lambda c: None if privacy_seed is None else privacy_seed + c  # noqa: E731
+    if labels_public:
+        present, counts = np.unique(labels, return_counts=True)
+        if len(present) < 2:
+            raise ValueError("with public labels, the private rows must hold at least two classes")
+        particles = class_shares(counts, n_particles)
+        return [ClassRun(int(c), labels == c, int(k), seed + int(c), own_seed(int(c)), pool_size, bins,
+                         None if batch_size is None else max(1, round(batch_size * n_c / len(labels))), None)
+                for c, n_c, k in zip(present, counts, particles)]
+    if method_spec(method).releases != "histogram":
+        raise ValueError(f"with private labels only a release of counts (dpswflow-hist) can be split by class without "
+                         f"publishing the class sizes; {method} releases per-record values. Use dpswflow-hist, or pass "
+                         "labels_public=True (--labels-public) to treat the labels and class counts as public")
+    from .privacy.histogram import histogram_shape
+
+    n = len(labels)  # public; the class sizes are not
+    k, b = histogram_shape(dataset_size=max(1, n // len(classes)), privacy=privacy, n_directions=pool_size, bins=bins)
+    return [ClassRun(c, labels == c, n_particles, seed + c, own_seed(c), k, b, None, n) for c in classes]
+
+
+def estimated_size(noisy_counts) -> float:
+    """A class's size read off its released noisy counts (K, B): each direction's counts sum to the size plus
+    noise, so their mean over the K directions estimates it (post-processing of the release)."""
+    return float(np.asarray(noisy_counts, dtype=np.float64).sum(axis=1).mean())
+
+
 def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, out: Path, *, classes: Sequence[int],
                            privacy: PrivacySpec, config: FlowConfig, n_projections: int, pool_size: int | None = None,
                            batch_size: int | None = None, bins: int | None = None, privacy_seed: int | None = None,
@@ -71,89 +130,60 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
     """Run ``method`` once per class of the public label set ``classes`` into ``out/classes/class-C/``
     (finished classes are skipped on resume) and write the combined samples (with labels) and
     privacy.json into ``out``. Labels are private unless ``labels_public`` (see the module's docstring)."""
-    from .registry import method as method_spec
-
     labels = np.asarray(labels)
-    classes = np.asarray(sorted({int(c) for c in classes}))
     if labels.shape != (data.shape[0],):
         raise ValueError(f"need one label per private row: {labels.shape} labels for {data.shape[0]} rows")
-    if len(classes) < 2:
-        raise ValueError("class-conditional generation needs a label set of at least two classes")
-    if not np.isin(labels, classes).all():
-        raise ValueError(f"labels outside the declared label set {classes.tolist()}: declare every class the data "
-                         "may hold (the label set is public; which classes occur is not)")
-    if not labels_public and method_spec(method).releases != "histogram":
-        raise ValueError(f"with private labels only a release of counts (dpswflow-hist) can be split by class without "
-                         f"publishing the class sizes; {method} releases per-record values. Use dpswflow-hist, or pass "
-                         "labels_public=True (--labels-public) to treat the labels and class counts as public")
-    if labels_public:
-        return _labels_public(method, data, labels, out, privacy=privacy, config=config, n_projections=n_projections,
-                              pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
-                              decoder=decoder, run_config=run_config, progress=progress)
-    from .privacy.histogram import histogram_shape
-
-    n = data.shape[0]  # public; the class sizes are not
-    k, b = histogram_shape(dataset_size=max(1, n // len(classes)), privacy=privacy, n_directions=pool_size, bins=bins)
-    reports, estimates = [], []
-    for c in classes:
-        sub = _class_dir(out, c)
+    runs = plan_classes(method, labels, classes, privacy=privacy, n_particles=config.n_particles, seed=config.seed,
+                        pool_size=pool_size, bins=bins, batch_size=batch_size, privacy_seed=privacy_seed,
+                        labels_public=labels_public)
+    reports, latents, estimates = [], [], []
+    for run in runs:
+        sub = _class_dir(out, run.label)
         if not (sub / "privacy.json").exists():  # finished classes are kept as they are
             sub.mkdir(parents=True, exist_ok=True)  # an interrupted class resumes from its checkpoint
-            run_flow_to_dir(method, data[torch.as_tensor(labels == c)], sub, privacy=privacy,
-                            config=replace(config, seed=config.seed + int(c)), n_projections=n_projections,
-                            pool_size=k, bins=b, dataset_size=n,
-                            privacy_seed=None if privacy_seed is None else privacy_seed + int(c),
-                            decoder=None, run_config={**(run_config or {}), "class": int(c)}, progress=progress)
+            run_flow_to_dir(method, data[torch.as_tensor(run.rows)], sub, privacy=privacy,
+                            config=replace(config, n_particles=run.n_particles, seed=run.seed),
+                            n_projections=n_projections, pool_size=run.pool_size, bins=run.bins,
+                            batch_size=run.batch_size, dataset_size=run.dataset_size, privacy_seed=run.privacy_seed,
+                            decoder=None, run_config={**(run_config or {}), "class": run.label}, progress=progress)
         reports.append(PrivacyReport.from_json(json.loads((sub / "privacy.json").read_text())))
-        estimates.append(estimated_size(sub) if reports[-1].private else float((labels == c).sum()))
-    shares = class_shares(np.asarray(estimates), config.n_particles, at_least_one=False)
-    latents, sample_labels = [], []
-    for c, share in zip(classes, shares):
-        latents.append(read_samples(_class_dir(out, c) / "samples.h5")["latents"][:share])
-        sample_labels.append(np.full(share, c))
-    per_class = [{"class": int(c), "estimated_size": round(max(e, 0.0)), "samples": int(s)}
-                 for c, e, s in zip(classes, estimates, shares)]
-    report = combined_report(method, classes, reports, per_class, run_config, composition=LABELS_PRIVATE)
-    return _write(out, np.concatenate(latents), np.concatenate(sample_labels), report, decoder)
+        latents.append(read_samples(sub / "samples.h5")["latents"])
+        if not labels_public:
+            estimates.append(_estimated_size_of_run(sub) if reports[-1].private else float(run.rows.sum()))
+    report, latents, sample_labels = combine(method, runs, reports, latents, estimates, config.n_particles,
+                                             run_config, labels_public=labels_public)
+    return _write(out, latents, sample_labels, report, decoder)
 
 
-def estimated_size(class_dir: Path) -> float:
-    """A class's size read off its released noisy counts: each direction's counts sum to the size plus
-    noise, so their mean over the K directions estimates it (post-processing of the release)."""
+def combine(method: str, runs: list[ClassRun], reports: list[PrivacyReport], latents: list[np.ndarray],
+            estimates: list[float], n_particles: int, run_config: dict | None, *, labels_public: bool):
+    """(report, latents, labels) of a conditional fit from its classes' reports and samples: with labels public
+    every class's samples, with labels private each class's share by its estimated size."""
+    if labels_public:
+        per_class = [{"class": r.label, "size": int(r.rows.sum()), "epsilon": rep.epsilon, "delta": rep.delta,
+                      "noise_multiplier": rep.noise_multiplier, "batch_size": rep.batch_size,
+                      "sample_rate": rep.sample_rate, "steps": rep.steps} for r, rep in zip(runs, reports)]
+        kept, shares = latents, [len(x) for x in latents]
+    else:
+        shares = class_shares(np.asarray(estimates), n_particles, at_least_one=False)
+        kept = [x[:share] for x, share in zip(latents, shares)]
+        per_class = [{"class": r.label, "estimated_size": round(max(e, 0.0)), "samples": int(share)}
+                     for r, e, share in zip(runs, estimates, shares)]
+    report = combined_report(method, [r.label for r in runs], reports, per_class, run_config,
+                             composition=LABELS_PUBLIC if labels_public else LABELS_PRIVATE)
+    sample_labels = np.concatenate([np.full(share, r.label) for r, share in zip(runs, shares)])
+    return report, np.concatenate(kept), sample_labels
+
+
+def _estimated_size_of_run(class_dir: Path) -> float:
     import h5py
 
     with h5py.File(class_dir / "model.h5", "r") as f:
-        counts = f["release/noisy_counts"][:]
-    return float(counts.sum(axis=1).mean())
+        return estimated_size(f["release/noisy_counts"][:])
 
 
 def _class_dir(out: Path, c) -> Path:
     return Path(out) / "classes" / f"class-{int(c)}"
-
-
-def _labels_public(method, data, labels, out, *, privacy, config, n_projections, pool_size, batch_size, bins,
-                   privacy_seed, decoder, run_config, progress) -> PrivacyReport:
-    present, counts = np.unique(labels, return_counts=True)
-    particles = class_shares(counts, config.n_particles)
-    reports, latents, sample_labels = [], [], []
-    for c, n_c, particles_c in zip(present, counts, particles):
-        sub = _class_dir(out, c)
-        if not (sub / "privacy.json").exists():
-            sub.mkdir(parents=True, exist_ok=True)
-            batch_c = None if batch_size is None else max(1, round(batch_size * n_c / len(labels)))
-            run_flow_to_dir(method, data[torch.as_tensor(labels == c)], sub, privacy=privacy,
-                            config=replace(config, n_particles=int(particles_c), seed=config.seed + int(c)),
-                            n_projections=n_projections, pool_size=pool_size, batch_size=batch_c, bins=bins,
-                            privacy_seed=None if privacy_seed is None else privacy_seed + int(c),
-                            decoder=None, run_config={**(run_config or {}), "class": int(c)}, progress=progress)
-        reports.append(PrivacyReport.from_json(json.loads((sub / "privacy.json").read_text())))
-        latents.append(read_samples(sub / "samples.h5")["latents"])
-        sample_labels.append(np.full(len(latents[-1]), c))
-    per_class = [{"class": int(c), "size": int(n), "epsilon": r.epsilon, "delta": r.delta,
-                  "noise_multiplier": r.noise_multiplier, "batch_size": r.batch_size, "sample_rate": r.sample_rate,
-                  "steps": r.steps} for c, n, r in zip(present, counts, reports)]
-    report = combined_report(method, present, reports, per_class, run_config, composition=LABELS_PUBLIC)
-    return _write(out, np.concatenate(latents), np.concatenate(sample_labels), report, decoder)
 
 
 def _write(out, latents, sample_labels, report, decoder) -> PrivacyReport:
@@ -178,7 +208,7 @@ def _decode_by_class(decoder, labels: np.ndarray) -> Callable[[np.ndarray], np.n
     return decode
 
 
-def combined_report(method: str, classes: np.ndarray, reports: list[PrivacyReport], per_class: list[dict],
+def combined_report(method: str, classes: Sequence[int], reports: list[PrivacyReport], per_class: list[dict],
                     run_config: dict | None, *, composition: str) -> PrivacyReport:
     """privacy.json of a conditional run. Labels public: the worst class's report, (ε, δ) = max over the
     classes (parallel composition). Labels private: the classes' releases are one mechanism, so (ε, δ) is

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["DATASETS", "LABEL_SETS", "Split", "split_indices", "load_dataset", "load_digits", "read_array", "load_array",
+__all__ = ["DATASETS", "LABEL_SETS", "Split", "example_images", "split_indices", "load_dataset", "load_digits", "read_array", "load_array",
            "declared_domain", "read_idx", "pad_to_32", "write_manifest"]
 
 FASHION_MNIST_DIRS = ("/usr/share/datasets/fashion-mnist",)
@@ -52,6 +52,18 @@ def load_digits() -> tuple[np.ndarray, np.ndarray]:
 
     d = _load()
     return (d.images / 16.0).astype(np.float32)[:, None], d.target.astype(np.int64)
+
+
+def example_images() -> tuple[np.ndarray, np.ndarray]:
+    """A stand-in for your private images, shipped with scikit-learn: the private half of its 1 797 digits,
+    (899, 1, 8, 8) in [0, 1], and their labels — the half the shipped ``digits`` autoencoders never saw."""
+    from .latents import dataset_split
+
+    from autoencoders import load_autoencoder
+
+    _, meta = load_autoencoder("digits-adv")
+    images, labels, halves = dataset_split("digits", meta)
+    return images[halves.private], labels[halves.private]
 
 
 def read_idx(path: str | Path) -> np.ndarray:

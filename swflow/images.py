@@ -27,25 +27,32 @@ def is_image_collection(path: str | Path) -> bool:
     return path.is_dir() or (path.exists() and read_array(path).ndim in (3, 4))
 
 
-def load_images(path: str | Path, *, size: int, channels: int | None = None) -> np.ndarray:
-    """Images (n, channels, size, size) float32 in [0, 1] from a folder of pictures or an array file.
+def load_images(source, *, size: int, channels: int | None = None) -> np.ndarray:
+    """Images (n, channels, size, size) float32 in [0, 1] from a folder of pictures, an array file, or an
+    array in memory (numpy or torch).
 
     Folder: every .png/.jpg/... file, in name order; converted to grey (1 channel) or RGB (3).
-    Array (.npy/.npz/.h5): (n, H, W), (n, C, H, W) or (n, H, W, C) with C in {1, 3}; uint8 pixels are
-    divided by 255, floats must already lie in [0, 1].
+    Array (.npy/.npz/.h5, or in memory): (n, H, W), (n, C, H, W) or (n, H, W, C) with C in {1, 3}; uint8
+    pixels are divided by 255, floats must already lie in [0, 1].
     Each image is centre-cropped to a square and resized to ``size`` (bilinear, antialiased).
     ``channels``: 1 or 3; None takes the collection's own (folders: grey only if every file is grey).
     """
-    path = Path(path)
     if channels not in (None, 1, 3):
         raise ValueError(f"channels must be 1 (grey) or 3 (RGB), got {channels}")
     if size < 8:
         raise ValueError(f"image size must be at least 8 pixels, got {size}")
+    if not isinstance(source, (str, Path)):
+        if hasattr(source, "detach"):  # a torch tensor
+            source = source.detach().cpu().numpy()
+        return _resize(_as_images(np.asarray(source), channels, what="the images"), size)
+    path = Path(source)
     if path.is_dir():
         return _load_folder(path, size, channels)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; give a folder of images or an .npy/.npz/.h5 image array")
-    return _resize(_array_images(path, channels), size)
+    from .data import read_array
+
+    return _resize(_as_images(read_array(path), channels, what=str(path)), size)
 
 
 def image_source(path: str | Path, images: np.ndarray) -> dict:
@@ -79,8 +86,18 @@ def write_public_hashes(images: np.ndarray, weights: Path) -> dict:
 
 
 def public_hashes(meta: dict) -> np.ndarray:
-    """The public images' fingerprints a user's checkpoint recorded (its metadata ``meta``, as
-    :func:`autoencoders.load_autoencoder` returns it), refused when the file is missing or not the recorded one."""
+    """The fingerprints of the public images checkpoint ``meta`` (as :func:`autoencoders.load_autoencoder`
+    returns it) was trained on: a user's checkpoint recorded them beside itself (refused when that file is
+    missing or not the recorded one); a dataset's checkpoint has them computed from its public split (empty
+    when the dataset's files are not on this machine: then no image of it can be given either)."""
+    if meta.get("source") is None and meta.get("dataset") not in (None, "images"):
+        from .latents import dataset_split
+
+        try:
+            images, _, halves = dataset_split(meta["dataset"], meta)
+        except FileNotFoundError:
+            return np.zeros(0, dtype=np.uint64)
+        return np.unique(image_hashes(images[halves.public]))
     record = (meta.get("source") or {}).get("image_hashes")
     if record is None:
         raise ValueError(f"checkpoint {meta['name']} records no fingerprints of its public images (made by an older "
@@ -143,11 +160,9 @@ def _load_folder(directory: Path, size: int, channels: int | None) -> np.ndarray
     return np.concatenate([_resize(_pixels(img, channels)[None], size) for img in opened])
 
 
-def _array_images(path: Path, channels: int | None) -> np.ndarray:
-    """(n, C, H, W) float32 in [0, 1] from an array file, with the layout and scale rules above."""
-    from .data import read_array
-
-    arr = read_array(path)
+def _as_images(arr: np.ndarray, channels: int | None, *, what: str) -> np.ndarray:
+    """(n, C, H, W) float32 in [0, 1] from an image array, with the layout and scale rules of load_images."""
+    path = what
     if arr.ndim == 3:
         arr = arr[:, None]
     elif arr.ndim == 4 and arr.shape[1] not in (1, 3) and arr.shape[3] in (1, 3):

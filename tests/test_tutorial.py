@@ -29,6 +29,21 @@ def test_notebook_runs(path, tmp_path):
     # the privacy statement of the ε = 1 fit, as the accountant wrote it: never above the target
     claimed = float(re.search(r"\(([0-9.]+), 1e-05\)-DP", printed).group(1))
     assert claimed <= 1.0
+    CHECKS[path.name](printed)
+
+
+def _rows_notebook(printed: str) -> None:
     scores = dict(re.findall(r"^(.+?)\s*: ([0-9.]+)$", printed, flags=re.M))
     hist = float(re.search(r"dpswflow-hist\s+ε =\s+10: ([0-9.]+)", printed).group(1))
     assert hist < 0.5 * float(scores["uniform noise on the sphere"]), "the ε = 10 histogram flow should beat noise"
+
+
+def _images_notebook(printed: str) -> None:
+    assert "(400, 1, 8, 8) (400, 8)" in printed  # images in [0, 1], with their codes
+    assert float(re.search(r"copy rate: ([0-9.]+)", printed).group(1)) <= 0.2  # new images, not training ones
+    per_class = [int(v) for v in re.search(r"samples per class: \[([0-9 ]+)\]", printed).group(1).split()]
+    assert sum(per_class) == 300 and min(per_class) > 0
+    assert "same samples after load: True" in printed
+
+
+CHECKS = {"private_digits.ipynb": _rows_notebook, "private_images.ipynb": _images_notebook}
