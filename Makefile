@@ -32,7 +32,7 @@ docs: env
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Build the wheel, install it with [eval] into a fresh venv outside the checkout, and use it as a new user would
-# from another folder (experiments/wheel_check.py: --version, --help without torch, demo, evaluate with FID, the
+# from another folder (.ci/wheel_check.py: --version, --help without torch, demo, evaluate with FID, the
 # Synthesizer on images, train-ae writing nothing into site-packages).
 wheel-check:
 	rm -rf build/wheel-check && mkdir -p build/wheel-check
@@ -41,7 +41,7 @@ wheel-check:
 	build/wheel-check/venv/bin/pip install -q $(TORCH_PIN)
 	build/wheel-check/venv/bin/pip wheel -q --no-deps -w build/wheel-check/dist .
 	build/wheel-check/venv/bin/pip install -q "$$(ls build/wheel-check/dist/*.whl)[eval]"
-	cd $$(mktemp -d) && $(CURDIR)/build/wheel-check/venv/bin/python $(CURDIR)/experiments/wheel_check.py
+	cd $$(mktemp -d) && $(CURDIR)/build/wheel-check/venv/bin/python $(CURDIR)/.ci/wheel_check.py
 
 # The peers of experiments/peers.py, each in its own venv (they pin other numpy/torch builds): never in .venv or CI.
 peers-env:
