@@ -79,10 +79,30 @@ class AdversarialConfig:
     ema_decay: float = 0.999
     init_from: str | None = None  # checkpoint whose decoder this run starts from
     critic_warmup: int = 0  # critic-only updates first: a fresh critic for a warm-started decoder
+    augment: bool = True  # DiffAugment (translation, cutout) on everything the critic sees
 
 
 def _lowpass(x: Tensor) -> Tensor:
     return nn.functional.avg_pool2d(x, 4)
+
+
+def augment(x: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    """Differentiable augmentation of what the critic sees (Zhao et al. 2020, DiffAugment's 'translation,
+    cutout'): each image shifted by up to 1/8 of its side (zero fill) and a square of half its side blanked.
+    Applied alike to real and generated images, it keeps the critic from memorising the public images, so
+    the decoder keeps learning (the same gradient flows through the augmentation to the decoder)."""
+    n, _, h, w = x.shape
+    shift = max(1, h // 8)
+    dy, dx = (torch.randint(-shift, shift + 1, (2, n), generator=generator)).tolist()
+    padded = nn.functional.pad(x, (shift, shift, shift, shift))
+    rows = torch.stack([padded[i, :, shift + dy[i]:shift + dy[i] + h, shift + dx[i]:shift + dx[i] + w]
+                        for i in range(n)])
+    size = h // 2
+    cy, cx = (torch.randint(0, h - size + 1, (2, n), generator=generator))
+    mask = torch.ones(n, 1, h, w, dtype=x.dtype)
+    for i in range(n):
+        mask[i, :, cy[i]:cy[i] + size, cx[i]:cx[i] + size] = 0
+    return rows * mask.to(x.device)
 
 
 @torch.no_grad()
@@ -119,16 +139,18 @@ class _ConditionalGan:
         """One critic update and (unless told not to) one decoder update on public images x (b, C, H, W);
         returns the critic loss."""
         cfg = self.config
+        look = augment if cfg.augment else (lambda images: images)
         z = self.encoder(x)
         fake = self.decoder(z, torch.randn(len(z), cfg.noise_dim))
-        d_loss = torch.relu(1 - self.critic(x, z)).mean() + torch.relu(1 + self.critic(fake.detach(), z)).mean()
+        d_loss = (torch.relu(1 - self.critic(look(x), z)).mean()
+                  + torch.relu(1 + self.critic(look(fake.detach()), z)).mean())
         self.opt_d.zero_grad()
         d_loss.backward()
         self.opt_d.step()
         if not update_decoder:
             return d_loss.item()
         code = ((self.encoder(fake) - z) ** 2).sum(1).mean()
-        g_loss = (-self.critic(fake, z).mean() + cfg.code_weight * code
+        g_loss = (-self.critic(look(fake), z).mean() + cfg.code_weight * code
                   + cfg.lowpass_weight * (_lowpass(fake) - _lowpass(x)).abs().mean())
         self.opt_g.zero_grad()
         g_loss.backward()
@@ -179,16 +201,18 @@ def _restore(partial: Path, gan: _ConditionalGan, config: AdversarialConfig, bas
 
 
 def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dict, images: np.ndarray, split, *,
-                              config: AdversarialConfig, out_dir: Path, progress: bool = True) -> dict:
-    """Fit G(z, u) against ``base``'s frozen encoder on ``images[split.public]``; write ``out_dir/name.pt``
-    (encoder + new decoder, architecture ``BASE-adv``) and ``name.json``; return the metadata."""
-    from .train import publish_checkpoint
+                              config: AdversarialConfig, out_dir: Path, progress: bool = True,
+                              rows: np.ndarray | None = None) -> dict:
+    """Fit G(z, u) against ``base``'s frozen encoder on ``images[split.public]`` (or ``rows`` of it: the part its
+    encoder was trained on); write ``out_dir/name.pt`` (encoder + new decoder, architecture ``BASE-adv``) and
+    ``name.json``; return the metadata."""
+    from .train import public_part, publish_checkpoint
 
     if split.manifest() != base_meta["split"]:
         raise ValueError(f"the split does not match the one {base_meta['name']} was trained with")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    public = images[split.public]  # the only rows this function touches
+    public = images[public_part(split, rows)]  # the only rows this function touches
     torch.manual_seed(config.seed)
     order = np.random.default_rng(config.seed).permutation(len(public))
     n_val = min(config.val_size, len(public) // 10)  # small public splits (digits: 898 rows) keep 90% to train
@@ -218,7 +242,7 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
     decoder = _averaged_decoder(gan.ema, encoder, train, config.batch_size)
     model = SphereAutoencoder(base.encoder[0], decoder, image_shape=base.image_shape, latent=base.latent)
     meta = {**{k: base_meta[k] for k in ("dataset", "channels", "image_shape", "latent", "latent_norm", "split",
-                                         "source") if k in base_meta},
+                                         "source", "excluded_classes") if k in base_meta},
             "name": name, "architecture": f"{base_meta['architecture']}-adv", "trained_on": "public split only",
             "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"]},
             "decoder": {"kind": "conditional GAN, noise input, averaged weights", "noise_dim": config.noise_dim,

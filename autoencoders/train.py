@@ -90,16 +90,18 @@ def _train_epoch(model: SphereAutoencoder, opt, loss_fn, batches, bar) -> None:
 
 def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, config: TrainConfig,
                       test_images: np.ndarray | None = None, out_dir: Path = CHECKPOINT_DIR,
-                      progress: bool = True, source: dict | None = None) -> dict:
+                      progress: bool = True, source: dict | None = None, rows: np.ndarray | None = None,
+                      excluded_classes: tuple[int, ...] = ()) -> dict:
     """Fit on ``images[split.public]``; write ``out_dir/name.pt`` and ``name.json``; return the metadata.
 
     ``source`` describes a user's public image collection (swflow.images.image_source) when the
-    images are not a named dataset. Interrupted training resumes from ``name.partial.pt`` (model,
-    optimiser, epoch, best state).
+    images are not a named dataset. ``rows``: a part of the public split to train on (the public split
+    without ``excluded_classes``, which the metadata names). Interrupted training resumes from
+    ``name.partial.pt`` (model, optimiser, epoch, best state).
     """
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    public = images[split.public]  # the only rows this function touches
+    public = images[public_part(split, rows)]  # the only rows this function touches
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     order = rng.permutation(len(public))
@@ -141,6 +143,8 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
             "image_shape": list(images.shape[1:]), "latent": config.latent, "latent_norm": 1.0,
             "trained_on": "public split only", "split": split.manifest(), **({"source": source} if source else {}),
+            **({"excluded_classes": sorted(int(c) for c in excluded_classes),
+                "trained_rows": int(len(public))} if excluded_classes else {}),
             "train_config": asdict(config),
             "epochs_run": state["epoch"], "validation_mse": state["best"],
             "test_mse": _mse(model, test_images) if test_images is not None else None,
@@ -149,6 +153,15 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)
     return meta
+
+
+def public_part(split, rows: np.ndarray | None) -> np.ndarray:
+    """The public split's rows to train on: all of them, or ``rows`` (refused unless every one is public)."""
+    if rows is None:
+        return split.public
+    if not np.isin(rows, split.public).all():
+        raise ValueError("the rows to train on must all belong to the public split")
+    return np.asarray(rows)
 
 
 def publish_checkpoint(model: SphereAutoencoder, meta: dict, weights: Path) -> dict:

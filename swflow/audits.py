@@ -35,7 +35,7 @@ from .methods import make_flow
 from .privacy import PrivacySpec
 from .privacy.audit import epsilon_lower_bound
 
-__all__ = ["audit", "whitebox_audit", "whitebox_draws", "WHITEBOX_DELTA"]
+__all__ = ["audit", "composed_whitebox_audit", "whitebox_audit", "whitebox_draws", "WHITEBOX_DELTA"]
 
 CANARY = torch.tensor([1.0, 0.0])
 DELTA = 1e-4  # below 1/(n ln n) for the 40-record set
@@ -148,3 +148,62 @@ def _histogram_draws(privacy: PrivacySpec, record: float, *, trials: int, seed: 
     counts = projection_counts(torch.full((1, 1), record, dtype=torch.float64), theta, bins=2, radius=1.0)
     noisy = flow.target.noisy_draws(counts.expand(trials, -1, -1), theta)
     return (noisy[:, :, 1] - noisy[:, :, 0]).sum(dim=1).numpy()
+
+
+def composed_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, share: float = 0.5,
+                            halve_dp_sgd_noise: bool = False, count_noise: str = "discrete-gaussian",
+                            seed: int = 0) -> dict:
+    """White-box audit of a run that composes a histogram release with a DP-SGD adaptation (swflow/adapt.py):
+    the budget ``epsilon`` split by the run's own rule (``share`` to DP-SGD), one release of each on the
+    worst-case pair of one-record sets. The histogram's draws come from its real calibrated target's noise step;
+    the DP-SGD step's from Opacus's DPOptimizer (``add_noise`` on a sum of clipped gradients +C or −C, the
+    replace pair's). The statistic is the likelihood-ratio one of the product mechanism: each part's value
+    weighted by its mean difference over its variance. ``halve_dp_sgd_noise`` runs the DP-SGD step with half
+    its calibrated noise: the audit must then exceed the claim."""
+    from .adapt import dp_sgd_optimizer, split_budget
+    from .config import AdaptSettings
+    from .privacy.accountants import epsilon_from_events
+    from .privacy.audit import split_epsilon_lower_bound
+    from .privacy.histogram import projection_counts
+    from .registry import method as method_spec
+
+    settings = AdaptSettings(adapt_decoder=True, adapt_share=share, adapt_steps=1, adapt_batch_size=trials)
+    spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
+    plan = method_spec("dpswflow-hist").release_plan(steps=1, dataset_size=trials, dim=1, n_projections=1,
+                                                     pool_size=1, count_noise=count_noise)
+    histogram_spec, z_d = split_budget(spec, plan, settings)
+    from .adapt import adaptation_event
+    from .privacy import calibrate, plan_events
+
+    z_h = calibrate(histogram_spec, plan).noise_multiplier
+    claimed = epsilon_from_events((*plan_events(plan, adjacency="replace-one", multiplier=z_h, bound="histogram",
+                                                delta_theta=0.0),
+                                   adaptation_event(multiplier=z_d, settings=settings, dataset_size=trials,
+                                                    adjacency="replace-one")),
+                                  delta=WHITEBOX_DELTA, adjacency="replace-one")
+    clip = settings.adapt_clip
+    z_run = z_d * (0.5 if halve_dp_sgd_noise else 1.0)
+
+    def draws(record: float, draw_seed: int) -> np.ndarray:
+        privacy = PrivacySpec(noise_multiplier=z_h, delta=WHITEBOX_DELTA, count_noise=count_noise)
+        flow = make_flow("dpswflow-hist", torch.full((1, 1), record), privacy=privacy, n_projections=1, pool_size=1,
+                         bins=2, privacy_seed=None if count_noise != "gaussian" else draw_seed, progress=False,
+                         config=FlowConfig(steps=1, n_particles=1))
+        theta = torch.ones(1, 1, dtype=torch.float64)
+        counts = projection_counts(torch.full((1, 1), record, dtype=torch.float64), theta, bins=2, radius=1.0)
+        noisy = flow.target.noisy_draws(counts.expand(trials, -1, -1), theta)
+        histogram = (noisy[:, 0, 1] - noisy[:, 0, 0]).numpy()  # mean ±2, variance 2 sigma_h^2
+        sigma_h = flow.target.noise_std(theta)
+        parameter = torch.nn.Parameter(torch.zeros(trials, dtype=torch.float64))
+        optimizer = dp_sgd_optimizer([parameter], multiplier=z_run, settings=settings, batch=1,
+                                     privacy_seed=draw_seed)
+        parameter.summed_grad = torch.full((trials,), clip * record, dtype=torch.float64)  # ±C: the pair's sums
+        optimizer.add_noise()
+        step = parameter.grad.detach().numpy()  # mean ±C, std 2 z_run C
+        sigma_d = 2.0 * z_run * clip
+        return histogram * (2.0 / sigma_h ** 2) + step * (2.0 * clip / sigma_d ** 2)
+
+    with_record, without = draws(1.0, seed), draws(-1.0, seed + 1)
+    return {"audit": "white-box, histogram + DP-SGD", "claimed_epsilon": claimed, "target_epsilon": epsilon,
+            "share": share, "trials": trials, "halved_dp_sgd_noise": halve_dp_sgd_noise, "count_noise": count_noise,
+            "audited_epsilon_lower_bound": split_epsilon_lower_bound(with_record, without, delta=WHITEBOX_DELTA)}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-__all__ = ["ACCOUNTANTS", "ADJACENCIES", "BOUNDS", "ClippedGradientOptions", "DTYPE_NAMES", "FlowConfig", "INITS", "MANIFOLDS", "MAX_EPSILON",
+__all__ = ["ACCOUNTANTS", "ADJACENCIES", "AdaptSettings", "BOUNDS", "ClippedGradientOptions", "DTYPE_NAMES", "FlowConfig", "INITS", "MANIFOLDS", "MAX_EPSILON",
            "NOISES", "PARTICLE_CDFS", "PrivacySpec", "RunShape", "SMOOTHINGS", "SimulatorSettings"]
 
 #: neighbouring data sets: a record replaced by any other, or by the null record (the zero row); n stays public
@@ -231,3 +231,28 @@ class ClippedGradientOptions:
     def __post_init__(self):
         if not (self.activation_clip > 0 and self.jacobian_clip > 0):
             raise ValueError("activation_clip and jacobian_clip must be > 0")
+
+
+@dataclass(frozen=True)
+class AdaptSettings:
+    """The ``[adapt]`` table: DP adaptation of the public decoder to the private images (swflow/adapt.py), part
+    of the same (ε, δ). Off by default; it needs images and an autoencoder with a sampling decoder."""
+
+    adapt_decoder: bool = field(default=False, metadata={
+        "help": "fine-tune the decoder on the private images with DP-SGD (Opacus) inside the run's budget: for "
+                "private data the public images never showed (the run's files then hold the adapted decoder)"})
+    adapt_share: float = field(default=0.5, metadata={
+        "help": "share of epsilon for the DP-SGD adaptation; the histogram release gets the rest (the composed "
+                "epsilon is computed from both)"})
+    adapt_steps: int = field(default=300, metadata={"help": "DP-SGD steps of the adaptation"})
+    adapt_batch_size: int = field(default=64, metadata={"help": "private images per DP-SGD step"})
+    adapt_lr: float = field(default=2e-4, metadata={"help": "Adam learning rate of the adaptation"})
+    adapt_clip: float = field(default=1.0, metadata={"help": "per-image gradient norm bound C (Opacus clipping)"})
+
+    def __post_init__(self):
+        if not 0 < self.adapt_share < 1:
+            raise ValueError(f"adapt_share must be in (0, 1), got {self.adapt_share}")
+        if self.adapt_steps < 1 or self.adapt_batch_size < 1:
+            raise ValueError("adapt_steps and adapt_batch_size must be >= 1")
+        if not (self.adapt_lr > 0 and self.adapt_clip > 0):
+            raise ValueError("adapt_lr and adapt_clip must be > 0")

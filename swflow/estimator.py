@@ -94,6 +94,7 @@ class Synthesizer:
         self.classes = None if classes is None else sorted({int(c) for c in classes})
         self._autoencoder_ref = None if autoencoder is None else str(autoencoder)
         self._autoencoder = self._load_autoencoder() if autoencoder is not None else None
+        self._adapted = False  # the decoder was fine-tuned on the private images (inside the budget)
         self._sampler = None  # FlowModel, a generator network, or {label: FlowModel}
         self._shares = None  # a conditional fit: each class's share of the samples
         self._report = None  # PrivacyReport of the fit
@@ -115,8 +116,18 @@ class Synthesizer:
         if self._sampler is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
-        data = self._rows(data)
-        if self.conditional:
+        images = None
+        if self.settings.adapt.adapt_decoder:
+            if self._autoencoder is None or self.conditional or METHODS[self.settings.method].releases != "histogram":
+                raise ValueError("adapt_decoder fine-tunes an autoencoder's decoder on the private images: it needs "
+                                 "autoencoder=..., the dpswflow-hist method and no conditional fit")
+            images = self._images(data)
+            data = torch.from_numpy(self._autoencoder[0].encode_images(images))
+        else:
+            data = self._rows(data)
+        if images is not None:
+            self._fit_adapted(data, images, progress)
+        elif self.conditional:
             if labels is None:
                 raise ValueError("a conditional fit needs labels: fit(data, labels)")
             labels = np.asarray(labels)
@@ -146,15 +157,53 @@ class Synthesizer:
                 raise ValueError(f"data must be (rows, dims), got shape {tuple(rows.shape)}; images need "
                                  "Synthesizer(..., autoencoder=NAME_OR_PATH)")
             return rows
+        return torch.from_numpy(self._autoencoder[0].encode_images(self._images(data)))
+
+    def _images(self, data) -> np.ndarray:
+        """The private images as the autoencoder reads them, refused when any is one of its public images."""
         from .images import load_images, overlap_with_public
 
-        model, meta = self._autoencoder
+        _, meta = self._autoencoder
         images = load_images(data, size=meta["image_shape"][-1], channels=meta["image_shape"][0])
         shared = overlap_with_public(images, meta)
         if shared:
             raise ValueError(f"{shared} of the {len(images)} images are public images {meta['name']} was trained on "
                              "(pixel for pixel): a record is public or private, not both; remove them")
-        return torch.from_numpy(model.encode_images(images))
+        return images
+
+    def _fit_adapted(self, data: torch.Tensor, images: np.ndarray, progress: bool) -> None:
+        """The histogram flow and a DP-SGD adaptation of the decoder in one budget (swflow/adapt.py)."""
+        from dataclasses import replace
+
+        from .adapt import adapt_decoder, split_budget
+        from .privacy import NoiseSource, compose
+        from .privacy.histogram import histogram_shape
+        from .run import ADAPT_NOTE
+
+        s = self.settings
+        plan = s.plan(data.shape[0])
+        k, _ = histogram_shape(dataset_size=data.shape[0], privacy=s.privacy, n_directions=s.shape.pool_size,
+                               bins=s.shape.bins)
+        histogram_plan = METHODS[s.method].release_plan(steps=plan.steps, dataset_size=data.shape[0], dim=data.shape[1],
+                                                        n_projections=plan.n_projections, pool_size=k,
+                                                        count_noise=s.privacy.count_noise)
+        histogram_spec, multiplier = split_budget(s.privacy, histogram_plan, s.adapt)
+        self.settings = replace(s, privacy=histogram_spec)  # the flow's own share (restored below)
+        try:
+            self._sampler, report = self._fit_flow(data, progress)
+        finally:
+            self.settings = s
+        noise = NoiseSource(None if s.privacy_seed is None else s.privacy_seed + 7919, secure=s.privacy.secure_noise)
+        adapted, event, _ = adapt_decoder(self._autoencoder[0], images, multiplier=multiplier, settings=s.adapt,
+                                          adjacency=s.privacy.adjacency, noise=noise, privacy_seed=s.privacy_seed,
+                                          secure=s.privacy.secure_noise, seed=s.flow.seed, progress=progress)
+        self._autoencoder = (adapted, self._autoencoder[1])
+        self._adapted = True
+        a = s.adapt
+        self._report = compose(report, [event], target_epsilon=s.privacy.epsilon,
+                               note=ADAPT_NOTE.format(steps=a.adapt_steps, batch=event.sample_size, n=event.dataset_size,
+                                                      clip=a.adapt_clip, z=multiplier).replace(
+                                   " (decoder.pt, decoder.json)", " (saved with the Synthesizer)"))
 
     def _fit_flow(self, data, progress: bool, *, plan=None, n_particles: int | None = None, seed: int | None = None,
                   privacy_seed: int | None = None, pool_size: int | None = None, bins: int | None = None,
@@ -300,6 +349,8 @@ class Synthesizer:
         if self._autoencoder is not None:
             meta = self._autoencoder[1]
             autoencoder = {"ref": self._autoencoder_ref, "name": meta["name"], "sha256": meta["weights_sha256"]}
+            if self._adapted:  # trained on private data inside the budget: its weights travel with the release
+                autoencoder["adapted_decoder"] = {k: v.cpu() for k, v in self._autoencoder[0].decoder.state_dict().items()}
         path = Path(path)
         torch.save({"format": FORMAT, "settings": self.settings.to_tables(), "report": self._report.to_json(),
                     "state": state, "autoencoder": autoencoder,
@@ -335,6 +386,9 @@ class Synthesizer:
         autoencoder = blob.get("autoencoder")
         syn._autoencoder_ref = None if autoencoder is None else autoencoder["ref"]
         syn._autoencoder = None if autoencoder is None else syn._load_autoencoder(expected_sha256=autoencoder["sha256"])
+        syn._adapted = autoencoder is not None and "adapted_decoder" in autoencoder
+        if syn._adapted:
+            syn._autoencoder[0].decoder.load_state_dict(autoencoder["adapted_decoder"])
         syn._shares = None
         syn._report = PrivacyReport.from_json(blob["report"])
         verify_report(syn._report, source=str(path))

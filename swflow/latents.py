@@ -12,13 +12,14 @@ import numpy as np
 import torch
 
 __all__ = ["EncodedSplit", "NearestPublicDecoder", "SPLITS", "dataset_split", "encoded_split", "nearest_public_decoder",
-           "run_autoencoder"]
+           "public_rows", "run_autoencoder"]
 
 SPLITS = ("public", "private", "test")
 
 
 class EncodedSplit(NamedTuple):
-    """latents (m, d) on the unit sphere, labels (m,), the decoder, the Split and the autoencoder's metadata."""
+    """latents (m, d) on the unit sphere, labels (m,), the decoder, the Split and the autoencoder's metadata;
+    the images themselves (for a DP adaptation of the decoder, which is accounted)."""
 
     latents: torch.Tensor
     labels: np.ndarray
@@ -26,6 +27,7 @@ class EncodedSplit(NamedTuple):
     split: object
     meta: dict
     population: dict | None = None  # the declared population drawn from the split (swflow/populations.py)
+    images: np.ndarray | None = None
 
 
 def dataset_split(dataset: str, meta: dict, *, root=None, images=None, labels=None):
@@ -40,6 +42,13 @@ def dataset_split(dataset: str, meta: dict, *, root=None, images=None, labels=No
         raise ValueError(f"the {dataset} split does not match the one {meta['name']} was trained with "
                          "(different data files?); retrain with `swflow train-ae`")
     return images, labels, halves
+
+
+def public_rows(meta: dict, labels: np.ndarray, halves) -> np.ndarray:
+    """The rows of the public split an autoencoder learned from: all of them, or those outside the classes its
+    metadata excludes (a checkpoint built for private classes the public data never saw)."""
+    excluded = meta.get("excluded_classes", [])
+    return halves.public[~np.isin(labels[halves.public], excluded)]
 
 
 def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint: str | None = None,
@@ -64,7 +73,7 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
     halves = None
     if split != "test":
         images, labels, halves = dataset_split(dataset, meta, images=images, labels=labels)
-        rows = halves.public if split == "public" else halves.private
+        rows = public_rows(meta, labels, halves) if split == "public" else halves.private
         images, labels = images[rows], labels[rows]
     drawn = None
     if population is not None:
@@ -77,7 +86,7 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
         drawn = {**describe(population, rows, labels), "drawn_from": split}
         images, labels = images[rows], labels[rows]
     return EncodedSplit(torch.from_numpy(model.encode_images(images)), labels, model.decode_images, halves, meta,
-                        drawn)
+                        drawn, images)
 
 
 def run_autoencoder(run_config: dict):
@@ -140,5 +149,6 @@ def nearest_public_decoder(model, meta: dict, *, root=None) -> NearestPublicDeco
         labels = None
     else:
         images, labels, halves = dataset_split(meta["dataset"], meta, root=root)
-        images, labels = images[halves.public], labels[halves.public]
+        rows = public_rows(meta, labels, halves)
+        images, labels = images[rows], labels[rows]
     return NearestPublicDecoder(torch.from_numpy(model.encode_images(images)), images, labels=labels)

@@ -19,7 +19,7 @@ from .io import write_samples
 from .methods import make_flow
 from .privacy import PrivacyReport, PrivacySpec, privacy_report, write_report
 
-__all__ = ["run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
+__all__ = ["run_adapted_flow_to_dir", "run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
 
 
 def _chain(first, rest):
@@ -44,6 +44,67 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
     write_outputs(out, result.particles.cpu().numpy(), report, decoder)
     (out / "checkpoint.pt").unlink(missing_ok=True)
     return result, report
+
+
+ADAPT_NOTE = ("the decoder was fine-tuned on the private images by DP-SGD (Opacus): {steps} steps on batches of {batch} "
+              "of {n}, each image's gradient clipped to norm {clip:g} (a replaced image moves a step's sum by 2C), "
+              "Gaussian noise of multiplier {z:.4g} relative to 2C; composed with the release above into the one "
+              "(epsilon, delta). The adapted decoder (decoder.pt, decoder.json) is part of this run's output")
+
+
+def run_adapted_flow_to_dir(method: str, data: torch.Tensor, images: np.ndarray, out: Path, *, settings, plan,
+                            config: FlowConfig, model, meta: dict, privacy_seed: int | None = None,
+                            run_config: dict | None = None, progress: bool = True) -> PrivacyReport:
+    """A histogram flow on the private codes ``data`` and a DP-SGD adaptation of autoencoder ``model``'s decoder
+    on the private ``images``, in one budget (swflow/adapt.py): the flow, the adapted decoder (decoder.pt and
+    decoder.json in ``out``), the samples it decodes, and privacy.json with both releases."""
+    from dataclasses import replace
+
+    from .adapt import adapt_decoder, split_budget
+    from .privacy import NoiseSource, compose
+    from .registry import method as method_spec
+
+    if method_spec(method).releases != "histogram":
+        raise ValueError(f"the decoder's adaptation shares the budget with a histogram release: use dpswflow-hist, "
+                         f"not {method}")
+    from .privacy.histogram import histogram_shape
+
+    spec = settings.privacy
+    k, bins = histogram_shape(dataset_size=data.shape[0], privacy=spec, n_directions=settings.shape.pool_size,
+                              bins=settings.shape.bins)
+    histogram_plan = method_spec(method).release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
+                                                      n_projections=plan.n_projections, pool_size=k,
+                                                      count_noise=spec.count_noise)
+    histogram_spec, multiplier = split_budget(spec, histogram_plan, settings.adapt)
+    flow = make_flow(method, data, privacy=histogram_spec, config=config, n_projections=plan.n_projections,
+                     pool_size=k, bins=bins, privacy_seed=privacy_seed,
+                     callbacks=run_files(out, sketch=release_sketch(method)), progress=progress)
+    particles = flow.run().particles
+    noise = NoiseSource(None if privacy_seed is None else privacy_seed + 7919, secure=spec.secure_noise)
+    adapted, event, _ = adapt_decoder(model, images, multiplier=multiplier, settings=settings.adapt,
+                                      adjacency=spec.adjacency, noise=noise, privacy_seed=privacy_seed,
+                                      secure=spec.secure_noise, seed=config.seed, progress=progress)
+    a = settings.adapt
+    report = compose(flow.privacy_report(method, run_config), [event], target_epsilon=spec.epsilon,
+                     note=ADAPT_NOTE.format(steps=a.adapt_steps, batch=event.sample_size, n=event.dataset_size,
+                                            clip=a.adapt_clip, z=multiplier))
+    from autoencoders.train import publish_checkpoint
+
+    decoder_meta = {**{key: meta[key] for key in ("dataset", "channels", "image_shape", "latent", "latent_norm",
+                                                  "architecture", "decoder", "split", "source", "excluded_classes")
+                       if key in meta},
+                    "name": "decoder", "trained_on": (f"the public images of {meta['name']}, then the private images of "
+                                                      f"this run by DP-SGD: {report.statement}"),
+                    "adapted_from": {"name": meta["name"], "weights_sha256": meta["weights_sha256"]},
+                    "adaptation": {**{key: getattr(a, key) for key in ("adapt_steps", "adapt_batch_size", "adapt_lr",
+                                                                     "adapt_clip", "adapt_share")},
+                                   "noise_multiplier": multiplier}}
+    decoder_meta = publish_checkpoint(adapted, decoder_meta, out / "decoder.pt")
+    report = replace(report, run_config={**report.run_config, "decoder": "adapted",
+                                         "decoder_sha256": decoder_meta["weights_sha256"]})
+    write_outputs(out, particles.cpu().numpy(), report, adapted.decode_images)
+    (out / "checkpoint.pt").unlink(missing_ok=True)
+    return report
 
 
 def run_generator_to_dir(method: str, model, out: Path, *, n_samples: int, seed: int = 0,

@@ -7,6 +7,7 @@ dataclasses, so a key's home is derived, never written down:
     [privacy]  PrivacySpec        epsilon, noise_multiplier, delta, adjacency, accountant, ...
     [shape]    RunShape           steps, epochs, n_projections, pool_size, bins, batch_size
     [flow]     SimulatorSettings  n_particles, step_size, diffusion, smoothing, manifold, seed, device, ...
+    [adapt]    AdaptSettings      adapt_decoder, adapt_share, adapt_steps, ... (DP adaptation of the decoder)
     [options]  the method's own   e.g. dpsgd-sw-gen's activation_clip, jacobian_clip
 
 ``steps`` lives in ``[shape]`` only: :meth:`Settings.plan` works out the run's length once
@@ -19,7 +20,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from .config import FlowConfig, PrivacySpec, RunShape, SimulatorSettings
+from .config import AdaptSettings, FlowConfig, PrivacySpec, RunShape, SimulatorSettings
 from .options import field_type
 from .registry import METHODS, method
 
@@ -27,7 +28,7 @@ __all__ = ["Settings", "TABLES", "build", "config_path", "home_of", "read_config
            "split_keywords"]
 
 #: the configuration tables, each a dataclass; "options" is the chosen method's own (MethodSpec.options)
-TABLES = {"privacy": PrivacySpec, "shape": RunShape, "flow": SimulatorSettings}
+TABLES = {"privacy": PrivacySpec, "shape": RunShape, "flow": SimulatorSettings, "adapt": AdaptSettings}
 OPTIONS = "options"
 
 
@@ -44,6 +45,7 @@ class Settings:
     shape: RunShape
     flow: SimulatorSettings
     options: Any = None  # an instance of the method's option dataclass, or None
+    adapt: AdaptSettings = AdaptSettings()
     privacy_seed: int | None = None
     sketch: int | None = 64
 
@@ -129,9 +131,15 @@ def build(method_name: str, tables: Mapping[str, Mapping[str, Any]], *, privacy_
     privacy_spec = PrivacySpec(**privacy)
     spec.check_budget(private=privacy_spec.private)
     options = classes[OPTIONS](**tables.get(OPTIONS, {})) if OPTIONS in classes else None
+    adapt = AdaptSettings(**tables.get("adapt", {}))
+    if adapt.adapt_decoder and not privacy_spec.private:
+        raise ValueError("`adapt_decoder` spends part of a budget: give `epsilon` (a finite one)")
+    if adapt.adapt_decoder and privacy_spec.noise_multiplier is not None:
+        raise ValueError("`adapt_decoder` splits a target budget between two releases: give `epsilon`, not "
+                         "`noise_multiplier`")
     return Settings(method=method_name, privacy=privacy_spec, shape=RunShape(**tables.get("shape", {})),
                     flow=SimulatorSettings(**tables.get("flow", {})), options=options, privacy_seed=privacy_seed,
-                    sketch=sketch)
+                    sketch=sketch, adapt=adapt)
 
 
 RUN = "run"  # the TOML table of a command's own keys (dataset, method, out, ...)

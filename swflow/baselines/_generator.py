@@ -25,9 +25,17 @@ class MLPGenerator(nn.Module):
         self.noise_dim, self.on_sphere, self.device = noise_dim, on_sphere, device
         self.init_kwargs = {"dim": dim, "noise_dim": noise_dim, "on_sphere": on_sphere, "seed": seed}
 
-    def forward(self, n: int, generator: torch.Generator) -> Tensor:
-        x = self.net(torch.randn(n, self.noise_dim, generator=generator, device=self.device))
+    def draw(self, n: int, generator: torch.Generator) -> Tensor:
+        """n inputs u ~ N(0, I_noise_dim)."""
+        return torch.randn(n, self.noise_dim, generator=generator, device=self.device)
+
+    def map(self, u: Tensor) -> Tensor:
+        """The outputs for inputs ``u`` (n, noise_dim)."""
+        x = self.net(u)
         return nn.functional.normalize(x, dim=1) if self.on_sphere else x
+
+    def forward(self, n: int, generator: torch.Generator) -> Tensor:
+        return self.map(self.draw(n, generator))
 
     @torch.no_grad()
     def sample(self, n: int, *, seed: int = 0) -> Tensor:

@@ -3,8 +3,18 @@
 Each step draws fresh directions and gets the private batch's noisy sorted projections from
 the same :class:`~swflow.privacy.PrivateTarget` release as DPSWflow-r, so it is accounted
 exactly like DPSWflow-r. The generator's own projections are smoothed with the same σ (noise
-on both sides), sorted, and matched to the released quantiles at the same levels; the loss is
-the squared 1-D transport cost averaged over directions.
+on both sides) and moved toward the released quantiles.
+
+The generator side's smoothing is an expectation over the noise. 004 estimates it with one draw
+per generated point (``smoothing='sampled'``, kept to reproduce the paper); that draw's variance
+grows with σ, and the projection release's σ is large even at a large ε (a release on 70
+directions in d = 8 has sensitivity 2R‖Θ‖₂ ≈ 8), so the one-draw gradient is mostly noise: at
+ε = 1000 the trained generator was further from the data than uniform noise on the sphere (SW2
+0.171 against 0.141; without noise 0.019). The default (``smoothing='exact'``) computes the
+expectation exactly on a grid, as the flows do (:func:`swflow.drift.exact_smoothed_drift`): the
+loss is ½‖G(u) − sg(G(u) + D)‖², whose gradient is the smoothed SW first variation −D of each
+generated point, the drift the flow would follow. Same release, same accounting; a lower-variance
+estimator of the same gradient.
 """
 from __future__ import annotations
 
@@ -15,6 +25,7 @@ from torch import Tensor
 
 from ..registry import method
 from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
+from ..drift import exact_smoothed_drift, sampled_drift
 from ..sliced import quantile, rank_levels
 from ._generator import MLPGenerator, TrainedGenerator
 
@@ -29,6 +40,9 @@ class GeneratorConfig:
     noise_dim: int = 16
     lr: float = 1e-3
     generated_per_step: int | None = None  # default: the private batch size
+    smoothing: str = "exact"  # the generator side's Gaussian smoothing: exact (default) or 004's one draw
+    step_size: float = 1.0  # h: each release moves the generated points by h x drift (as a flow step)
+    inner_steps: int = 0  # > 0: fit the generator to the moved points with this many updates per release
     seed: int = 0
     device: str = "cpu"
 
@@ -37,6 +51,8 @@ class GeneratorConfig:
             raise ValueError(f"steps must be >= 1, got {self.steps}")
         if self.noise_dim < 1 or not self.lr > 0:
             raise ValueError("noise_dim must be >= 1 and lr > 0")
+        if self.smoothing not in ("exact", "sampled"):
+            raise ValueError(f"smoothing must be 'exact' or 'sampled', got {self.smoothing!r}")
 
 
 class DPSWGen(TrainedGenerator):
@@ -59,12 +75,29 @@ class DPSWGen(TrainedGenerator):
         m = released.shape[1]
         if m == 0:  # an empty Poisson batch: the release happened, nothing to learn from
             return
-        fake = self.generator(self.config.generated_per_step or m, self.rng)
-        proj = theta.T @ fake.T
-        proj = proj + sigma * torch.randn(proj.shape, generator=self.rng, device=proj.device)
-        values = proj.sort(dim=1).values
-        matched = quantile(released.to(values.device), rank_levels(values.shape[1], device=values.device))
-        loss = (values - matched).square().mean()
+        u = self.generator.draw(self.config.generated_per_step or m, self.rng)
+        fake = self.generator.map(u)
+        released = released.to(fake.device)
+        if self.config.smoothing == "exact":
+            with torch.no_grad():  # the smoothed SW drift of every generated point, exact in the smoothing
+                drift = (exact_smoothed_drift(fake, released, theta, noise_std=sigma) if sigma > 0 else
+                         sampled_drift(theta.T @ fake.T, released, theta)).drift
+            moved = (fake + self.config.step_size * drift).detach()
+            if self.config.inner_steps:  # follow the flow: regress onto the moved points (post-processing)
+                for _ in range(self.config.inner_steps):
+                    loss = 0.5 * (self.generator.map(u) - moved).square().sum(dim=1).mean()
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+                self.losses.append(float(loss.detach()))
+                return
+            loss = 0.5 * (fake - moved).square().sum(dim=1).mean()
+        else:  # 004: one draw of the smoothing noise per generated point
+            proj = theta.T @ fake.T
+            proj = proj + sigma * torch.randn(proj.shape, generator=self.rng, device=proj.device)
+            values = proj.sort(dim=1).values
+            matched = quantile(released, rank_levels(values.shape[1], device=values.device))
+            loss = (values - matched).square().mean()
         opt.zero_grad()
         loss.backward()
         opt.step()

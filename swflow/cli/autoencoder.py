@@ -25,13 +25,18 @@ def write_gif(out: Path, decode) -> None:
     animate_trajectory(out / "trajectory.h5", out / "flow.gif", decode=decode, frames=MAX_GIF_FRAMES)
 
 
-def run_decoder(run_config: dict):
-    """The decoder a run used: its autoencoder's (sha256 checked) or the nearest public image; None for
-    --data runs."""
+def run_decoder(run_config: dict, run_dir: Path):
+    """The decoder a run used: its autoencoder's, its own adapted one (decoder.pt in the run; both sha256 checked)
+    or the nearest public image; None for --data runs."""
     if "autoencoder" not in run_config:
         return None
     from ..latents import nearest_public_decoder, run_autoencoder
 
+    if run_config.get("decoder") == "adapted":
+        from autoencoders import load_autoencoder
+
+        return load_autoencoder(Path(run_dir) / "decoder.pt",
+                                expected_sha256=run_config["decoder_sha256"])[0].decode_images
     model, meta = run_autoencoder(run_config)
     if run_config.get("decoder") == "nearest-public":
         return nearest_public_decoder(model, meta)
@@ -141,6 +146,8 @@ def _check_name(name: str) -> None:
 
 
 def cmd_train_ae(args) -> int:
+    import numpy as np
+
     from autoencoders import TrainConfig, train_autoencoder
 
     from ..data import load_dataset, split_indices
@@ -153,17 +160,21 @@ def cmd_train_ae(args) -> int:
         _check_name(args.name)
     if args.images is not None:
         return _train_on_images(args, out_dir)
-    images, _ = load_dataset(args.dataset, root=args.data_root)
+    images, labels = load_dataset(args.dataset, root=args.data_root)
     try:
-        test, _ = load_dataset(args.dataset, part="test", root=args.data_root)
+        test, test_labels = load_dataset(args.dataset, part="test", root=args.data_root)
     except (ValueError, FileNotFoundError):
-        test = None
+        test = test_labels = None
     arch, latent = AE_DEFAULTS[args.dataset]
     config = TrainConfig(architecture=args.architecture or arch, latent=args.latent or latent,
                          epochs=args.epochs, batch_size=args.batch_size, patience=args.patience, seed=args.seed)
     split = split_indices(len(images), public_fraction=args.public_fraction, seed=args.split_seed)
+    excluded = tuple(args.exclude_classes or ())
+    rows = split.public[~np.isin(labels[split.public], excluded)] if excluded else None
+    if test is not None and excluded:
+        test = test[~np.isin(test_labels, excluded)]
     meta = train_autoencoder(args.name or args.dataset, images, split, dataset=args.dataset, config=config,
-                             test_images=test, out_dir=out_dir)
+                             test_images=test, out_dir=out_dir, rows=rows, excluded_classes=excluded)
     _print_checkpoint(meta)
     return 0
 
@@ -229,13 +240,16 @@ def cmd_train_decoder(args) -> int:
     if base_meta["dataset"] == "images":
         raise UsageError(f"{args.base} was trained on your own images: train its sampling decoder with "
                          "`swflow train-ae --images PUBLIC --decoder-steps N`")
-    images, _, split = dataset_split(base_meta["dataset"], base_meta, root=args.data_root)
+    from ..latents import public_rows
+
+    images, labels, split = dataset_split(base_meta["dataset"], base_meta, root=args.data_root)
     config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed,
                                init_from=args.init_from, critic_warmup=args.critic_warmup)
     if args.name is not None:
         _check_name(args.name)
     meta = train_adversarial_decoder(args.name or f"{base_meta['name']}-adv", base, base_meta, images, split,
-                                     config=config, out_dir=Path(args.out_dir or "."))
+                                     config=config, out_dir=Path(args.out_dir or "."),
+                                     rows=public_rows(base_meta, labels, split))
     _print_checkpoint(meta)
     return 0
 
@@ -290,6 +304,9 @@ def _register_train_ae(sub) -> None:
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--patience", type=int, default=3, help="early stopping on validation MSE")
+    p.add_argument("--exclude-classes", type=int, nargs="+", metavar="C",
+                   help="--dataset: leave these classes out of the public images (a benchmark for private classes the "
+                   "public data never saw; the checkpoint's JSON names them)")
     p.add_argument("--public-fraction", type=float, default=0.5)
     p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)

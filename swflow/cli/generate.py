@@ -30,18 +30,19 @@ def cmd_generate(args) -> int:
     if args.decoder == "nearest-public" and args.data is not None:
         raise UsageError("--decoder nearest-public picks public images by their codes: it needs --dataset or "
                          "--images (rows of --data have no public images)")
-    decode, labels, source, norm_bound = None, None, {"data": str(args.data)}, None
+    decode, labels, source, norm_bound, private_images = None, None, {"data": str(args.data)}, None, None
     if args.dataset is not None:
         from ..latents import encoded_split
 
         encoded = encoded_split(args.dataset, "private", root=args.data_root, checkpoint=args.checkpoint,
                                 population=args.population)
         data, labels, decode, meta = encoded.latents, encoded.labels, encoded.decode, encoded.meta
+        private_images = encoded.images
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
         if encoded.population is not None:
             source["population"] = encoded.population
     elif args.images is not None:
-        data, decode, meta, source = _encode_own_images(args)
+        data, decode, meta, source, private_images = _encode_own_images(args)
     else:
         norm_bound = _set_manifold_from_domain(args)
         data = _private_rows(args)
@@ -64,8 +65,29 @@ def cmd_generate(args) -> int:
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: rank 0 owns the run folder
         return _generate_distributed(args, data, run, plan, decode, source)
+    if run.adapt.adapt_decoder:
+        if private_images is None or args.decoder != "autoencoder" or args.conditional:
+            raise UsageError("--adapt-decoder fine-tunes an autoencoder's sampling decoder on the private images: it "
+                             "needs --dataset or --images, the default --decoder, and no --conditional")
+        with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images)) as out:
+            return _generate_adapted(out, args, data, private_images, run, plan, meta, source)
     with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images)) as out:
         return _generate_into(out, args, data, labels, run, plan, decode, source)
+
+
+def _generate_adapted(out: Path, args, data, images, run, plan, meta: dict, source: dict) -> int:
+    """--adapt-decoder: the histogram flow and a DP-SGD adaptation of the decoder, one budget."""
+    from ..latents import run_autoencoder
+    from ..run import run_adapted_flow_to_dir
+
+    t0 = time.perf_counter()
+    model, meta = run_autoencoder(source)
+    report = run_adapted_flow_to_dir(run.method, data, images, out, settings=run, plan=plan,
+                                     config=flow_config(args, run, plan), model=model, meta=meta,
+                                     privacy_seed=run.privacy_seed, run_config=source, progress=not args.quiet)
+    print(f"{report.statement}\nwrote {args.out}/ (privacy.json with both releases, the adapted decoder decoder.pt, "
+          f"samples.h5, trajectory.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
+    return 0
 
 
 def _encode_own_images(args):
@@ -102,7 +124,7 @@ def _encode_own_images(args):
         source["autoencoder_path"] = str(where.resolve())
     if meta.get("source") is not None:
         source["public_images"] = meta["source"]
-    return torch.from_numpy(model.encode_images(images)), model.decode_images, meta, source
+    return torch.from_numpy(model.encode_images(images)), model.decode_images, meta, source, images
 
 
 def _private_rows(args):
@@ -326,4 +348,9 @@ def register(sub) -> None:
     shape_args(p, with_data_shape=False)
     privacy_args(p)
     flow_config_args(p)
+    from ..config import AdaptSettings
+    from ..options import add_options
+
+    add_options(p.add_argument_group("DP adaptation of the decoder (dpswflow-hist with --dataset or --images)"),
+                AdaptSettings)
     p.set_defaults(func=cmd_generate)

@@ -51,7 +51,7 @@ def cmd_sample(args) -> int:
     report = model.privacy_report()
     report = replace(report, run_config={**report.run_config, "sampled_from": str(args.run_dir), "n": args.n,
                                          "seed": args.seed})
-    decoder = run_decoder(report.run_config)
+    decoder = run_decoder(report.run_config, args.run_dir)
     probe = None if decoder is None else decoder(np.zeros((1, model.dim), np.float32))
     from ..model import CHUNK
 
@@ -78,7 +78,7 @@ def cmd_animate(args) -> int:
     if not trajectory.exists():
         raise FileNotFoundError(f"{trajectory} is missing: only flow runs record a trajectory "
                                 "(generator baselines have none)")
-    decode = run_decoder(_run_config(run_dir))
+    decode = run_decoder(_run_config(run_dir), run_dir)
     reference = None if args.reference is None else np.asarray(load_array(args.reference))
     out = Path(args.out or run_dir / f"flow.{args.format}")
     animate_trajectory(trajectory, out, decode=decode, frames=args.frames, reference=reference, n_show=args.n_show,

@@ -12,7 +12,7 @@ from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier
                          classical_gaussian_multiplier, local_gaussian_std)
 from .noise import NoiseSource
 from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
-from .report import PrivacyReport, privacy_report, statement, write_report
+from .report import PrivacyReport, compose, privacy_report, statement, write_report
 from .histogram import HistogramTarget, histogram_sensitivity
 from .targets import (FixedNoiseTarget, ShardedTarget, histogram_target, local_target, private_target,
                       sharded_target)
@@ -27,7 +27,7 @@ __all__ = [
     "FixedNoiseTarget", "histogram_sensitivity", "histogram_target", "HistogramTarget",
     "local_gaussian_std", "local_target",
     "LocallyReleasedTarget", "MechanismEvent", "noise_multiplier_for", "NoiseSource", "plan_events",
-    "privacy_report", "PrivacyLedger", "PrivacyReport", "PrivacySpec", "private_target", "PrivateTarget",
+    "compose", "privacy_report", "PrivacyLedger", "PrivacyReport", "PrivacySpec", "private_target", "PrivateTarget",
     "projection_sensitivity", "ReleasePlan", "SensitivityBound", "sharded_target", "ShardedTarget",
     "spectral_bound", "statement", "write_report",
 ]

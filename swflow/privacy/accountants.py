@@ -14,7 +14,9 @@
   exactly with the analytic Gaussian mechanism (Balle & Wang 2018).
 * A single discrete-Gaussian release of integer counts (the sliced histogram's default noise, drawn by
   OpenDP's sampler) is accounted by dp-accounting's privacy loss distribution of the discrete Gaussian,
-  composed once per count a neighbour moves (2K counts, each by one).
+  composed once per count a neighbour moves (2K counts, each by one). Inside a composition (the histogram
+  and a DP-SGD adaptation of the decoder) it enters as the continuous Gaussian of the same multiplier,
+  whose Rényi bound it satisfies.
 """
 from __future__ import annotations
 
@@ -120,10 +122,8 @@ def accountant_for(events: tuple[MechanismEvent, ...], *, adjacency: str, reques
     named, refused when it does not cover them)."""
     for e in events:
         check_combination(adjacency=adjacency, sampling=e.sampling, accountant=requested)
-    if any(e.mechanism == "discrete-gaussian" for e in events):
-        return DISCRETE
     if _is_single_release(events):
-        return ANALYTIC
+        return DISCRETE if events[0].mechanism == "discrete-gaussian" else ANALYTIC
     if any(e.sampling == "poisson" for e in events):
         return PLD_POISSON
     if all(e.sampling == "none" for e in events):

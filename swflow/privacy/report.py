@@ -11,7 +11,7 @@ from .noise import SECURE_CAVEAT
 from .histogram import HistogramTarget
 from .release import LocallyReleasedTarget, PrivateTarget
 
-__all__ = ["PrivacyReport", "privacy_report", "statement", "write_report"]
+__all__ = ["PrivacyReport", "compose", "privacy_report", "statement", "write_report"]
 
 NOT_ACCOUNTED = ("Not accounted: hyperparameters (steps, step size, noise level, projections) chosen "
                  "by looking at private data, and any use of the private split outside this run. "
@@ -162,9 +162,9 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
     return PrivacyReport(
         private=True, epsilon=_num(eps), delta=delta, delta_sensitivity=ledger.delta_sensitivity,
         delta_accountant=cal.delta_accountant, adjacency=spec.adjacency, accountant=accountant.name,
-        noise_multiplier=cal.noise_multiplier, noise_std=max((e.noise_std for e in events), default=None),
-        sensitivity=max((e.sensitivity for e in events), default=None),
-        sensitivity_bound=events[-1].sensitivity_bound if events else spec.sensitivity_bound,
+        noise_multiplier=cal.noise_multiplier, noise_std=events[0].noise_std if events else None,
+        sensitivity=events[0].sensitivity if events else None,
+        sensitivity_bound=events[0].sensitivity_bound if events else spec.sensitivity_bound,
         sample_rate=cal.plan.rows_per_release / cal.plan.dataset_size, batch_size=cal.plan.sample_size,
         sampling=cal.sampling, steps=ledger.releases, planned_steps=cal.plan.releases,
         n_projections=cal.plan.n_projections, norm_bound=spec.norm_bound, clipped=spec.clip,
@@ -173,6 +173,27 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
         mechanism=cal.plan.noise, bins=getattr(target, "bins", None),
         directions=_directions_note(target),
         statement=statement(eps, delta, accountant.name, spec.adjacency), notes=notes, **common)
+
+
+def compose(report: PrivacyReport, events, *, note: str, target_epsilon: float | None = None) -> PrivacyReport:
+    """``report`` with more releases of the same private data appended to its ledger (``events``: MechanismEvent),
+    its ε and δ recomputed from all of them by the accountant they call for, and ``note`` added to its release
+    note. The first release's fields stay the report's main ones."""
+    from dataclasses import asdict
+
+    from .accountants import epsilon_from_events
+    from .ledger import MechanismEvent
+
+    ledger = [*report.ledger, *(asdict(e) for e in events)]
+    everything = tuple(MechanismEvent(**e) for e in ledger)
+    epsilon = epsilon_from_events(everything, delta=report.delta_accountant, adjacency=report.adjacency)
+    accountant = accountant_for(everything, adjacency=report.adjacency).name
+    delta = report.delta_accountant + sum(e.count * e.delta_sensitivity for e in everything)
+    return replace(report, ledger=ledger, epsilon=_num(epsilon), delta=delta, accountant=accountant,
+                   delta_sensitivity=delta - report.delta_accountant, steps=sum(e.count for e in everything),
+                   target_epsilon=target_epsilon if target_epsilon is not None else report.target_epsilon,
+                   statement=statement(epsilon, delta, accountant, report.adjacency),
+                   notes={**report.notes, "release": f"{report.notes.get('release', '')} THEN {note}".strip()})
 
 
 def _directions_note(target: PrivateTarget) -> str:

@@ -106,13 +106,14 @@ def _ledger_claim(events, *, adjacency: str, delta_accountant: float, refuse) ->
 
 
 def _derived(events) -> dict:
-    """The report's fields that follow from its ledger alone."""
-    last = events[-1]
-    return {"noise_multiplier": last.noise_multiplier, "noise_std": max(e.noise_std for e in events),
-            "sensitivity": max(e.sensitivity for e in events), "sensitivity_bound": last.sensitivity_bound,
-            "steps": sum(e.count for e in events), "n_projections": last.n_projections,
-            "dataset_size": last.dataset_size, "sample_rate": last.sample_size / last.dataset_size,
-            "mechanism": last.mechanism, "delta_sensitivity": sum(e.count * e.delta_sensitivity for e in events)}
+    """The report's fields that follow from its ledger alone: those of its first (main) release, and the totals
+    (a ledger holds one event per kind of release: a flow's, then, say, a DP-SGD adaptation's)."""
+    main = events[0]
+    return {"noise_multiplier": main.noise_multiplier, "noise_std": main.noise_std, "sensitivity": main.sensitivity,
+            "sensitivity_bound": main.sensitivity_bound, "steps": sum(e.count for e in events),
+            "n_projections": main.n_projections, "dataset_size": main.dataset_size,
+            "sample_rate": main.sample_size / main.dataset_size, "mechanism": main.mechanism,
+            "delta_sensitivity": sum(e.count * e.delta_sensitivity for e in events)}
 
 
 def _check_claim(report, epsilon: float, delta: float, accountant: str, refuse) -> None:
