@@ -87,6 +87,7 @@ def test_training_never_sees_private_rows_and_checkpoint_round_trip(tmp_path):
                              config=TrainConfig(architecture="digits8", latent=4, epochs=2, batch_size=256))
     assert np.isfinite(meta["validation_mse"]) and meta["split"] == split.manifest()
     model, loaded = load_autoencoder(tmp_path / "tiny.pt")
+    assert loaded.pop("checkpoint_path") == str(tmp_path / "tiny.pt")  # where it was read, not stored
     assert loaded == meta and loaded["trained_on"] == "public split only"
     with torch.no_grad():
         z = model.encoder(torch.from_numpy(images[:5]))
@@ -161,6 +162,7 @@ def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp
     assert meta["architecture"] == f"{architecture}-adv" and meta["encoder_from"]["weights_sha256"] == base_meta[
         "weights_sha256"] and not (tmp_path / "adv.partial.pt").exists()
     model, loaded = load_autoencoder(tmp_path / "adv.pt")
+    assert loaded.pop("checkpoint_path") == str(tmp_path / "adv.pt")
     assert loaded == meta
     z = torch.from_numpy(model.encode_images(images[:6]))
     assert torch.equal(z, torch.from_numpy(base.encode_images(images[:6])))  # the encoder is the base's
