@@ -4,16 +4,26 @@ Times one full Euler–Maruyama step (directions, private batch release, particl
 — exact on a grid, the default, and 004's one-draw estimator —, drift, update, sphere retraction) at the paper's MNIST size (n = 10 000 particles, d = 8, Nθ = 70,
 batch 250) and CelebA size (d = 48, Nθ = 300), next to a naive step written the way the reference
 code works (torch.quantile on a 30 000-level percentile grid for both sets, then linear
-interpolation), and how the cost grows with n.
+interpolation), and how the cost grows with n, for DPSWflow-r and for dpswflow-hist (10^3 ... 10^6
+particles).
 
-    python experiments/bench_step.py [--device cpu|cuda] [--json] [--max-n 1000000]
+``--load 2`` adds the figures of a shared machine: a dpswflow-hist step (n = 10 000), a 300-step
+``Synthesizer`` fit on 3 000 rows, and ``sample(50_000)``, each timed quiet and then beside two other
+torch jobs (matrix products on torch's default threads), in fresh processes, once with OpenMP's default
+waiting policy and once with ``OMP_WAIT_POLICY=PASSIVE`` (what the ``swflow`` command sets). A fair share
+of the cores among three jobs is 3x the quiet time.
+
+    python experiments/bench_step.py [--device cpu|cuda] [--json] [--max-n 1000000] [--load 2]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 
 import torch
@@ -110,16 +120,71 @@ def time_naive(n, d, k, batch, device, reps):
     return _median_ms(step, reps, device)
 
 
+def time_shared_cases(reps: int, small: bool) -> dict:
+    """The three figures of issue 40's shared-machine check, in this process (seconds or ms)."""
+    from swflow import Synthesizer
+
+    rows = torch.nn.functional.normalize(torch.randn(3_000, 8, generator=torch.Generator().manual_seed(1)), dim=1)
+    steps, n_sample = (30, 5_000) if small else (300, 50_000)
+    out = {"hist_step_ms": time_hist(1_000 if small else 10_000, 8, 32, 256, 64, "cpu", reps)}
+    synth = Synthesizer("dpswflow-hist", epsilon=10.0, delta=1e-6, steps=steps, manifold="sphere",
+                        count_noise="gaussian", privacy_seed=0)
+    t = time.perf_counter()
+    synth.fit(rows.numpy())
+    out["fit_300_steps_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    synth.sample(n_sample, progress=False)
+    out["sample_50k_s"] = time.perf_counter() - t
+    return out
+
+
+LOADER = "import torch\na = torch.randn(768, 768)\nwhile True:\n    a = torch.tanh(a @ a)\n"
+
+
+def shared_machine(load: int, reps: int, small: bool) -> dict:
+    """Quiet, then beside ``load`` torch jobs; each side in a fresh process per OpenMP waiting policy."""
+    results = {}
+    for policy in ("default", "PASSIVE"):
+        env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+        if policy == "PASSIVE":
+            env["OMP_WAIT_POLICY"] = "PASSIVE"
+        argv = [sys.executable, __file__, "--cases-only", "--reps", str(reps), *(["--smoke"] if small else [])]
+
+        def measure():
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
+            return json.loads(done.stdout.strip().splitlines()[-1])
+
+        quiet = measure()
+        # the other jobs keep torch's defaults, as a user's notebook or a second run would
+        loaders = [subprocess.Popen([sys.executable, "-c", LOADER], env=env) for _ in range(load)]
+        try:
+            time.sleep(2.0)  # let them start their threads
+            loaded = measure()
+        finally:
+            for p in loaders:
+                p.kill()
+                p.wait()
+        results[policy] = {"quiet": quiet, "loaded": loaded}
+    return results
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--max-n", type=int, default=1_000_000)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--load", type=int, default=0,
+                    help="also time a step, a fit and sample(50 000) quiet and beside this many torch jobs")
+    ap.add_argument("--cases-only", action="store_true", help=argparse.SUPPRESS)  # one side of --load
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
     if args.smoke:
         args.reps, args.max_n = 2, 1_000
+        args.load = min(args.load, 1)
+    if args.cases_only:
+        print(json.dumps(time_shared_cases(args.reps, args.smoke)))
+        return
     dev, reps = args.device, args.reps
     machine = (torch.cuda.get_device_name() if dev == "cuda"
                else f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads")
@@ -143,6 +208,14 @@ def main() -> None:
         scaling.append({"n": n, "ms_per_step": time_ours(n, 8, 70, 250, dev, max(2, reps if n <= 10**5 else 3))})
         n *= 10
     out["scaling_mnist_shape"] = scaling
+    hist_scaling = []
+    n = 1_000
+    while n <= args.max_n:
+        hist_scaling.append({"n": n, "ms_per_step": time_hist(n, 8, 32, 256, 64, dev, max(2, reps if n <= 10**5 else 5))})
+        n *= 10
+    out["scaling_hist"] = hist_scaling
+    if args.load:
+        out["shared_machine"] = shared_machine(args.load, args.reps, args.smoke)
     if args.json:
         print(json.dumps(out))
         return
@@ -161,6 +234,15 @@ def main() -> None:
         ratio = "" if prev is None else f"  x{row['ms_per_step'] / prev:.1f} for x10 particles"
         print(f"  n = {row['n']:>9,}: {row['ms_per_step']:9.1f} ms/step{ratio}")
         prev = row["ms_per_step"]
+    print("dpswflow-hist scaling with n (d = 8, 32 of K = 256 directions a step, B = 64):")
+    for row in hist_scaling:
+        print(f"  n = {row['n']:>9,}: {row['ms_per_step']:9.2f} ms/step ({row['ms_per_step'] / row['n'] * 1e6:.1f} ns/particle)")
+    if args.load:
+        print(f"shared machine: quiet, then beside {args.load} torch jobs (a fair share is {args.load + 1}x)")
+        for policy, r in out["shared_machine"].items():
+            for key in r["quiet"]:
+                q, l_ = r["quiet"][key], r["loaded"][key]
+                print(f"  OpenMP {policy:8} {key:18} quiet {q:9.3f}  loaded {l_:9.3f}  x{l_ / q:.1f}")
 
 
 if __name__ == "__main__":

@@ -68,14 +68,15 @@ def train(method: str, rows: torch.Tensor, epsilon: float, settings: dict, *, ba
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--methods", nargs="+", choices=sorted(GRID), default=sorted(GRID), help="sweep only these")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
-    grid = GRID
+    grid = {m: GRID[m] for m in args.methods}
     rows, held = other_mixture(3000, seed=1), other_mixture(3000, seed=2)
     if args.smoke:
         rows, held = rows[:300], held[:300]
         grid = {m: [{**s, **({"epochs": 0.5} if "epochs" in s else {"steps": 3})} for s in settings[:1]]
-                for m, settings in GRID.items()}
+                for m, settings in grid.items()}
     theta = random_directions(500, 8, generator=torch.Generator().manual_seed(99))
     sw2 = lambda x: float(sliced_wasserstein(x, held, projections=theta))  # noqa: E731
     uniform = torch.nn.functional.normalize(torch.randn(3000, 8, generator=torch.Generator().manual_seed(5)), dim=1)

@@ -166,8 +166,10 @@ def adapt_decoder(model, images: np.ndarray, *, multiplier: float, settings: Ada
             x = x_all[:1] * 0
         with torch.no_grad():
             z = encoder(x)
-        u = torch.randn(len(x), decoder.noise_dim, generator=public)
-        fake = gsm(z, u)
+        if hasattr(decoder, "noise_dim"):  # a sampling (GAN) decoder draws its detail from public noise
+            fake = gsm(z, torch.randn(len(x), decoder.noise_dim, generator=public))
+        else:  # a pixel-loss decoder is a function of the code alone
+            fake = gsm(z)
         per_image = (2.0 * (_lowpass(fake) - _lowpass(x)).abs().flatten(1).mean(1)
                      + 10.0 * (encoder(fake) - z).square().sum(1))
         per_image.mean().backward()

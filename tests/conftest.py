@@ -1,5 +1,11 @@
-import pytest
-import torch
+import os
+
+# The suite's own choice, as the swflow command makes it (the library never does): idle OpenMP threads sleep
+# rather than spin, so the suite and the subprocesses it starts share a busy machine fairly.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
 
 
 @pytest.fixture

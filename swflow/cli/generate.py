@@ -39,6 +39,8 @@ def cmd_generate(args) -> int:
         data, labels, decode, meta = encoded.latents, encoded.labels, encoded.decode, encoded.meta
         private_images = encoded.images
         source = {"dataset": args.dataset, "autoencoder": meta["name"], "autoencoder_sha256": meta["weights_sha256"]}
+        if args.checkpoint and Path(args.checkpoint).suffix == ".pt":  # found by path by later commands
+            source["autoencoder_path"] = str(Path(args.checkpoint).resolve())
         if encoded.population is not None:
             source["population"] = encoded.population
     elif args.images is not None:
