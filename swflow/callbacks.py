@@ -168,7 +168,7 @@ def release_sketch(method: str, sketch: int | None = 64) -> int | None:
     rows, every level for a histogram's quantile table (already a sketch of TABLE_LEVELS levels)."""
     from .registry import method as method_spec
 
-    return None if method_spec(method).releases == "histogram" else sketch
+    return method_spec(method).release.sketch(sketch)
 
 
 def run_files(out: Path, *, sketch: int | None = 64) -> list[FlowCallback]:

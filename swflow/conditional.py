@@ -105,14 +105,13 @@ def plan_classes(method: str, labels: np.ndarray, classes: Sequence[int], *, pri
         return [ClassRun(int(c), labels == c, int(k), seed + int(c), own_seed(int(c)), pool_size, bins,
                          None if batch_size is None else max(1, round(batch_size * n_c / len(labels))), None)
                 for c, n_c, k in zip(present, counts, particles)]
-    if method_spec(method).releases != "histogram":
+    if not method_spec(method).release.of_counts:
         raise ValueError(f"with private labels only a release of counts (dpswflow-hist) can be split by class without "
                          f"publishing the class sizes; {method} releases per-record values. Use dpswflow-hist, or pass "
                          "labels_public=True (--labels-public) to treat the labels and class counts as public")
-    from .privacy.histogram import histogram_shape
-
     n = len(labels)  # public; the class sizes are not
-    k, b = histogram_shape(dataset_size=max(1, n // len(classes)), privacy=privacy, n_directions=pool_size, bins=bins)
+    k, b = method_spec(method).release.histogram_shape(dataset_size=max(1, n // len(classes)), privacy=privacy,
+                                                       n_directions=pool_size, bins=bins)
     return [ClassRun(c, labels == c, n_particles, seed + c, own_seed(c), k, b, None, n) for c in classes]
 
 

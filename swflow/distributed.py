@@ -202,21 +202,19 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
     spec = method(method_name)
     if not spec.sharded:
         raise ValueError(f"{method_name} does not run sharded over processes")
-    if spec.releases == "histogram":
+    if spec.release.of_counts:
         from dataclasses import replace
 
         from .flow import Presampled
-        from .privacy.histogram import histogram_shape
         from .privacy.targets import sharded_histogram_target
 
-        k, bins = histogram_shape(dataset_size=dataset_size, privacy=privacy, n_directions=pool_size, bins=bins)
-        plan = spec.release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
-                                 n_projections=n_projections, pool_size=k, count_noise=privacy.count_noise)
+        plan, bins = spec.release.resolve(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
+                                          n_projections=n_projections, privacy=privacy, pool_size=pool_size, bins=bins)
         target = sharded_histogram_target(data_shard, privacy, plan, bins=bins, privacy_seed=privacy_seed,
                                           seed_known=seed_known)
         if config.particle_cdf is None:
             config = replace(config, particle_cdf="binned")
-        return DistributedFlow(target, Presampled(k, min(n_projections, k)), config, mode=mode, sketch=sketch,
+        return DistributedFlow(target, Presampled(plan.n_projections, min(n_projections, plan.n_projections)), config, mode=mode, sketch=sketch,
                                callbacks=callbacks, progress=progress)
     plan = spec.release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
                              n_projections=n_projections, batch_size=batch_size)

@@ -118,7 +118,7 @@ class Synthesizer:
                                "make a new one")
         images = None
         if self.settings.adapt.adapt_decoder:
-            if self._autoencoder is None or self.conditional or METHODS[self.settings.method].releases != "histogram":
+            if self._autoencoder is None or self.conditional or not METHODS[self.settings.method].release.of_counts:
                 raise ValueError("adapt_decoder fine-tunes an autoencoder's decoder on the private images: it needs "
                                  "autoencoder=..., the dpswflow-hist method and no conditional fit")
             images = self._images(data)
@@ -177,16 +177,13 @@ class Synthesizer:
 
         from .adapt import adapt_decoder, split_budget
         from .privacy import NoiseSource, compose
-        from .privacy.histogram import histogram_shape
         from .run import ADAPT_NOTE
 
         s = self.settings
         plan = s.plan(data.shape[0])
-        k, _ = histogram_shape(dataset_size=data.shape[0], privacy=s.privacy, n_directions=s.shape.pool_size,
-                               bins=s.shape.bins)
-        histogram_plan = METHODS[s.method].release_plan(steps=plan.steps, dataset_size=data.shape[0], dim=data.shape[1],
-                                                        n_projections=plan.n_projections, pool_size=k,
-                                                        count_noise=s.privacy.count_noise)
+        histogram_plan, _ = METHODS[s.method].release.resolve(
+            steps=plan.steps, dataset_size=data.shape[0], dim=data.shape[1], n_projections=plan.n_projections,
+            privacy=s.privacy, pool_size=s.shape.pool_size, bins=s.shape.bins)
         histogram_spec, multiplier = split_budget(s.privacy, histogram_plan, s.adapt)
         self.settings = replace(s, privacy=histogram_spec)  # the flow's own share (restored below)
         try:

@@ -23,15 +23,13 @@ def build(data: torch.Tensor, *, spec, privacy: PrivacySpec, config: FlowConfig,
     ``bins`` = B, None: the public rule of n and the budget), then ``n_projections`` of them per step
     toward their released quantile functions. ``dataset_size``: the public size of the data set ``data``
     is a part of (its own size private), else len(data)."""
-    from .privacy.histogram import histogram_shape
-
     n = data.shape[0] if dataset_size is None else dataset_size
-    n_directions, bins = histogram_shape(dataset_size=n, privacy=privacy, n_directions=pool_size, bins=bins)
-    plan = spec.release_plan(steps=config.steps, dataset_size=n, dim=data.shape[1], n_projections=n_projections,
-                             pool_size=n_directions, count_noise=privacy.count_noise)
+    plan, bins = spec.release.resolve(steps=config.steps, dataset_size=n, dim=data.shape[1],
+                                      n_projections=n_projections, privacy=privacy, pool_size=pool_size, bins=bins)
     target = histogram_target(data, privacy, plan, bins=bins, privacy_seed=privacy_seed, device=config.device,
                               dataset_size=dataset_size)
     if config.particle_cdf is None:  # the release is a quantile table: read the particles' ranks on a grid
         config = replace(config, particle_cdf="binned")
-    return ParticleFlow(target, Presampled(n_directions, min(n_projections, n_directions)), config,
+    directions = plan.n_projections  # K
+    return ParticleFlow(target, Presampled(directions, min(n_projections, directions)), config,
                         callbacks=callbacks)

@@ -33,12 +33,12 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
     spec = method_spec(method)
     if spec.kind != "flow":
         raise ValueError(f"{method} is a generator, not a flow: use swflow.baselines.make_generator")
-    if dataset_size is not None and spec.releases != "histogram":
+    if dataset_size is not None and not spec.release.of_counts:
         raise ValueError(f"only a histogram release takes a part of a larger data set; {method} does not")
     from .privacy.rows import StreamedRows
 
     if isinstance(data, StreamedRows):
-        if spec.releases != "histogram":
+        if not spec.release.of_counts:
             raise ValueError(f"{method} needs the private rows in memory; only dpswflow-hist reads them from disk in "
                              "chunks (its release is a sum over rows)")
     else:
@@ -58,8 +58,8 @@ def build_central(data: torch.Tensor, *, spec, privacy: PrivacySpec, config: Flo
     without noise), or one release of every row on a pool of directions (dpswflow)."""
     plan = spec.release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
                              n_projections=n_projections, batch_size=batch_size, pool_size=pool_size)
-    strategy = (Presampled(plan.n_projections, n_projections) if spec.releases == "pool"
-                else Resampled(n_projections))
+    strategy = (Resampled(n_projections) if spec.release.per_step  # fresh directions each step
+                else Presampled(plan.n_projections, n_projections))  # steps pick from the released pool
     target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
     return ParticleFlow(target, strategy, config, callbacks=callbacks)
 

@@ -92,9 +92,9 @@ class FlowModel:
             from .registry import method
 
             verify_report(report, source="privacy.json")
-            kind = method(report.method).releases
-            verify_releases(report, theta, sigma, releases_per_step=kind in ("per-step", "none"),
-                            noisy_counts=public.get("noisy_counts"), counts_expected=kind == "histogram")
+            release = method(report.method).release
+            verify_releases(report, theta, sigma, releases_per_step=release.per_step,
+                            noisy_counts=public.get("noisy_counts"), counts_expected=release.of_counts)
         self.config, self.dim, self.report = config, dim, report
         self.theta, self.released, self.sigma, self.public = theta, released, sigma, public
 

@@ -6,7 +6,7 @@ the calculator cannot disagree with a run.
 Adding a generator: write its module with ``build(data, *, privacy, steps, n_projections, batch_size,
 privacy_seed, seed, device, **options)`` and ``NETWORK`` (the network class a saved Synthesizer
 rebuilds), and add one :class:`MethodSpec` to :data:`METHODS`. A flow with an existing kind of
-release is one spec too (:func:`swflow.methods.make_flow` reads ``releases``). Modules are imported
+release is one spec too (its ``releases`` names a strategy of swflow.releases). Modules are imported
 on first use.
 """
 from __future__ import annotations
@@ -16,18 +16,9 @@ import math
 from dataclasses import dataclass
 
 from .config import RunShape
+from .releases import RELEASES, Release
 
-__all__ = ["MethodSpec", "RunShape", "METHODS", "method", "check_budget"]
-
-#: How a method touches the private rows (what its privacy accounting covers):
-RELEASES = {
-    "per-step": "one accounted release of a batch's noisy projections (or noisy gradient) per step",
-    "pool": "one central release of all rows on a pool of directions; later steps are free",
-    "histogram": "one central release of the noisy K x B count matrix of all rows' projections on K public "
-                 "directions; later steps are free",
-    "local": "each record released once as y + N(0, s^2 I); everything after is post-processing",
-    "none": "no privacy (the non-private reference)",
-}
+__all__ = ["MethodSpec", "RunShape", "METHODS", "RELEASES", "method", "check_budget"]
 
 
 @dataclass(frozen=True)
@@ -62,14 +53,19 @@ class MethodSpec:
             raise ValueError(f"bad method spec {self}")
 
     @property
+    def release(self) -> Release:
+        """The strategy of its kind of release (swflow.releases): batch rule, plan, step size, footprint."""
+        return RELEASES[self.releases]
+
+    @property
     def local(self) -> bool:
-        return self.releases == "local"
+        return self.release.local
 
     def check_budget(self, *, private: bool) -> None:
         """The one rule for which budgets a method takes: the non-private reference never runs private;
         a local release needs a finite budget; every other method runs private, or noise-free at
         epsilon = inf (then privacy.json says the run is not private)."""
-        if self.releases == "none" and private:
+        if not self.release.private and private:
             raise ValueError(f"{self.name} is not private (sigma = 0): use dpswflow-r or dpswflow for a finite "
                              "epsilon")
         if self.local and not private:
@@ -83,40 +79,16 @@ class MethodSpec:
         return self.default_projections if n_projections is None else n_projections
 
     def step_size(self, *, dataset_size: int, privacy) -> float:
-        """The step size h when the run does not give one: 1, or the histogram's rule of n and the budget."""
-        if self.releases == "histogram":
-            from .privacy.histogram import histogram_step_size
-
-            return histogram_step_size(dataset_size=dataset_size, privacy=privacy)
-        return 1.0
+        """The step size h when the run does not give one (the release's rule)."""
+        return self.release.step_size(dataset_size=dataset_size, privacy=privacy)
 
     def batch(self, batch_size: int | None, dataset_size: int) -> int | None:
-        """Rows per release, None for the whole data set: the rule of every entry point (a batch that
-        covers every row is a full batch; a pool is always released whole)."""
-        if self.releases in ("pool", "histogram") or batch_size is None or batch_size >= dataset_size:
-            return None
-        return batch_size
+        """Rows per release, None for the whole data set: the rule of every entry point."""
+        return self.release.batch(batch_size, dataset_size)
 
-    def release_plan(self, *, steps: int, dataset_size: int, dim: int, n_projections: int,
-                     batch_size: int | None = None, pool_size: int | None = None, count_noise: str = "gaussian"):
-        """The :class:`~swflow.privacy.ReleasePlan` of a central release (not for local methods). A
-        histogram's ``pool_size`` is its number of directions K (resolved by the caller) and
-        ``count_noise`` its counts' noise (PrivacySpec.count_noise)."""
-        from .privacy import ReleasePlan
-
-        if self.local:
-            raise ValueError(f"{self.name} releases each record locally once: see privacy.calibrate_local")
-        if self.releases == "histogram":
-            if pool_size is None:
-                raise ValueError("a histogram plan needs its number of directions (pool_size)")
-            return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None, n_projections=pool_size,
-                               dim=dim, noise=count_noise)
-        if self.releases == "pool":
-            return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
-                               n_projections=pool_size or n_projections, dim=dim)
-        batch = self.batch(batch_size, dataset_size)
-        return ReleasePlan(releases=steps, dataset_size=dataset_size, sample_size=batch,
-                           n_projections=n_projections, dim=dim)
+    def release_plan(self, **kwargs):
+        """The :class:`~swflow.privacy.ReleasePlan` of a central release (see :meth:`Release.release_plan`)."""
+        return self.release.release_plan(**kwargs)
 
     def run_length(self, *, steps: int | None, epochs: float | None, dataset_size: int, batch_size: int) -> int:
         """Steps of a run: ``steps``, else ``epochs`` over the rows in batches, else the default length."""
@@ -134,7 +106,7 @@ class MethodSpec:
     @property
     def private(self) -> bool:
         """False for the non-private reference, which runs only at epsilon = inf."""
-        return self.releases != "none"
+        return self.release.private
 
     def load(self):
         """The method's module (imported on first use)."""
@@ -170,7 +142,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("dpswgen", "generator", "MLP generator trained with the DP-smoothed SW loss, accounted like "
                "dpswflow-r (004 §4.2)", "per-step", ("epochs", 35), "swflow.baselines.dpswgen"),
     MethodSpec("dpsgd-sw-gen", "generator", "generator trained by DP-SGD on the exact SW gradient with "
-               "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 5),
+               "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 25),
                "swflow.baselines.dpsgd_sw", noise_on="gradient",
                options="swflow.config:ClippedGradientOptions"),
     MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "

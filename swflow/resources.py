@@ -107,27 +107,9 @@ def check_run(*, method: str, settings, plan, dim: int, image_values: int, out: 
     n, m, k = settings.flow.n_particles, plan.dataset_size, plan.n_projections
     sketch = 64 if settings.sketch is None else settings.sketch
     frames = 51
-    release_memory, release_disk = 0, 0
-    if spec.releases == "histogram":
-        from .privacy.histogram import TABLE_LEVELS, histogram_shape
-
-        directions, bins = histogram_shape(dataset_size=m, privacy=settings.privacy, n_directions=settings.shape.pool_size,
-                                           bins=settings.shape.bins)
-        rows = min(m, streamed_chunk) if streamed_chunk else m  # rows on disk: one chunk at a time
-        release_memory = 8 * directions * (rows + 4 * bins + TABLE_LEVELS)
-        release_disk = 4 * directions * (dim + TABLE_LEVELS) + 8 * directions * bins
-        model_disk = release_disk
-    elif spec.releases == "pool":
-        directions = settings.shape.pool_size or k
-        release_memory = 8 * directions * (m + dim)
-        release_disk = 4 * directions * (dim + m)
-        model_disk = 4 * directions * (dim + sketch)
-    elif spec.releases == "local":
-        release_memory = release_disk = 8 * m * dim
-        model_disk = 4 * plan.steps * k * (dim + sketch)
-    else:  # per-step releases (and the non-private flow): each step's directions and sketch go to model.h5
-        release_memory = 8 * k * plan.rows_per_step
-        model_disk = 4 * plan.steps * k * (dim + sketch) if spec.kind == "flow" else 0
+    release_memory, release_disk, model_disk = spec.release.footprint(
+        dataset_size=m, dim=dim, n_projections=k, rows_per_step=plan.rows_per_step, steps=plan.steps, sketch=sketch,
+        pool_size=settings.shape.pool_size, settings=settings, streamed_chunk=streamed_chunk, flow=spec.kind == "flow")
     memory = 4 * n * 3 * dim + _STEP_BYTES * n * k + release_memory
     total = physical_memory()
     if total is not None and memory > 0.8 * total:

@@ -136,7 +136,7 @@ def _private_rows(args):
 
     from ..data import h5_dataset_name, load_array
 
-    if method(args.method).releases == "histogram" and Path(args.data).suffix.lower() in (".h5", ".hdf5"):
+    if method(args.method).release.of_counts and Path(args.data).suffix.lower() in (".h5", ".hdf5"):
         from ..privacy.rows import StreamedRows
 
         return StreamedRows(args.data, dataset=h5_dataset_name(args.data))

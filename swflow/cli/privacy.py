@@ -18,7 +18,7 @@ def _sensitivity(what, run, plan, cal):
         return gradient_sensitivity(activation_clip=run.options.activation_clip,
                                     jacobian_clip=run.options.jacobian_clip, norm_bound=run.privacy.norm_bound,
                                     batch_size=plan.sample_size)
-    if what.releases == "histogram":
+    if what.release.of_counts:
         from ..privacy import histogram_sensitivity
 
         return histogram_sensitivity(plan.n_projections, adjacency=run.privacy.adjacency)
@@ -44,12 +44,8 @@ def cmd_privacy(args) -> int:
     if what.local:
         return _local_privacy(args, spec)
     steps = planned.steps
-    pool_size, bins = run.shape.pool_size, None
-    if what.releases == "histogram":
-        from ..privacy.histogram import histogram_shape
-
-        pool_size, bins = histogram_shape(dataset_size=args.dataset_size, privacy=spec,
-                                          n_directions=run.shape.pool_size, bins=run.shape.bins)
+    pool_size, bins = what.release.histogram_shape(dataset_size=args.dataset_size, privacy=spec,
+                                                   n_directions=run.shape.pool_size, bins=run.shape.bins)
     plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
                              n_projections=planned.n_projections, pool_size=pool_size, batch_size=planned.batch_size,
                              count_noise=spec.count_noise)
