@@ -39,7 +39,7 @@ def write_rows(path: Path, n: int, d: int = 8, chunk: int = 1 << 20) -> None:
 
 
 def run_one(path: Path, out: Path) -> dict:
-    return _swflow(["generate", "--data", str(path), "--method", "dpswflow-hist", "--epsilon", "10", "--steps", "20",
+    return _swflow(["generate", "--data", str(path), "--method", "dpswflow-hist", "--epsilon", "10", "--delta", "1e-10", "--steps", "20",
                     "--n-particles", "1000", "--manifold", "sphere", "--quiet", "--out", str(out), "--overwrite"])
 
 

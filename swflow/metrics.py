@@ -29,10 +29,12 @@ FID_INPUT_RANGE = (-1.0, 0.9921875)  # (x - 128) / 128 of 8-bit pixels
 
 @dataclass(frozen=True)
 class FeatureStats:
-    """Mean (k,) and covariance (k, k) of n feature vectors, in float64."""
+    """Mean (k,) and covariance (k, k) of n feature vectors, in float64; when n ≤ k also the centred features
+    (n, k), whose covariance has rank < n and makes the Fréchet distance an n × n problem."""
     mean: np.ndarray
     cov: np.ndarray
     n: int
+    centered: np.ndarray | None = None
 
     @classmethod
     def of(cls, features: np.ndarray) -> "FeatureStats":
@@ -40,7 +42,9 @@ class FeatureStats:
         features = np.asarray(features, dtype=np.float64)
         if features.ndim != 2 or len(features) < 2:
             raise ValueError(f"need features of shape (n >= 2, k), got {features.shape}")
-        return cls(features.mean(0), np.cov(features, rowvar=False), len(features))
+        mean = features.mean(0)
+        centered = features - mean if len(features) <= features.shape[1] else None
+        return cls(mean, np.cov(features, rowvar=False), len(features), centered)
 
 
 def frechet_distance(a: FeatureStats, b: FeatureStats) -> float:
@@ -48,12 +52,19 @@ def frechet_distance(a: FeatureStats, b: FeatureStats) -> float:
 
     tr((Σa Σb)^{1/2}) is the sum of the square roots of the eigenvalues of Σa^{1/2} Σb Σa^{1/2}
     (similar to Σa Σb, symmetric PSD): two symmetric eigendecompositions, stable for the
-    singular covariances of few samples and much faster than a general matrix square root.
+    singular covariances of few samples and much faster than a general matrix square root. When one
+    side has few samples (Σb = Xᵀ X / (n − 1), X its n × k centred features), the same eigenvalues
+    are those of X Σa Xᵀ / (n − 1), an n × n matrix: no square root of Σa at all.
     """
-    w, v = np.linalg.eigh(a.cov)
-    root_a = (v * np.sqrt(np.clip(w, 0, None))) @ v.T
-    inner = np.linalg.eigvalsh(root_a @ b.cov @ root_a)
     diff = a.mean - b.mean
+    few, other = (b, a) if b.centered is not None and (a.centered is None or b.n <= a.n) else (a, b)
+    if few.centered is not None:
+        x = few.centered
+        inner = np.linalg.eigvalsh(x @ other.cov @ x.T / (few.n - 1))
+    else:
+        w, v = np.linalg.eigh(a.cov)
+        root_a = (v * np.sqrt(np.clip(w, 0, None))) @ v.T
+        inner = np.linalg.eigvalsh(root_a @ b.cov @ root_a)
     return float(diff @ diff + np.trace(a.cov) + np.trace(b.cov) - 2.0 * np.sqrt(np.clip(inner, 0, None)).sum())
 
 

@@ -77,6 +77,24 @@ def test_downstream_accuracy_learns_real_labels_and_not_shuffled_ones():
     assert downstream_accuracy(images[train], shuffled, images[test], labels[test]) < 0.3
 
 
+def test_frechet_distance_of_few_samples_equals_the_full_eigendecomposition():
+    # the n x n route for rank-deficient covariances against scipy's matrix square root of the product
+    from scipy.linalg import sqrtm
+
+    rng = np.random.default_rng(3)
+    many, few = rng.normal(size=(200, 30)), rng.normal(1.0, 2.0, size=(12, 30))
+    a, b = FeatureStats.of(many), FeatureStats.of(few)
+    assert a.centered is None and b.centered is not None
+    root = np.real(sqrtm(a.cov @ b.cov))
+    expected = float((a.mean - b.mean) @ (a.mean - b.mean) + np.trace(a.cov + b.cov - 2 * root))
+    assert np.isclose(frechet_distance(a, b), expected, rtol=1e-6)
+    assert np.isclose(frechet_distance(b, a), expected, rtol=1e-6)
+    c = FeatureStats.of(rng.normal(size=(9, 30)))  # both sides few
+    root = np.real(sqrtm(c.cov @ b.cov))
+    expected = float((c.mean - b.mean) @ (c.mean - b.mean) + np.trace(c.cov + b.cov - 2 * root))
+    assert np.isclose(frechet_distance(c, b), expected, rtol=1e-5)
+
+
 def test_fid_with_inception_is_zero_for_a_set_and_grows_with_noise():
     from swflow.data import load_digits
     from swflow.metrics import InceptionFeatures

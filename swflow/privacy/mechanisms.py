@@ -5,6 +5,7 @@ sensitivity), so they are independent of the data's scale.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 from scipy.optimize import brentq
@@ -75,6 +76,7 @@ def discrete_gaussian_measurement(scale: float):
     return dp.m.make_gaussian(dp.vector_domain(dp.atom_domain(T="i64")), dp.l2_distance(T=float), scale=float(scale))
 
 
+@functools.lru_cache(maxsize=256)  # a pure function of three numbers, and a PLD composition costs seconds
 def discrete_gaussian_epsilon(*, noise_multiplier: float, unit_changes: int, delta: float) -> float:
     """ε at ``delta`` of one release of integer counts plus discrete-Gaussian noise of scale σ = z·√m
     (P(x) ∝ exp(−x²/2σ²), OpenDP's sampler), when neighbouring data sets move at most m = ``unit_changes``
