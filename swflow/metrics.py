@@ -107,13 +107,7 @@ def _onnx_session(model: torch.jit.ScriptModule, example: torch.Tensor):
             torch.onnx.export(model, (example,), buffer, input_names=["x"], output_names=["f"],
                               dynamic_axes={"x": {0: "n"}, "f": {0: "n"}}, dynamo=False)
         graph = buffer.getvalue()
-        try:
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_bytes(graph)
-            os.replace(tmp, cached)
-        except OSError:  # a read-only cache costs the export's 2 s next time, nothing else
-            pass
+        _store_in_cache(cached, graph)
     options = ort.SessionOptions()
     options.intra_op_num_threads = torch.get_num_threads()
     options.log_severity_level = 3
@@ -398,11 +392,16 @@ def _copy_threshold(reference: np.ndarray, training: np.ndarray, quantile: float
     if path.exists():
         return float(json.loads(path.read_text())["threshold"])
     threshold = float(np.quantile(nearest_distances(reference, training), quantile))
+    _store_in_cache(path, json.dumps({"threshold": threshold, "quantile": quantile}).encode())
+    return threshold
+
+
+def _store_in_cache(path: Path, data: bytes) -> None:
+    """Keep ``data`` at ``path`` in CACHE_DIR for next time; a cache that cannot be written costs time, nothing else."""
+    from .outdir import atomic_write_bytes
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"threshold": threshold, "quantile": quantile}))
-        os.replace(tmp, path)
-    except OSError:  # a read-only cache costs time, not correctness
+        atomic_write_bytes(path, data)
+    except OSError:
         pass
-    return threshold

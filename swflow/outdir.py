@@ -25,20 +25,26 @@ import os
 import shutil
 from pathlib import Path
 
-__all__ = ["MARKER", "RunBusy", "RunDir", "atomic_write_text"]
+__all__ = ["MARKER", "RunBusy", "RunDir", "atomic_write_bytes", "atomic_write_text"]
 
 MARKER = ".swflow-run"
 LOCK = ".swflow-lock"
 CHECKPOINT_GLOB = "checkpoint*.pt"
 
 
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` to ``path`` through a temporary sibling: readers never see half a file."""
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary sibling: readers never see half a file, and two processes
+    writing the same path (a shared cache) never share a temporary."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
     return path
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """:func:`atomic_write_bytes` of ``text`` in UTF-8."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
 
 
 class RunBusy(ValueError):
