@@ -23,6 +23,7 @@ import time
 
 import torch
 
+from mixture_sphere import mixture
 from swflow import FlowConfig, make_flow, sliced_wasserstein
 from swflow.baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen, make_dpswgen,
                               make_ldp_sinkhorn_gen)
@@ -40,10 +41,8 @@ GRID = {
 
 
 def other_mixture(n: int, *, seed: int) -> torch.Tensor:
-    centres = torch.nn.functional.normalize(torch.randn(9, 8, generator=torch.Generator().manual_seed(7)), dim=1)
-    g = torch.Generator().manual_seed(seed)
-    rows = centres[torch.randint(0, 9, (n,), generator=g)] + 0.3 * torch.randn(n, 8, generator=g)
-    return torch.nn.functional.normalize(rows, dim=1)
+    """The sweep's law: 9 clusters (centres from seed 7), spread 0.3; not the table's 6-cluster mixture."""
+    return mixture(n, clusters=9, spread=0.3, seed=seed, centre_seed=7)
 
 
 def train(method: str, rows: torch.Tensor, epsilon: float, settings: dict, *, batch: int = 250) -> torch.Tensor:

@@ -29,9 +29,10 @@ from swflow.sliced import random_directions
 FLOWS = ("dpswflow-r", "dpswflow", "ldp-flow", "dpswflow-hist")
 
 
-def mixture(n: int, *, dim: int = 8, clusters: int = 6, spread: float = 0.35, seed: int) -> torch.Tensor:
-    centres = torch.nn.functional.normalize(torch.randn(clusters, dim, generator=torch.Generator().manual_seed(0)),
-                                            dim=1)
+def mixture(n: int, *, dim: int = 8, clusters: int = 6, spread: float = 0.35, seed: int,
+            centre_seed: int = 0) -> torch.Tensor:
+    centres = torch.nn.functional.normalize(
+        torch.randn(clusters, dim, generator=torch.Generator().manual_seed(centre_seed)), dim=1)
     g = torch.Generator().manual_seed(seed)
     rows = centres[torch.randint(0, clusters, (n,), generator=g)] + spread * torch.randn(n, dim, generator=g)
     return torch.nn.functional.normalize(rows, dim=1)
