@@ -136,13 +136,15 @@ class Histogram(Release):
 
     def footprint(self, *, dataset_size, dim, n_projections, rows_per_step, steps, sketch, pool_size, settings,
                   streamed_chunk, flow):
-        from .privacy.histogram import TABLE_LEVELS
+        from .privacy.histogram import COUNT_BLOCK, TABLE_LEVELS
 
         directions, bins = self.histogram_shape(dataset_size=dataset_size, privacy=settings.privacy,
                                                 n_directions=pool_size, bins=settings.shape.bins)
         rows = min(dataset_size, streamed_chunk) if streamed_chunk else dataset_size  # on disk: a chunk at a time
         release = 4 * directions * (dim + TABLE_LEVELS) + 8 * directions * bins
-        return 8 * directions * (rows + 4 * bins + TABLE_LEVELS), release, release
+        # the rows (or a chunk), the counts' work arrays of one block of rows, the counts, CDFs and quantile table
+        memory = 4 * rows * dim + 8 * directions * (2 * min(rows, COUNT_BLOCK) + 4 * bins + TABLE_LEVELS)
+        return memory, release, release
 
 
 @dataclass(frozen=True)
