@@ -20,8 +20,9 @@ env: $(BIN)/.installed
 demo: env
 	$(BIN)/swflow demo --out runs/demo --overwrite
 
+# two workers: the suite's long smoke runs overlap on a 2-core machine (tests/conftest.py gives each one thread)
 test: env
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 test-slow: env
 	$(BIN)/python -m pytest -m slow

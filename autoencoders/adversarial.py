@@ -36,6 +36,8 @@ from torch.nn.utils.parametrizations import spectral_norm
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, update_bn
 from tqdm.auto import tqdm
 
+from swflow.rng import keeps_global_rng
+
 from .models import NoisyDecoder, SphereAutoencoder, upsampling_stages
 
 __all__ = ["AdversarialConfig", "ProjectionCritic", "train_adversarial_decoder"]
@@ -204,6 +206,7 @@ def _restore(partial: Path, gan: _ConditionalGan, config: AdversarialConfig, bas
     return saved["state"]
 
 
+@keeps_global_rng
 def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dict, images: np.ndarray, split, *,
                               config: AdversarialConfig, out_dir: Path, progress: bool = True,
                               rows: np.ndarray | None = None) -> dict:

@@ -17,6 +17,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from swflow.rng import keeps_global_rng
+
 from .models import SphereAutoencoder, build
 
 __all__ = ["TrainConfig", "train_autoencoder", "load_autoencoder", "default_checkpoint", "CHECKPOINT_DIR"]
@@ -88,6 +90,7 @@ def _train_epoch(model: SphereAutoencoder, opt, loss_fn, batches, bar) -> None:
         bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
 
 
+@keeps_global_rng
 def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, config: TrainConfig,
                       test_images: np.ndarray | None = None, out_dir: Path = CHECKPOINT_DIR,
                       progress: bool = True, source: dict | None = None, rows: np.ndarray | None = None,

@@ -75,12 +75,12 @@ def main(argv=None) -> int:
     p.add_argument("--decoder", choices=("gan", "nearest-public"), default="gan",
                    help="the checkpoint's decoder, or the public image with the nearest code")
     p.add_argument("--out", default="experiments/out/latent_size.json")
-    p.add_argument("--smoke", action="store_true", help="digits, 40 samples, 3 steps, in a temporary folder (CI)")
+    p.add_argument("--smoke", action="store_true", help="digits, 20 samples, 3 steps, in a temporary folder (CI)")
     args = p.parse_args(argv)
     if args.smoke:
         import tempfile
 
-        args.dataset, args.checkpoints, args.n, args.steps = "digits", ["digits-adv"], 40, 3
+        args.dataset, args.checkpoints, args.n, args.steps = "digits", ["digits-adv"], 20, 3
         args.out = str(Path(tempfile.mkdtemp()) / "latent_size.json")
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}

@@ -236,15 +236,20 @@ def _radius(particles: Tensor, reduce: GridReduce) -> float:
 
 
 def _grid_coordinates(particles: Tensor, theta: Tensor, *, start: float, inv_spacing: float,
-                      workspace: Workspace) -> tuple[Tensor, Tensor]:
+                      workspace: Workspace, last_cell: int | None = None) -> tuple[Tensor, Tensor]:
     """Cell index (k, n) and in-cell weight (k, n) of u = (⟨x, θ⟩ − s_0)/Δ, from one matmul.
-    Needs every u ≥ 0 (the grid starts left of every projection), so truncation is the floor."""
+    Needs every u ≥ 0 (the grid starts left of every projection), so truncation is the floor.
+    ``last_cell``: clamp u into [0, last_cell + 1) first (one float pass), for a grid whose edge a
+    projection can reach."""
     k, n = theta.shape[1], particles.shape[0]
     u = workspace.get("u", (k, n), particles.dtype, particles.device)
     torch.addmm(torch.full((k, 1), -start * inv_spacing, dtype=particles.dtype, device=particles.device),
                 theta.T * inv_spacing, particles.T, out=u)
+    if last_cell is not None:
+        end = torch.tensor(float(last_cell + 1), dtype=u.dtype)
+        u.clamp_(0.0, float(torch.nextafter(end, end.new_zeros(()))))  # the largest u whose cell is last_cell
     cell = workspace.get("cell", (k, n), torch.long, particles.device).copy_(u)  # truncation toward zero
-    return cell, u.sub_(cell)
+    return cell, u.frac_()  # u − trunc(u) = u − cell, without a pass that mixes float and int64
 
 
 def _linear_mass(cell: Tensor, w: Tensor, points: int, reduce: GridReduce, dtype=_WORK, *,
@@ -311,9 +316,9 @@ def binned_drift(particles: Tensor, target_sorted: Tensor, theta: Tensor, *, poi
     radius = _radius(particles, reduce)
     inv_spacing = (points - 1) / (2 * radius)
     workspace = workspace or Workspace()
-    cell, w = _grid_coordinates(particles, theta, start=-radius, inv_spacing=inv_spacing, workspace=workspace)
-    cell.clamp_(max=points - 2)  # a projection at +r lands on the last cell's right end
-    w.clamp_(0.0, 1.0)
+    # a projection at +r sits on the last grid point: clamped to the right end of the last cell
+    cell, w = _grid_coordinates(particles, theta, start=-radius, inv_spacing=inv_spacing, workspace=workspace,
+                                last_cell=points - 2)
     # float32 suffices here: the levels are cumulative sums of ≤ points terms, exact to ~1e-6
     mass = _linear_mass(cell, w, points, reduce, dtype=torch.float32, workspace=workspace)
     levels = (torch.cumsum(mass, dim=1) - 0.5 * mass).clamp_(0.0, 1.0)

@@ -10,14 +10,17 @@ as the TensorFlow reference does; grey images are repeated over three channels.
 from __future__ import annotations
 
 import hashlib
-import json
 import importlib.util
+import io
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from .rng import keeps_global_rng
 
 __all__ = ["FeatureStats", "InceptionFeatures", "frechet_distance", "fid_weights_path", "reference_features", "kernel_inception_distance",
            "precision_recall", "latent_sw", "downstream_accuracy", "nearest_distances", "copy_rate", "CACHE_DIR"]
@@ -179,11 +182,10 @@ def reference_features(images: np.ndarray, *, key: str, extractor: InceptionFeat
         with h5py.File(path, "r") as f:
             return f["features"][:].astype(np.float64)
     features = np.asarray((extractor or InceptionFeatures())(images, progress=progress), dtype=np.float64)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with h5py.File(tmp, "w") as f:
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
         f.create_dataset("features", data=features.astype(np.float32), compression="gzip")
-    tmp.replace(path)
+    _store_in_cache(path, buffer.getvalue())
     return features
 
 
@@ -300,6 +302,7 @@ def _small_cnn(channels: int, size: tuple[int, int], classes: int) -> torch.nn.M
         nn.Flatten(), nn.Linear(64 * h * w, 128), nn.ReLU(), nn.Dropout(0.3), nn.Linear(128, classes))
 
 
+@keeps_global_rng
 def downstream_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray, *,
                         seed: int = 0, epochs: int = 15, batch_size: int = 128) -> float:
     """Synthetic-to-real utility: test accuracy on real images (n, C, H, W) of a small CNN trained on
@@ -314,7 +317,7 @@ def downstream_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.nda
     if len(classes) < 2:
         raise ValueError("downstream accuracy needs samples of at least two classes")
     gen = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
+    torch.manual_seed(seed)  # the CNN's initialisation and dropout (the caller's generator state is kept)
     order = torch.randperm(len(train_x), generator=gen)
     n_val = max(1, len(order) // 10)
     labels = torch.as_tensor(train_y)

@@ -20,7 +20,7 @@ def test_dpswgen_lowers_sw_stays_on_sphere_and_is_accounted_like_dpswflow_r(gen)
     y, held_out = _cap(3000, gen), _cap(3000, gen)
     theta = torch.nn.functional.normalize(torch.randn(3, 500, generator=gen), dim=0)
     spec = PrivacySpec(epsilon=10.0, delta=1e-5)
-    model = make_dpswgen(y, privacy=spec, config=GeneratorConfig(steps=200), n_projections=20, batch_size=250,
+    model = make_dpswgen(y, privacy=spec, config=GeneratorConfig(steps=60), n_projections=20, batch_size=250,
                          privacy_seed=0)
     before = float(sliced_wasserstein(model.sample(3000), held_out, projections=theta))
     model.fit(progress=False)
@@ -29,8 +29,8 @@ def test_dpswgen_lowers_sw_stays_on_sphere_and_is_accounted_like_dpswflow_r(gen)
     assert float(sliced_wasserstein(samples, held_out, projections=theta)) < 0.5 * before
     assert torch.equal(model.sample(10, seed=4), model.sample(10, seed=4))
     # same shape as a DPSWflow-r run: the privacy package's figure
-    plan = ReleasePlan(releases=200, dataset_size=3000, sample_size=250, n_projections=20, dim=3)
-    assert model.target.ledger.releases == 200
+    plan = ReleasePlan(releases=60, dataset_size=3000, sample_size=250, n_projections=20, dim=3)
+    assert model.target.ledger.releases == 60
     assert model.target.epsilon_spent() == pytest.approx(calibrate(spec, plan).epsilon)
 
 

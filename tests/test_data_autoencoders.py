@@ -83,8 +83,11 @@ def test_training_never_sees_private_rows_and_checkpoint_round_trip(tmp_path):
     split = split_indices(len(images), seed=0)
     poisoned = images.copy()
     poisoned[split.private] = np.nan  # any private row reaching the model would make the loss NaN
+    torch.manual_seed(99)
+    mark = torch.random.get_rng_state()
     meta = train_autoencoder("tiny", poisoned, split, dataset="digits", out_dir=tmp_path, progress=False,
                              config=TrainConfig(architecture="digits8", latent=4, epochs=2, batch_size=256))
+    assert torch.equal(torch.random.get_rng_state(), mark)  # seeded training left the caller's generator alone
     assert np.isfinite(meta["validation_mse"]) and meta["split"] == split.manifest()
     model, loaded = load_autoencoder(tmp_path / "tiny.pt")
     assert loaded.pop("checkpoint_path") == str(tmp_path / "tiny.pt")  # where it was read, not stored

@@ -20,8 +20,9 @@ class MLPGenerator(nn.Module):
 
     def __init__(self, dim: int, *, noise_dim: int, on_sphere: bool, seed: int, device: str):
         super().__init__()
-        torch.manual_seed(seed)  # weight initialisation
-        self.net = _mlp(noise_dim, dim).to(device)
+        with torch.random.fork_rng():  # a seeded weight initialisation that leaves the caller's generator alone
+            torch.manual_seed(seed)
+            self.net = _mlp(noise_dim, dim).to(device)
         self.noise_dim, self.on_sphere, self.device = noise_dim, on_sphere, device
         self.init_kwargs = {"dim": dim, "noise_dim": noise_dim, "on_sphere": on_sphere, "seed": seed}
 

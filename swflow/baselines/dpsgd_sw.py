@@ -121,9 +121,10 @@ class DPSGDSWGen(TrainedGenerator):
 
     def __init__(self, target: PrivateTarget, n_projections: int, config: ClippedGradientConfig):
         self.target, self.n_projections, self.config = target, n_projections, config
-        torch.manual_seed(config.seed)
-        self.generator = ClippedGenerator(config.noise_dim, target.dim, config.hidden, config.activation_clip,
-                                          device=config.device)
+        with torch.random.fork_rng():  # a seeded weight initialisation that leaves the caller's generator alone
+            torch.manual_seed(config.seed)
+            self.generator = ClippedGenerator(config.noise_dim, target.dim, config.hidden, config.activation_clip,
+                                              device=config.device)
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
         self.steps_done = 0
         norm_bound = target.calibration.spec.norm_bound if target.private else 1.0
