@@ -62,7 +62,8 @@ def main(argv=None) -> int:
     suffix = ("" if args.decoder == "autoencoder" else f" {args.decoder}") + (" labels-public" if args.labels_public
                                                                              else "")
     run = out / f"conditional-{args.method}-eps{args.epsilon:g}{suffix.replace(' ', '-')}"
-    epochs = 1 if args.smoke else 15  # the CNN's rounds (metrics.downstream_accuracy's default: 15)
+    # the CNN's rounds and batch (metrics.downstream_accuracy's defaults: 15, 128); smoke: the plumbing only
+    cnn = {"epochs": 1, "batch_size": 32} if args.smoke else {"epochs": 15}
 
     def flow():
         if not (run / "metrics.json").exists():
@@ -84,7 +85,7 @@ def main(argv=None) -> int:
                 test, test_labels = test[:1000], test_labels[:1000]  # plumbing only: a slice keeps CI short
                 statement = json.loads((run / "privacy.json").read_text())["statement"]
                 return {"accuracy": downstream_accuracy(samples["images"], samples["labels"], test, test_labels,
-                                                        epochs=1), "statement": statement, "latent_sw": None}
+                                                        **cnn), "statement": statement, "latent_sw": None}
             if swflow(["evaluate", str(run), "--n-fid", "0"]) != 0:
                 raise SystemExit("evaluate failed")
         metrics = json.loads((run / "metrics.json").read_text())
@@ -111,10 +112,10 @@ def main(argv=None) -> int:
     pick = public[np.random.default_rng(0).permutation(len(public))[:args.n]]
     record("public images (no private data)",
            lambda: {"accuracy": downstream_accuracy(train[pick], train_labels[pick], test, test_labels,
-                                                    epochs=epochs)})
+                                                    **cnn)})
     record("public images through the autoencoder (no private data)",
            lambda: {"accuracy": downstream_accuracy(model.decode_images(model.encode_images(train[pick])),
-                                                    train_labels[pick], test, test_labels, epochs=epochs)})
+                                                    train_labels[pick], test, test_labels, **cnn)})
     return 0
 
 

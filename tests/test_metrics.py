@@ -71,10 +71,10 @@ def test_downstream_accuracy_learns_real_labels_and_not_shuffled_ones():
 
     images, labels = load_digits()
     train, test = slice(0, 1200), slice(1200, None)
-    acc = downstream_accuracy(images[train], labels[train], images[test], labels[test])
+    acc = downstream_accuracy(images[train], labels[train], images[test], labels[test], epochs=4)  # ~0.94
     assert acc > 0.85
     shuffled = np.random.default_rng(0).permutation(labels[train])
-    assert downstream_accuracy(images[train], shuffled, images[test], labels[test]) < 0.3
+    assert downstream_accuracy(images[train], shuffled, images[test], labels[test], epochs=4) < 0.3
 
 
 def test_frechet_distance_of_few_samples_equals_the_full_eigendecomposition():
