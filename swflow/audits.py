@@ -82,16 +82,15 @@ WHITEBOX_DELTA = 1e-7  # below 1/n for the 1 000 000-record release
 
 def _honest_multiplier(method: str, epsilon: float, *, trials: int, directions: int, count_noise: str) -> float:
     """The noise multiplier the run's own calibration gives ``method``'s single release at ``epsilon``."""
+    from .pipeline import resolve_fixed
     from .privacy import calibrate, calibrate_local
-    from .registry import method as method_spec
 
     privacy = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
     if method == "ldp-flow":
         return calibrate_local(privacy, dataset_size=trials, dim=1).noise_multiplier
-    plan = method_spec(method).release_plan(steps=1, dataset_size=trials, dim=1, n_projections=1,
-                                            pool_size=directions if method == "dpswflow-hist" else 1,
-                                            count_noise=count_noise)
-    return calibrate(privacy, plan).noise_multiplier
+    plan = resolve_fixed(method, steps=1, n_projections=1, dataset_size=trials, dim=1, privacy=privacy,
+                         pool_size=directions if method == "dpswflow-hist" else 1)
+    return calibrate(privacy, plan.release).noise_multiplier
 
 
 def whitebox_draws(method: str, epsilon: float, record: float, *, trials: int, seed: int, noise_scale: float = 1.0,
@@ -164,13 +163,13 @@ def composed_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, share: f
     from .config import AdaptSettings
     from .privacy.accountants import epsilon_from_events
     from .privacy.audit import split_epsilon_lower_bound
+    from .pipeline import resolve_fixed
     from .privacy.histogram import projection_counts
-    from .registry import method as method_spec
 
     settings = AdaptSettings(adapt_decoder=True, adapt_share=share, adapt_steps=1, adapt_batch_size=trials)
     spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
-    plan = method_spec("dpswflow-hist").release_plan(steps=1, dataset_size=trials, dim=1, n_projections=1,
-                                                     pool_size=1, count_noise=count_noise)
+    plan = resolve_fixed("dpswflow-hist", steps=1, n_projections=1, dataset_size=trials, dim=1, privacy=spec,
+                         pool_size=1).release
     histogram_spec, z_d = split_budget(spec, plan, settings)
     from .adapt import adaptation_event
     from .privacy import calibrate, plan_events

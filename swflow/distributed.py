@@ -37,6 +37,7 @@ from torch import Tensor
 from .callbacks import FlowCallback, ProgressBar
 from .drift import DriftResult, pull_back
 from .flow import FlowConfig, ParticleFlow, Resampled
+from .pipeline import resolve_fixed
 from .privacy import PrivacySpec, PrivateTarget, sharded_target
 from .registry import method
 from .sliced import cdf, quantile, rank_levels, sort_rows
@@ -202,23 +203,23 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
     spec = method(method_name)
     if not spec.sharded:
         raise ValueError(f"{method_name} does not run sharded over processes")
+    plan = resolve_fixed(method_name, steps=config.steps, n_projections=n_projections, dataset_size=dataset_size,
+                         dim=data_shard.shape[1], privacy=privacy, batch_size=batch_size, pool_size=pool_size,
+                         bins=bins, step_size=config.step_size)
     if spec.release.of_counts:
         from dataclasses import replace
 
         from .flow import Presampled
         from .privacy.targets import sharded_histogram_target
 
-        plan, bins = spec.release.resolve(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
-                                          n_projections=n_projections, privacy=privacy, pool_size=pool_size, bins=bins)
-        target = sharded_histogram_target(data_shard, privacy, plan, bins=bins, privacy_seed=privacy_seed,
+        target = sharded_histogram_target(data_shard, privacy, plan.release, bins=plan.bins, privacy_seed=privacy_seed,
                                           seed_known=seed_known)
         if config.particle_cdf is None:
             config = replace(config, particle_cdf="binned")
-        return DistributedFlow(target, Presampled(plan.n_projections, min(n_projections, plan.n_projections)), config, mode=mode, sketch=sketch,
-                               callbacks=callbacks, progress=progress)
-    plan = spec.release_plan(steps=config.steps, dataset_size=dataset_size, dim=data_shard.shape[1],
-                             n_projections=n_projections, batch_size=batch_size)
-    target = sharded_target(data_shard, privacy, plan, offset=offset, privacy_seed=privacy_seed,
-                            seed_known=seed_known)
-    return DistributedFlow(target, Resampled(n_projections), config, mode=mode, sketch=sketch,
-                           callbacks=callbacks, progress=progress)
+        directions = plan.release.n_projections  # K
+        strategy = Presampled(directions, min(plan.n_projections, directions))
+    else:
+        target = sharded_target(data_shard, privacy, plan.release, offset=offset, privacy_seed=privacy_seed,
+                                seed_known=seed_known)
+        strategy = Resampled(plan.n_projections)
+    return DistributedFlow(target, strategy, config, mode=mode, sketch=sketch, callbacks=callbacks, progress=progress)

@@ -180,11 +180,7 @@ class Synthesizer:
         from .run import ADAPT_NOTE
 
         s = self.settings
-        plan = s.plan(data.shape[0])
-        histogram_plan, _ = METHODS[s.method].release.resolve(
-            steps=plan.steps, dataset_size=data.shape[0], dim=data.shape[1], n_projections=plan.n_projections,
-            privacy=s.privacy, pool_size=s.shape.pool_size, bins=s.shape.bins)
-        histogram_spec, multiplier = split_budget(s.privacy, histogram_plan, s.adapt)
+        histogram_spec, multiplier = split_budget(s.privacy, s.plan(*data.shape).release, s.adapt)
         self.settings = replace(s, privacy=histogram_spec)  # the flow's own share (restored below)
         try:
             self._sampler, report = self._fit_flow(data, progress)
@@ -214,7 +210,7 @@ class Synthesizer:
         from .model import FlowModel
 
         s = self.settings
-        plan = plan or s.plan(data.shape[0])
+        plan = plan or s.plan(*data.shape)
         config = s.flow_config(plan)
         config = replace(config, n_particles=n_particles or config.n_particles,
                          seed=config.seed if seed is None else seed)
@@ -234,7 +230,7 @@ class Synthesizer:
 
         s = self.settings
         classes = self.classes if self.classes is not None else np.unique(labels).tolist()
-        plan = s.plan(len(labels))  # every class runs the whole data set's steps, as `generate --conditional`
+        plan = s.plan(len(labels), data.shape[1])  # every class runs the whole data set's steps, as `generate --conditional`
         runs = plan_classes(s.method, labels, classes, privacy=s.privacy, n_particles=s.flow.n_particles,
                             seed=s.flow.seed, pool_size=s.shape.pool_size, bins=s.shape.bins,
                             batch_size=plan.batch_size, privacy_seed=s.privacy_seed,
@@ -262,7 +258,7 @@ class Synthesizer:
         from .baselines import make_generator
         from .privacy import privacy_report
 
-        s, plan = self.settings, self.settings.plan(data.shape[0])
+        s, plan = self.settings, self.settings.plan(*data.shape)
         model = make_generator(s.method, data, privacy=s.privacy, steps=plan.steps,
                                n_projections=plan.n_projections, batch_size=plan.rows_per_step,
                                privacy_seed=s.privacy_seed, seed=s.flow.seed, device=s.flow.device,

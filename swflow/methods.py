@@ -9,6 +9,7 @@ import torch
 
 from .callbacks import FlowCallback, ProgressBar
 from .flow import FlowConfig, ParticleFlow, Presampled, Resampled
+from .pipeline import RunPlan, resolve_fixed
 from .privacy import PrivacySpec, check_rows, local_target, private_target
 from .registry import method as method_spec
 
@@ -45,31 +46,29 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
         check_rows(data, name="private data", allow_empty=dataset_size is not None)
     spec.check_budget(private=privacy.private)  # eps = inf runs dpswflow-r / dpswflow noise-free
     callbacks = [*callbacks, *([ProgressBar()] if progress else [])]
-    extra = {} if dataset_size is None else {"dataset_size": dataset_size}
-    return spec.builder()(data, spec=spec, privacy=privacy, config=config, n_projections=n_projections,
-                          pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
-                          callbacks=callbacks, **extra)
+    plan = resolve_fixed(method, steps=config.steps, n_projections=n_projections,
+                         dataset_size=data.shape[0] if dataset_size is None else dataset_size, dim=data.shape[1],
+                         privacy=privacy, batch_size=batch_size, pool_size=pool_size, bins=bins,
+                         step_size=config.step_size)
+    return spec.builder()(data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
+                          part_of_larger=dataset_size is not None)
 
 
-def build_central(data: torch.Tensor, *, spec, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
-                  pool_size: int | None, batch_size: int | None, privacy_seed: int | None,
-                  callbacks: list[FlowCallback], **_) -> ParticleFlow:
+def build_central(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,
+                  privacy_seed: int | None, callbacks: list[FlowCallback], **_) -> ParticleFlow:
     """The flows of 004: a release of a batch's projections on fresh directions per step (dpswflow-r; swf
     without noise), or one release of every row on a pool of directions (dpswflow)."""
-    plan = spec.release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
-                             n_projections=n_projections, batch_size=batch_size, pool_size=pool_size)
-    strategy = (Resampled(n_projections) if spec.release.per_step  # fresh directions each step
-                else Presampled(plan.n_projections, n_projections))  # steps pick from the released pool
-    target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
+    strategy = (Resampled(plan.n_projections) if method_spec(plan.method).release.per_step  # fresh each step
+                else Presampled(plan.release.n_projections, plan.n_projections))  # steps pick from the released pool
+    target = private_target(data, privacy, plan.release, privacy_seed=privacy_seed, device=config.device)
     return ParticleFlow(target, strategy, config, callbacks=callbacks)
 
 
-def build_local(data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig, n_projections: int,
-                batch_size: int | None, privacy_seed: int | None, callbacks: list[FlowCallback],
-                **_) -> ParticleFlow:
+def build_local(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,
+                privacy_seed: int | None, callbacks: list[FlowCallback], **_) -> ParticleFlow:
     """LDP flow: one local Gaussian release of every row, then a flow whose target side is already
     noisy and whose particle side is smoothed with the same σ (what makes it deconvolve)."""
-    target = local_target(data, privacy, privacy_seed=privacy_seed, batch_size=batch_size, device=config.device)
+    target = local_target(data, privacy, privacy_seed=privacy_seed, batch_size=plan.batch_size, device=config.device)
     if config.smoothing_std is None:  # the particle side gets the local release's σ
         config = replace(config, smoothing_std=target.local_noise_std)
-    return ParticleFlow(target, Resampled(n_projections), config, callbacks=callbacks)
+    return ParticleFlow(target, Resampled(plan.n_projections), config, callbacks=callbacks)

@@ -5,9 +5,10 @@ the calculator cannot disagree with a run.
 
 Adding a generator: write its module with ``build(data, *, privacy, steps, n_projections, batch_size,
 privacy_seed, seed, device, **options)`` and ``NETWORK`` (the network class a saved Synthesizer
-rebuilds), and add one :class:`MethodSpec` to :data:`METHODS`. A flow with an existing kind of
-release is one spec too (its ``releases`` names a strategy of swflow.releases). Modules are imported
-on first use.
+rebuilds), and add one :class:`MethodSpec` to :data:`METHODS`. A flow is a module whose
+``build(data, plan, *, privacy, config, privacy_seed, callbacks, **_)`` turns the resolved
+:class:`~swflow.pipeline.RunPlan` into a ParticleFlow, plus one spec (its ``releases`` names a strategy of
+swflow.releases). Modules are imported on first use.
 """
 from __future__ import annotations
 
@@ -85,10 +86,6 @@ class MethodSpec:
     def batch(self, batch_size: int | None, dataset_size: int) -> int | None:
         """Rows per release, None for the whole data set: the rule of every entry point."""
         return self.release.batch(batch_size, dataset_size)
-
-    def release_plan(self, **kwargs):
-        """The :class:`~swflow.privacy.ReleasePlan` of a central release (see :meth:`Release.release_plan`)."""
-        return self.release.release_plan(**kwargs)
 
     def run_length(self, *, steps: int | None, epochs: float | None, dataset_size: int, batch_size: int) -> int:
         """Steps of a run: ``steps``, else ``epochs`` over the rows in batches, else the default length."""

@@ -68,12 +68,9 @@ def run_adapted_flow_to_dir(method: str, data: torch.Tensor, images: np.ndarray,
         raise ValueError(f"the decoder's adaptation shares the budget with a histogram release: use dpswflow-hist, "
                          f"not {method}")
     spec = settings.privacy
-    histogram_plan, bins = method_spec(method).release.resolve(
-        steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1], n_projections=plan.n_projections,
-        privacy=spec, pool_size=settings.shape.pool_size, bins=settings.shape.bins)
-    histogram_spec, multiplier = split_budget(spec, histogram_plan, settings.adapt)
+    histogram_spec, multiplier = split_budget(spec, plan.release, settings.adapt)
     flow = make_flow(method, data, privacy=histogram_spec, config=config, n_projections=plan.n_projections,
-                     pool_size=histogram_plan.n_projections, bins=bins, privacy_seed=privacy_seed,
+                     pool_size=plan.release.n_projections, bins=plan.bins, privacy_seed=privacy_seed,
                      callbacks=run_files(out, sketch=release_sketch(method)), progress=progress)
     particles = flow.run().particles
     noise = NoiseSource(None if privacy_seed is None else privacy_seed + 7919, secure=spec.secure_noise)

@@ -49,11 +49,11 @@ class Settings:
     privacy_seed: int | None = None
     sketch: int | None = 64
 
-    def plan(self, dataset_size: int):
-        """The :class:`~swflow.pipeline.RunPlan` of these settings on ``dataset_size`` rows."""
+    def plan(self, dataset_size: int, dim: int):
+        """The :class:`~swflow.pipeline.RunPlan` of these settings on ``dataset_size`` rows of dimension ``dim``."""
         from .pipeline import resolve
 
-        return resolve(self.method, self.shape, dataset_size=dataset_size, privacy=self.privacy,
+        return resolve(self.method, self.shape, dataset_size=dataset_size, dim=dim, privacy=self.privacy,
                        step_size=self.flow.step_size)
 
     def flow_config(self, plan) -> FlowConfig:

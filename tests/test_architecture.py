@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from swflow import FlowConfig, make_flow
+from swflow.pipeline import resolve_fixed
 from swflow.privacy import PrivacySpec
 
 
@@ -26,10 +27,12 @@ def test_a_new_flow_method_is_one_module_and_one_spec(temporary_module, monkeypa
 
     # a method that builds the 004 per-step flow with half the directions it is given: its own builder
     module = temporary_module("my_half_flow", """
+        from dataclasses import replace
+
         from swflow.methods import build_central
 
-        def build(data, *, n_projections, **kwargs):
-            return build_central(data, n_projections=max(1, n_projections // 2), **kwargs)
+        def build(data, plan, **kwargs):
+            return build_central(data, replace(plan, n_projections=max(1, plan.n_projections // 2)), **kwargs)
     """)
     spec = registry.MethodSpec("my-half-flow", "flow", "a test method", "per-step", ("steps", 5), module)
     monkeypatch.setitem(registry.METHODS, spec.name, spec)
@@ -60,8 +63,9 @@ def test_a_new_kind_of_release_is_one_strategy(monkeypatch):
                                "swflow.methods:build_central")
     monkeypatch.setitem(registry.METHODS, spec.name, spec)
     assert spec.release is kind and spec.batch(None, 100) == 50
-    plan = spec.release_plan(steps=4, dataset_size=100, dim=3, n_projections=6)
-    assert (plan.releases, plan.sample_size) == (4, 50)
+    plan = resolve_fixed("half-batches", steps=4, n_projections=6, dataset_size=100, dim=3,
+                         privacy=PrivacySpec(epsilon=5.0, delta=1e-4))
+    assert (plan.batch_size, plan.release.releases, plan.release.sample_size) == (50, 4, 50)
     rows = torch.nn.functional.normalize(torch.randn(100, 3, generator=torch.Generator().manual_seed(1)), dim=1)
     flow = make_flow("half-batches", rows, privacy=PrivacySpec(epsilon=5.0, delta=1e-4), n_projections=6,
                      privacy_seed=2, progress=False, config=FlowConfig(steps=4, n_particles=30, manifold="sphere"))

@@ -216,7 +216,7 @@ def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, cap
     assert "it belongs in [flow]" in capsys.readouterr().err
     # the estimator takes the same names, and checks them before any budget is spent
     syn = Synthesizer("swf", steps=3, n_particles=30, drift_clip=0.5, smoothing="sampled", dtype="float64")
-    assert syn.settings.flow_config(syn.settings.plan(40)) == FlowConfig(steps=3, n_particles=30, drift_clip=0.5,
+    assert syn.settings.flow_config(syn.settings.plan(40, 2)) == FlowConfig(steps=3, n_particles=30, drift_clip=0.5,
                                                                          smoothing="sampled", dtype="float64")
     with pytest.raises(ValueError, match="step size"):
         Synthesizer("dpswflow-r", epsilon=5.0, step_size=-1.0)
@@ -253,18 +253,21 @@ def test_one_run_plan_for_every_entry_point(capsys):
     from swflow.registry import RunShape
 
     spec = PrivacySpec(epsilon=5.0)
-    plan = resolve("dpswflow-r", RunShape(epochs=2.0, batch_size=100), dataset_size=899, privacy=spec)
+    plan = resolve("dpswflow-r", RunShape(epochs=2.0, batch_size=100), dataset_size=899, dim=8, privacy=spec)
     assert (plan.steps, plan.batch_size, plan.n_projections, plan.step_size) == (math.ceil(2 * 899 / 100), 100, 70, 1.0)
-    whole = resolve("dpsgd-sw-gen", RunShape(steps=5, batch_size=5000), dataset_size=899, privacy=spec)
+    whole = resolve("dpsgd-sw-gen", RunShape(steps=5, batch_size=5000), dataset_size=899, dim=8, privacy=spec)
     assert whole.batch_size is None and whole.rows_per_step == 899 and whole.step_size is None
+    # the release the accountant reads is part of the plan: 18 releases of 100 of 899 rows on 70 directions
+    assert (plan.release.releases, plan.release.sample_size, plan.release.n_projections, plan.release.dim) == (
+        plan.steps, 100, 70, 8)
     assert main(["privacy", "--method", "dpswflow-r", "--epsilon", "5", "--epochs", "2", "--batch-size", "100",
                  "--dataset-size", "899", "--dim", "8", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["steps"], report["batch_size"]) == (plan.steps, plan.batch_size)
     syn = Synthesizer("dpswflow-r", epsilon=5.0, epochs=2.0, batch_size=100)
-    assert syn.settings.plan(899) == plan
+    assert syn.settings.plan(899, 8) == plan
     with pytest.raises(ValueError, match="batch_size must be >= 1"):
-        resolve("dpswflow-r", RunShape(batch_size=0), dataset_size=899, privacy=spec)
+        resolve("dpswflow-r", RunShape(batch_size=0), dataset_size=899, dim=8, privacy=spec)
 
 
 def test_a_methods_own_options_reach_its_run(tmp_path):

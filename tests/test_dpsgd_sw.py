@@ -6,8 +6,7 @@ from scipy.stats import wasserstein_distance
 
 from swflow.baselines.dpsgd_sw import (ClippedGradientConfig, gradient_sensitivity, make_dpsgd_sw_gen, r_weights,
                                        w2_gradient_source)
-from swflow.registry import method
-from swflow.privacy import PrivacySpec, calibrate
+from swflow.privacy import PrivacySpec, ReleasePlan, calibrate
 from swflow.sliced import sliced_wasserstein
 
 
@@ -86,8 +85,7 @@ def test_epsilon_equals_privacy_package_and_generator_learns():
     gen.fit(progress=False)
     after = float(sliced_wasserstein(gen.sample(600, seed=5).double(), data.double(), n_projections=200,
                                      generator=torch.Generator().manual_seed(0)))
-    expected = calibrate(spec, method("dpsgd-sw-gen").release_plan(steps=150, dataset_size=600, dim=3,
-                                                                     n_projections=20, batch_size=100))
+    expected = calibrate(spec, ReleasePlan(releases=150, dataset_size=600, sample_size=100, n_projections=20, dim=3))
     assert gen.target.epsilon_spent() == pytest.approx(expected.epsilon, rel=1e-9) and expected.epsilon <= 8.0
     assert gen.target.ledger.releases == 150
     assert after < 0.7 * before

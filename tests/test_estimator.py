@@ -121,11 +121,9 @@ def test_a_new_flow_method_is_one_module_and_one_registration(tmp_path, monkeypa
         "from dataclasses import replace\n"
         "from swflow.flow import ParticleFlow, Resampled\n"
         "from swflow.privacy import private_target\n\n"
-        "def build(data, *, spec, privacy, config, n_projections, batch_size, privacy_seed, callbacks, **_):\n"
-        "    plan = spec.release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],\n"
-        "                             n_projections=n_projections, batch_size=batch_size)\n"
-        "    target = private_target(data, privacy, plan, privacy_seed=privacy_seed)\n"
-        "    return ParticleFlow(target, Resampled(n_projections), replace(config, step_size=0.5),\n"
+        "def build(data, plan, *, privacy, config, privacy_seed, callbacks, **_):\n"
+        "    target = private_target(data, privacy, plan.release, privacy_seed=privacy_seed)\n"
+        "    return ParticleFlow(target, Resampled(plan.n_projections), replace(config, step_size=0.5),\n"
         "                        callbacks=callbacks)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(METHODS, "toy-flow", MethodSpec("toy-flow", "flow", "a toy flow", "per-step", ("steps", 6),

@@ -10,7 +10,7 @@ from swflow.conditional import class_shares, run_conditional_to_dir
 from swflow.flow import FlowConfig
 from swflow.registry import method
 from swflow.io import read_samples
-from swflow.privacy import PrivacySpec, calibrate
+from swflow.privacy import PrivacySpec, ReleasePlan, calibrate
 
 
 def _two_blobs(seed=0, n=400):
@@ -33,8 +33,7 @@ def test_conditional_epsilon_is_the_per_class_epsilon(tmp_path):
     # class's ε is what the accountant gives that class's releases on their own
     assert per_class[0]["batch_size"] == 40 and per_class[1]["batch_size"] == 20
     for c, size, batch in ((0, 266, 40), (1, 134, 20)):
-        alone = calibrate(spec, method("dpswflow-r").release_plan(steps=40, dataset_size=size, dim=2,
-                                                                  n_projections=10, batch_size=batch))
+        alone = calibrate(spec, ReleasePlan(releases=40, dataset_size=size, sample_size=batch, n_projections=10, dim=2))
         assert per_class[c]["epsilon"] == pytest.approx(alone.epsilon, rel=1e-9)
     assert report["epsilon"] == max(c["epsilon"] for c in report["per_class"])
     assert "labels and class counts public" in report["adjacency"] and report["composition"]

@@ -186,7 +186,7 @@ def test_bad_data(gen):
         make_flow("swf", torch.zeros(0, 3), privacy=PUBLIC, n_projections=3, config=cfg)
     with pytest.raises(ValueError, match="2-D"):
         make_flow("swf", torch.zeros(5), privacy=PUBLIC, n_projections=3, config=cfg)
-    with pytest.raises(ValueError, match="batch size 0 must be between"):
+    with pytest.raises(ValueError, match="batch_size must be >= 1, got 0"):
         make_flow("swf", y, privacy=PUBLIC, n_projections=3, batch_size=0, config=cfg)
     # the rule of every entry point: a batch that covers every row is a full batch
     assert make_flow("swf", y, privacy=PUBLIC, n_projections=3, batch_size=50, config=cfg).target.batch_size is None

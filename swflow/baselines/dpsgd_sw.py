@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 from torch.func import functional_call, jacrev, vmap
 
-from ..registry import method
+from ..pipeline import resolve_fixed
 from ..config import ClippedGradientOptions
 from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..privacy.sensitivity import SensitivityBound
@@ -180,9 +180,9 @@ def make_dpsgd_sw_gen(data: Tensor, *, privacy: PrivacySpec, config: ClippedGrad
     if privacy.private and privacy.adjacency != "replace-one":
         raise ValueError("000 Theorem 4.1 bounds the sensitivity for replace-one neighbours with a fixed batch "
                          "size; use adjacency='replace-one'")
-    plan = method("dpsgd-sw-gen").release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
-                                               n_projections=n_projections, batch_size=batch_size)
-    target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
+    plan = resolve_fixed("dpsgd-sw-gen", steps=config.steps, n_projections=n_projections,
+                         dataset_size=data.shape[0], dim=data.shape[1], privacy=privacy, batch_size=batch_size)
+    target = private_target(data, privacy, plan.release, privacy_seed=privacy_seed, device=config.device)
     return DPSGDSWGen(target, n_projections, config)
 
 

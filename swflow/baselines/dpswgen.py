@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from ..registry import method
+from ..pipeline import resolve_fixed
 from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..drift import exact_smoothed_drift, sampled_drift
 from ..sliced import quantile, rank_levels
@@ -112,9 +112,9 @@ def make_dpswgen(data: Tensor, *, privacy: PrivacySpec, config: GeneratorConfig,
     """DPSWgen on private rows ``data`` (m, d), accounted like DPSWflow-r with the same shape
     (ε = ∞ trains without noise, the paper's ε = ∞ column)."""
     check_rows(data, name="private data")
-    plan = method("dpswgen").release_plan(steps=config.steps, dataset_size=data.shape[0], dim=data.shape[1],
-                                          n_projections=n_projections, batch_size=batch_size)
-    target = private_target(data, privacy, plan, privacy_seed=privacy_seed, device=config.device)
+    plan = resolve_fixed("dpswgen", steps=config.steps, n_projections=n_projections, dataset_size=data.shape[0],
+                         dim=data.shape[1], privacy=privacy, batch_size=batch_size)
+    target = private_target(data, privacy, plan.release, privacy_seed=privacy_seed, device=config.device)
     return DPSWGen(target, n_projections, config)
 
 

@@ -82,10 +82,11 @@ def _as_flags(message: str) -> str:
     return re.sub(r"(`?)\b([a-z]+(?:_[a-z]+)*)\b\1", flag, message)
 
 
-def run_plan(settings, n: int):
-    """The run's :class:`~swflow.pipeline.RunPlan` (steps, batch, directions, step size) for n rows."""
+def run_plan(settings, n: int, dim: int):
+    """The run's :class:`~swflow.pipeline.RunPlan` (steps, batch, directions, step size, release) for n rows of
+    dimension dim."""
     try:
-        return settings.plan(n)
+        return settings.plan(n, dim)
     except ValueError as err:
         raise UsageError(_as_flags(str(err))) from None
 

@@ -54,7 +54,7 @@ def cmd_generate(args) -> int:
         decode = nearest_public_decoder(run_autoencoder(source)[0], meta, root=args.data_root)
         source["decoder"] = "nearest-public"
     run = settings(args, manifold="sphere" if args.dataset is not None else "ball", norm_bound=norm_bound)
-    plan = run_plan(run, data.shape[0])
+    plan = run_plan(run, data.shape[0], data.shape[1])
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
     try:
         check_run(method=run.method, settings=run, plan=plan, dim=data.shape[1], image_values=image_values,

@@ -40,15 +40,10 @@ def cmd_privacy(args) -> int:
     if not spec.private:
         raise UsageError("nothing to compute: the run is not private")
     what = method(run.method)
-    planned = run_plan(run, args.dataset_size)
+    planned = run_plan(run, args.dataset_size, args.dim)
     if what.local:
         return _local_privacy(args, spec)
-    steps = planned.steps
-    pool_size, bins = what.release.histogram_shape(dataset_size=args.dataset_size, privacy=spec,
-                                                   n_directions=run.shape.pool_size, bins=run.shape.bins)
-    plan = what.release_plan(steps=steps, dataset_size=args.dataset_size, dim=args.dim,
-                             n_projections=planned.n_projections, pool_size=pool_size, batch_size=planned.batch_size,
-                             count_noise=spec.count_noise)
+    steps, plan, bins = planned.steps, planned.release, planned.bins
     cal = calibrate(spec, plan)
     sens = _sensitivity(what, run, plan, cal)
     delta_total = cal.delta_accountant + plan.releases * cal.delta_theta
