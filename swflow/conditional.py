@@ -87,6 +87,7 @@ def plan_classes(method: str, labels: np.ndarray, classes: Sequence[int], *, pri
                  privacy_seed: int | None = None, labels_public: bool = False) -> list[ClassRun]:
     """The per-class runs of a conditional fit (one rule for `swflow generate --conditional` and the
     Synthesizer); see the module's docstring for the two readings of the labels."""
+    from .pipeline import resolve_fixed
     from .registry import method as method_spec
 
     labels = np.asarray(labels)
@@ -110,8 +111,11 @@ def plan_classes(method: str, labels: np.ndarray, classes: Sequence[int], *, pri
                          f"publishing the class sizes; {method} releases per-record values. Use dpswflow-hist, or pass "
                          "labels_public=True (--labels-public) to treat the labels and class counts as public")
     n = len(labels)  # public; the class sizes are not
-    k, b = method_spec(method).release.histogram_shape(dataset_size=max(1, n // len(classes)), privacy=privacy,
-                                                       n_directions=pool_size, bins=bins)
+    # every class's histogram takes the shape the pipeline gives a data set of the mean class size (a public
+    # rule of n and the budget; the shape reads neither the steps nor the directions per step nor d)
+    class_plan = resolve_fixed(method, steps=1, n_projections=1, dataset_size=max(1, n // len(classes)), dim=1,
+                               privacy=privacy, pool_size=pool_size, bins=bins)
+    k, b = class_plan.release.n_projections, class_plan.bins
     return [ClassRun(c, labels == c, n_particles, seed + c, own_seed(c), k, b, None, n) for c in classes]
 
 
