@@ -47,7 +47,7 @@ def run(method: str, data: torch.Tensor, eps: float, *, on_sphere: bool, steps: 
     n = data.shape[0]
     init = "sphere" if on_sphere else "normal"
     if method in ("swf", "dpswflow-r", "ldp-flow"):
-        return make_flow(method, data, privacy=spec, n_projections=k, batch_size=min(batch, n) if batch < n else None,
+        return make_flow(method, data, privacy=spec, n_projections=k, batch_size=batch,  # >= n: a full batch
                          privacy_seed=0, progress=False,
                          config=FlowConfig(steps=steps, n_particles=n, init=init)).run().particles
     if method == "dpswflow":

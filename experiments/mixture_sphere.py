@@ -71,8 +71,8 @@ def main() -> None:
         # seeded float noise for every method, so that a row reproduces (the histogram's default, the discrete
         # Gaussian, takes no seed; its epsilon costs 0.05-1.3% more, docs/privacy.md)
         flow = make_flow(method, private, privacy=PrivacySpec(epsilon=eps, delta=1e-5, count_noise="gaussian"),
-                         n_projections=70,
-                         batch_size=250 if method not in ("dpswflow", "dpswflow-hist") else None, privacy_seed=args.seed, progress=False,
+                         n_projections=70, batch_size=250,  # the pipeline's rule: a pool or histogram releases every row
+                         privacy_seed=args.seed, progress=False,
                          config=FlowConfig(steps=args.steps, n_particles=args.n_particles, smoothing=smoothing,
                                            manifold=manifold, seed=args.seed))
         particles = flow.run().particles
