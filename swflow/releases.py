@@ -68,11 +68,11 @@ class Release:
         """Quantile levels model.h5 keeps per released direction."""
         return sketch
 
-    def footprint(self, *, dataset_size: int, dim: int, n_projections: int, rows_per_step: int, steps: int,
-                  sketch: int, pool_size: int | None, settings, streamed_chunk: int | None,
-                  flow: bool) -> tuple[int, int, int]:
-        """Bytes: (memory the release needs, its copy in each checkpoint, model.h5)."""
-        return 8 * n_projections * rows_per_step, 0, (4 * steps * n_projections * (dim + sketch) if flow else 0)
+    def footprint(self, plan, *, sketch: int, streamed_chunk: int | None, flow: bool) -> tuple[int, int, int]:
+        """Bytes: (memory the release needs, its copy in each checkpoint, model.h5) of the resolved
+        :class:`~swflow.pipeline.RunPlan` ``plan``."""
+        k = plan.n_projections
+        return 8 * k * plan.rows_per_step, 0, (4 * plan.steps * k * (plan.dim + sketch) if flow else 0)
 
 
 @dataclass(frozen=True)
@@ -97,11 +97,9 @@ class Pool(Release):
         return ReleasePlan(releases=1, dataset_size=dataset_size, sample_size=None,
                            n_projections=pool_size or n_projections, dim=dim)
 
-    def footprint(self, *, dataset_size, dim, n_projections, rows_per_step, steps, sketch, pool_size, settings,
-                  streamed_chunk, flow):
-        directions = pool_size or n_projections
-        return (8 * directions * (dataset_size + dim), 4 * directions * (dim + dataset_size),
-                4 * directions * (dim + sketch))
+    def footprint(self, plan, *, sketch, streamed_chunk, flow):
+        directions, dim, m = plan.release.n_projections, plan.dim, plan.dataset_size
+        return 8 * directions * (m + dim), 4 * directions * (dim + m), 4 * directions * (dim + sketch)
 
 
 @dataclass(frozen=True)
@@ -134,13 +132,11 @@ class Histogram(Release):
     def sketch(self, sketch):
         return None  # its quantile table is already a sketch of TABLE_LEVELS levels
 
-    def footprint(self, *, dataset_size, dim, n_projections, rows_per_step, steps, sketch, pool_size, settings,
-                  streamed_chunk, flow):
+    def footprint(self, plan, *, sketch, streamed_chunk, flow):
         from .privacy.histogram import COUNT_BLOCK, TABLE_LEVELS
 
-        directions, bins = self.histogram_shape(dataset_size=dataset_size, privacy=settings.privacy,
-                                                n_directions=pool_size, bins=settings.shape.bins)
-        rows = min(dataset_size, streamed_chunk) if streamed_chunk else dataset_size  # on disk: a chunk at a time
+        directions, bins, dim, m = plan.release.n_projections, plan.bins, plan.dim, plan.dataset_size
+        rows = min(m, streamed_chunk) if streamed_chunk else m  # on disk: a chunk at a time
         release = 4 * directions * (dim + TABLE_LEVELS) + 8 * directions * bins
         # the rows (or a chunk), the counts' work arrays of one block of rows, the counts, CDFs and quantile table
         memory = 4 * rows * dim + 8 * directions * (2 * min(rows, COUNT_BLOCK) + 4 * bins + TABLE_LEVELS)
@@ -154,9 +150,9 @@ class Local(Release):
     def release_plan(self, **_):
         raise ValueError("a local method releases each record once: see privacy.calibrate_local")
 
-    def footprint(self, *, dataset_size, dim, n_projections, rows_per_step, steps, sketch, pool_size, settings,
-                  streamed_chunk, flow):
-        return 8 * dataset_size * dim, 8 * dataset_size * dim, 4 * steps * n_projections * (dim + sketch)
+    def footprint(self, plan, *, sketch, streamed_chunk, flow):
+        rows = 8 * plan.dataset_size * plan.dim
+        return rows, rows, 4 * plan.steps * plan.n_projections * (plan.dim + sketch)
 
 
 RELEASES: dict[str, Release] = {r.name: r for r in (

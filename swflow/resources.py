@@ -107,9 +107,8 @@ def check_run(*, method: str, settings, plan, dim: int, image_values: int, out: 
     n, m, k = settings.flow.n_particles, plan.dataset_size, plan.n_projections
     sketch = 64 if settings.sketch is None else settings.sketch
     frames = 51
-    release_memory, release_disk, model_disk = spec.release.footprint(
-        dataset_size=m, dim=dim, n_projections=k, rows_per_step=plan.rows_per_step, steps=plan.steps, sketch=sketch,
-        pool_size=settings.shape.pool_size, settings=settings, streamed_chunk=streamed_chunk, flow=spec.kind == "flow")
+    release_memory, release_disk, model_disk = spec.release.footprint(plan, sketch=sketch, streamed_chunk=streamed_chunk,
+                                                                      flow=spec.kind == "flow")
     memory = 4 * n * 3 * dim + _STEP_BYTES * n * k + release_memory
     total = physical_memory()
     if total is not None and memory > 0.8 * total:
