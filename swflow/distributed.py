@@ -207,17 +207,12 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
                          dim=data_shard.shape[1], privacy=privacy, batch_size=batch_size, pool_size=pool_size,
                          bins=bins, step_size=config.step_size)
     if spec.release.of_counts:
-        from dataclasses import replace
-
-        from .flow import Presampled
+        from .histogram_flow import simulator_parts
         from .privacy.targets import sharded_histogram_target
 
         target = sharded_histogram_target(data_shard, privacy, plan.release, bins=plan.bins, privacy_seed=privacy_seed,
                                           seed_known=seed_known)
-        if config.particle_cdf is None:
-            config = replace(config, particle_cdf="binned")
-        directions = plan.release.n_projections  # K
-        strategy = Presampled(directions, min(plan.n_projections, directions))
+        strategy, config = simulator_parts(plan, config)
     else:
         target = sharded_target(data_shard, privacy, plan.release, offset=offset, privacy_seed=privacy_seed,
                                 seed_known=seed_known)

@@ -14,7 +14,16 @@ from .flow import FlowConfig, ParticleFlow, Presampled
 from .pipeline import RunPlan
 from .privacy import PrivacySpec, histogram_target
 
-__all__ = ["build"]
+__all__ = ["build", "simulator_parts"]
+
+
+def simulator_parts(plan: RunPlan, config: FlowConfig) -> tuple[Presampled, FlowConfig]:
+    """The projection strategy (``plan.n_projections`` of the K released directions a step) and the simulator
+    configuration of a histogram flow, in one process or sharded (swflow.distributed)."""
+    if config.particle_cdf is None:  # the release is a quantile table: read the particles' ranks on a grid
+        config = replace(config, particle_cdf="binned")
+    directions = plan.release.n_projections  # K
+    return Presampled(directions, min(plan.n_projections, directions)), config
 
 
 def build(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig, privacy_seed: int | None,
@@ -24,8 +33,5 @@ def build(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: Fl
     ``part_of_larger``: ``data`` is a part of a data set of the plan's (public) size, its own size private."""
     target = histogram_target(data, privacy, plan.release, bins=plan.bins, privacy_seed=privacy_seed,
                               device=config.device, dataset_size=plan.dataset_size if part_of_larger else None)
-    if config.particle_cdf is None:  # the release is a quantile table: read the particles' ranks on a grid
-        config = replace(config, particle_cdf="binned")
-    directions = plan.release.n_projections  # K
-    return ParticleFlow(target, Presampled(directions, min(plan.n_projections, directions)), config,
-                        callbacks=callbacks)
+    strategy, config = simulator_parts(plan, config)
+    return ParticleFlow(target, strategy, config, callbacks=callbacks)
