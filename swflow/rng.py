@@ -2,11 +2,21 @@
 weight initialisation, dropout) runs inside :func:`keeps_global_rng`, which puts the caller's state back."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import torch
 
-__all__ = ["keeps_global_rng"]
+__all__ = ["keeps_global_rng", "seeded"]
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """A block that draws from torch's global generators seeded with ``seed`` (a network's weight
+    initialisation), after which the caller's generator states are back as they were."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        yield
 
 
 def keeps_global_rng(fn):

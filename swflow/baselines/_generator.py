@@ -4,6 +4,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ..rng import seeded
+
 __all__ = ["MLPGenerator"]
 
 
@@ -20,8 +22,7 @@ class MLPGenerator(nn.Module):
 
     def __init__(self, dim: int, *, noise_dim: int, on_sphere: bool, seed: int, device: str):
         super().__init__()
-        with torch.random.fork_rng():  # a seeded weight initialisation that leaves the caller's generator alone
-            torch.manual_seed(seed)
+        with seeded(seed):  # the weight initialisation
             self.net = _mlp(noise_dim, dim).to(device)
         self.noise_dim, self.on_sphere, self.device = noise_dim, on_sphere, device
         self.init_kwargs = {"dim": dim, "noise_dim": noise_dim, "on_sphere": on_sphere, "seed": seed}

@@ -28,6 +28,7 @@ from ..pipeline import resolve_fixed
 from ..config import ClippedGradientOptions
 from ..privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ..privacy.sensitivity import SensitivityBound
+from ..rng import seeded
 from ..sliced import random_directions
 from ._generator import TrainedGenerator
 
@@ -121,8 +122,7 @@ class DPSGDSWGen(TrainedGenerator):
 
     def __init__(self, target: PrivateTarget, n_projections: int, config: ClippedGradientConfig):
         self.target, self.n_projections, self.config = target, n_projections, config
-        with torch.random.fork_rng():  # a seeded weight initialisation that leaves the caller's generator alone
-            torch.manual_seed(config.seed)
+        with seeded(config.seed):  # the weight initialisation
             self.generator = ClippedGenerator(config.noise_dim, target.dim, config.hidden, config.activation_clip,
                                               device=config.device)
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
