@@ -9,9 +9,9 @@ particles).
 
 ``--load 2`` adds the figures of a shared machine: a dpswflow-hist step (n = 10 000), a 300-step
 ``Synthesizer`` fit on 3 000 rows, and ``sample(50_000)``, each timed quiet and then beside two other
-torch jobs (matrix products on torch's default threads), in fresh processes, once with OpenMP's default
-waiting policy and once with ``OMP_WAIT_POLICY=PASSIVE`` (what the ``swflow`` command sets). A fair share
-of the cores among three jobs is 3x the quiet time.
+torch jobs (matrix products on torch's default threads), in fresh processes: with OpenMP's default waiting
+policy, with ``OMP_WAIT_POLICY=PASSIVE``, and as the ``swflow`` command runs them (PASSIVE, and the steps on one
+thread where k·n < 10^6, swflow.threads). A fair share of the cores among three jobs is 3x the quiet time.
 
     python experiments/bench_step.py [--device cpu|cuda] [--json] [--max-n 1000000] [--load 2]
 """
@@ -67,7 +67,7 @@ def make_flow(n, d, k, batch, device, steps, smoothing="exact"):
     target = private_target(y, PrivacySpec(noise_multiplier=0.77, delta=1e-6), plan, privacy_seed=0, device=device)
     flow = ParticleFlow(target, Resampled(k), FlowConfig(steps=steps, n_particles=n, device=device,
                                                                     smoothing=smoothing, manifold="sphere"))
-    flow.strategy.setup(target, flow.generator, dtype=flow.dtype, device=flow.device)
+    flow.setup()
     return flow, y.to(device)
 
 
@@ -104,7 +104,7 @@ def time_hist(n, d, per_step, directions, bins, device, reps):
                      n_projections=per_step,
                      pool_size=directions, bins=bins, privacy_seed=0, progress=False,
                      config=FlowConfig(steps=reps + 2, n_particles=n, device=device, manifold="sphere"))
-    flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
+    flow.setup()
     flow.step_once()
     return _median_ms(flow.step_once, reps, device)
 
@@ -120,20 +120,28 @@ def time_naive(n, d, k, batch, device, reps):
     return _median_ms(step, reps, device)
 
 
-def time_shared_cases(reps: int, small: bool) -> dict:
-    """The three figures of issue 40's shared-machine check, in this process (seconds or ms)."""
+def time_shared_cases(reps: int, small: bool, as_command: bool) -> dict:
+    """The three figures of issue 40's shared-machine check, in this process (seconds or ms). ``as_command``:
+    the steps on the threads the ``swflow`` command gives them (swflow.threads.step_threads)."""
     from swflow import Synthesizer
+    from swflow.threads import step_threads, torch_threads
+
+    def threads(n_particles: int):
+        return step_threads(n_particles, 32) if as_command else None
 
     rows = torch.nn.functional.normalize(torch.randn(3_000, 8, generator=torch.Generator().manual_seed(1)), dim=1)
-    steps, n_sample = (30, 5_000) if small else (300, 50_000)
-    out = {"hist_step_ms": time_hist(1_000 if small else 10_000, 8, 32, 256, 64, "cpu", reps)}
+    steps, n_step, n_fit, n_sample = (30, 1_000, 1_000, 5_000) if small else (300, 10_000, 10_000, 50_000)
+    with torch_threads(threads(n_step)):
+        out = {"hist_step_ms": time_hist(n_step, 8, 32, 256, 64, "cpu", reps)}
     synth = Synthesizer("dpswflow-hist", epsilon=10.0, delta=1e-6, steps=steps, manifold="sphere",
-                        count_noise="gaussian", privacy_seed=0)
+                        count_noise="gaussian", privacy_seed=0, n_particles=n_fit, n_projections=32)
     t = time.perf_counter()
-    synth.fit(rows.numpy())
+    with torch_threads(threads(n_fit)):
+        synth.fit(rows.numpy())
     out["fit_300_steps_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    synth.sample(n_sample, progress=False)
+    with torch_threads(threads(n_sample)):
+        synth.sample(n_sample, progress=False)
     out["sample_50k_s"] = time.perf_counter() - t
     return out
 
@@ -142,13 +150,15 @@ LOADER = "import torch\na = torch.randn(768, 768)\nwhile True:\n    a = torch.ta
 
 
 def shared_machine(load: int, reps: int, small: bool) -> dict:
-    """Quiet, then beside ``load`` torch jobs; each side in a fresh process per OpenMP waiting policy."""
+    """Quiet, then beside ``load`` torch jobs; each side in a fresh process per OpenMP waiting policy, and as
+    the ``swflow`` command runs (PASSIVE and its step threads)."""
     results = {}
-    for policy in ("default", "PASSIVE"):
+    for policy in ("OpenMP default", "PASSIVE", "swflow command"):
         env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-        if policy == "PASSIVE":
+        if policy != "OpenMP default":
             env["OMP_WAIT_POLICY"] = "PASSIVE"
-        argv = [sys.executable, __file__, "--cases-only", "--reps", str(reps), *(["--smoke"] if small else [])]
+        argv = [sys.executable, __file__, "--cases-only", "--reps", str(reps), *(["--smoke"] if small else []),
+                *(["--as-command"] if policy == "swflow command" else [])]
 
         def measure():
             done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
@@ -177,13 +187,14 @@ def main() -> None:
     ap.add_argument("--load", type=int, default=0,
                     help="also time a step, a fit and sample(50 000) quiet and beside this many torch jobs")
     ap.add_argument("--cases-only", action="store_true", help=argparse.SUPPRESS)  # one side of --load
+    ap.add_argument("--as-command", action="store_true", help=argparse.SUPPRESS)  # ... with the command's threads
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
     if args.smoke:
         args.reps, args.max_n = 2, 1_000
         args.load = min(args.load, 1)
     if args.cases_only:
-        print(json.dumps(time_shared_cases(args.reps, args.smoke)))
+        print(json.dumps(time_shared_cases(args.reps, args.smoke, args.as_command)))
         return
     dev, reps = args.device, args.reps
     machine = (torch.cuda.get_device_name() if dev == "cuda"
@@ -242,7 +253,7 @@ def main() -> None:
         for policy, r in out["shared_machine"].items():
             for key in r["quiet"]:
                 q, l_ = r["quiet"][key], r["loaded"][key]
-                print(f"  OpenMP {policy:8} {key:18} quiet {q:9.3f}  loaded {l_:9.3f}  x{l_ / q:.1f}")
+                print(f"  {policy:14} {key:18} quiet {q:9.3f}  loaded {l_:9.3f}  x{l_ / q:.1f}")
 
 
 if __name__ == "__main__":

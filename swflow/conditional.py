@@ -129,10 +129,12 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
                            privacy: PrivacySpec, config: FlowConfig, n_projections: int, pool_size: int | None = None,
                            batch_size: int | None = None, bins: int | None = None, privacy_seed: int | None = None,
                            labels_public: bool = False, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
-                           run_config: dict | None = None, progress: bool = True) -> PrivacyReport:
+                           run_config: dict | None = None, progress: bool = True,
+                           threads: int | None = None) -> PrivacyReport:
     """Run ``method`` once per class of the public label set ``classes`` into ``out/classes/class-C/``
     (finished classes are skipped on resume) and write the combined samples (with labels) and
-    privacy.json into ``out``. Labels are private unless ``labels_public`` (see the module's docstring)."""
+    privacy.json into ``out``. Labels are private unless ``labels_public`` (see the module's docstring).
+    ``threads``: as in :func:`~swflow.run.run_flow_to_dir`."""
     labels = np.asarray(labels)
     if labels.shape != (data.shape[0],):
         raise ValueError(f"need one label per private row: {labels.shape} labels for {data.shape[0]} rows")
@@ -148,7 +150,8 @@ def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, 
                             config=replace(config, n_particles=run.n_particles, seed=run.seed),
                             n_projections=n_projections, pool_size=run.pool_size, bins=run.bins,
                             batch_size=run.batch_size, dataset_size=run.dataset_size, privacy_seed=run.privacy_seed,
-                            decoder=None, run_config={**(run_config or {}), "class": run.label}, progress=progress)
+                            decoder=None, run_config={**(run_config or {}), "class": run.label}, progress=progress,
+                            threads=threads)
         reports.append(PrivacyReport.from_json(json.loads((sub / "privacy.json").read_text())))
         latents.append(read_samples(sub / "samples.h5")["latents"])
         if not labels_public:

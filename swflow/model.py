@@ -98,6 +98,11 @@ class FlowModel:
         self.config, self.dim, self.report = config, dim, report
         self.theta, self.released, self.sigma, self.public = theta, released, sigma, public
 
+    @property
+    def n_projections(self) -> int:
+        """Directions per recorded step."""
+        return int(self.theta.shape[2])
+
     @classmethod
     def from_run_dir(cls, run_dir: str | Path) -> "FlowModel":
         run_dir = Path(run_dir)

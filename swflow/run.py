@@ -18,6 +18,7 @@ from .flow import FlowConfig, FlowResult
 from .io import write_samples
 from .methods import make_flow
 from .privacy import PrivacyReport, PrivacySpec, privacy_report, write_report
+from .threads import torch_threads
 
 __all__ = ["run_adapted_flow_to_dir", "run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
 
@@ -32,14 +33,16 @@ def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: Priv
                     bins: int | None = None, privacy_seed: int | None = None,
                     decoder: Callable[[np.ndarray], np.ndarray] | None = None,
                     run_config: dict | None = None, progress: bool = True,
-                    dataset_size: int | None = None) -> tuple[FlowResult, PrivacyReport]:
+                    dataset_size: int | None = None, threads: int | None = None) -> tuple[FlowResult, PrivacyReport]:
     """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``
-    (``dataset_size``: see :func:`~swflow.methods.make_flow`)."""
+    (``dataset_size``: see :func:`~swflow.methods.make_flow`). ``threads``: torch threads while the flow runs
+    (:func:`swflow.threads.torch_threads`; None, the default, leaves the process's setting alone)."""
     flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
                      pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
                      callbacks=run_files(out, sketch=release_sketch(method)), progress=progress,
                      dataset_size=dataset_size)
-    result = flow.run()
+    with torch_threads(threads):
+        result = flow.run()
     report = flow.privacy_report(method, run_config)
     write_outputs(out, result.particles.cpu().numpy(), report, decoder)
     (out / "checkpoint.pt").unlink(missing_ok=True)
@@ -54,10 +57,12 @@ ADAPT_NOTE = ("the decoder was fine-tuned on the private images by DP-SGD (Opacu
 
 def run_adapted_flow_to_dir(method: str, data: torch.Tensor, images: np.ndarray, out: Path, *, settings, plan,
                             config: FlowConfig, model, meta: dict, privacy_seed: int | None = None,
-                            run_config: dict | None = None, progress: bool = True) -> PrivacyReport:
+                            run_config: dict | None = None, progress: bool = True,
+                            threads: int | None = None) -> PrivacyReport:
     """A histogram flow on the private codes ``data`` and a DP-SGD adaptation of autoencoder ``model``'s decoder
     on the private ``images``, in one budget (swflow/adapt.py): the flow, the adapted decoder (decoder.pt and
-    decoder.json in ``out``), the samples it decodes, and privacy.json with both releases."""
+    decoder.json in ``out``), the samples it decodes, and privacy.json with both releases. ``threads``: torch
+    threads while the flow runs, as in :func:`run_flow_to_dir` (the adaptation keeps the process's count)."""
     from dataclasses import replace
 
     from .adapt import adapt_decoder, split_budget
@@ -72,7 +77,8 @@ def run_adapted_flow_to_dir(method: str, data: torch.Tensor, images: np.ndarray,
     flow = make_flow(method, data, privacy=histogram_spec, config=config, n_projections=plan.n_projections,
                      pool_size=plan.release.n_projections, bins=plan.bins, privacy_seed=privacy_seed,
                      callbacks=run_files(out, sketch=release_sketch(method)), progress=progress)
-    particles = flow.run().particles
+    with torch_threads(threads):
+        particles = flow.run().particles
     noise = NoiseSource(None if privacy_seed is None else privacy_seed + 7919, secure=spec.secure_noise)
     adapted, event, _ = adapt_decoder(model, images, multiplier=multiplier, settings=settings.adapt,
                                       adjacency=spec.adjacency, noise=noise, privacy_seed=privacy_seed,

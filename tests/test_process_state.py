@@ -1,5 +1,6 @@
 """A library call never moves the caller's global random stream (it seeds its own networks inside)."""
 import numpy as np
+import pytest
 import torch
 
 from swflow.baselines import ClippedGradientConfig, GeneratorConfig, make_dpsgd_sw_gen, make_dpswgen
@@ -34,3 +35,50 @@ def test_the_seeded_networks_do_not_depend_on_the_callers_stream():
                              batch_size=50, privacy_seed=0)
         draws.append(model.sample(8, seed=3))
     assert torch.equal(*draws)
+
+
+def test_thread_rule_and_context():
+    from swflow.threads import ONE_THREAD_BELOW, step_threads, torch_threads
+
+    assert step_threads(10_000, 32) == 1 and step_threads(ONE_THREAD_BELOW, 1) is None
+    before = torch.get_num_threads()
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+    try:
+        with torch_threads(1):
+            assert torch.get_num_threads() == 1
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    assert torch.get_num_threads() == before  # restored, also after an error
+    with pytest.raises(ValueError, match="threads"):
+        with torch_threads(0):
+            pass
+
+
+def test_the_command_steps_small_flows_on_one_thread_and_gives_the_count_back(tmp_path, monkeypatch):
+    from swflow.cli import main
+    from swflow.flow import ParticleFlow
+
+    seen = []
+    step_once = ParticleFlow.step_once
+
+    def counting(flow):
+        seen.append(torch.get_num_threads())
+        return step_once(flow)
+
+    monkeypatch.setattr(ParticleFlow, "step_once", counting)
+    np.save(tmp_path / "rows.npy", _rows(400).numpy())
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere", "--method",
+                     "dpswflow-hist", "--epsilon", "10", "--steps", "3", "--n-particles", "200", "--quiet",
+                     "--out", str(tmp_path / "run")]) == 0
+        assert seen == [1, 1, 1]
+        assert torch.get_num_threads() == 2
+        seen.clear()
+        assert main(["sample", str(tmp_path / "run"), "--n", "300", "--quiet", "--out", str(tmp_path / "s")]) == 0
+        assert seen == [1, 1, 1] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)

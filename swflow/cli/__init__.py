@@ -78,8 +78,8 @@ def console() -> int:
     """The `swflow` command's entry point (pyproject's console script). The command owns its process, so it
     chooses how OpenMP threads wait: idle threads sleep instead of spinning, which on a shared machine is the
     difference between a fair share of the cores and a several-fold slowdown (experiments/bench_step.py). Set
-    before torch loads; a value the user exported wins. :func:`main`, callable from Python, and the library
-    (import swflow) never do this: they change no process-wide state."""
+    before torch loads; a value the user exported wins. The commands also run small flows' steps on one thread
+    (:mod:`swflow.threads`). The library (import swflow) never does either: it changes no process-wide state."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return main()
 

@@ -56,9 +56,9 @@ def _demo_into(out: Path, args) -> None:
     from ..data import write_manifest
     from ..flow import FlowConfig
     from ..privacy import PrivacySpec
-    from ..run import run_flow_to_dir
-
     from ..latents import encoded_split
+    from ..run import run_flow_to_dir
+    from ..threads import step_threads
 
     private, _, decode, split, meta = tuple(encoded_split("digits", "private"))[:5]
     write_manifest(split, out / "split_manifest.json", dataset="digits")
@@ -71,6 +71,7 @@ def _demo_into(out: Path, args) -> None:
                         record_every=1, checkpoint_every=1, seed=args.seed)
     result, report = run_flow_to_dir("dpswflow-r", private, out, privacy=spec, config=config, n_projections=64,
                                      batch_size=None, privacy_seed=args.seed, decoder=decode,
+                                     threads=step_threads(args.n_particles, 64),
                                      run_config={"dataset": "digits", "autoencoder": meta["name"],
                                                  "autoencoder_sha256": meta["weights_sha256"]})
     write_gif(out, decode)

@@ -81,12 +81,15 @@ def _generate_adapted(out: Path, args, data, images, run, plan, meta: dict, sour
     """--adapt-decoder: the histogram flow and a DP-SGD adaptation of the decoder, one budget."""
     from ..latents import run_autoencoder
     from ..run import run_adapted_flow_to_dir
+    from ..threads import step_threads
 
     t0 = time.perf_counter()
     model, meta = run_autoencoder(source)
-    report = run_adapted_flow_to_dir(run.method, data, images, out, settings=run, plan=plan,
-                                     config=flow_config(args, run, plan), model=model, meta=meta,
-                                     privacy_seed=run.privacy_seed, run_config=source, progress=not args.quiet)
+    config = flow_config(args, run, plan)
+    report = run_adapted_flow_to_dir(run.method, data, images, out, settings=run, plan=plan, config=config,
+                                     model=model, meta=meta, privacy_seed=run.privacy_seed, run_config=source,
+                                     progress=not args.quiet,
+                                     threads=step_threads(config.n_particles, plan.n_projections))
     print(f"{report.statement}\nwrote {args.out}/ (privacy.json with both releases, the adapted decoder decoder.pt, "
           f"samples.h5, trajectory.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
     return 0
@@ -164,6 +167,7 @@ def _set_manifold_from_domain(args) -> float | None:
 
 def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dict) -> int:
     from ..run import run_flow_to_dir, run_generator_to_dir
+    from ..threads import step_threads
 
     t0 = time.perf_counter()
     spec = run.privacy
@@ -193,7 +197,8 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
                                         pool_size=run.shape.pool_size, batch_size=plan.batch_size,
                                         bins=run.shape.bins, privacy_seed=run.privacy_seed,
                                         labels_public=args.labels_public, decoder=decode, run_config=source,
-                                        progress=not args.quiet)
+                                        progress=not args.quiet,
+                                        threads=step_threads(config.n_particles, plan.n_projections))
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
               f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
@@ -201,7 +206,8 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
     _, report = run_flow_to_dir(run.method, data, out, privacy=spec, config=config,
                                 n_projections=plan.n_projections, pool_size=run.shape.pool_size,
                                 batch_size=plan.batch_size, bins=run.shape.bins, privacy_seed=run.privacy_seed,
-                                decoder=decode, run_config=source, progress=not args.quiet)
+                                decoder=decode, run_config=source, progress=not args.quiet,
+                                threads=step_threads(config.n_particles, plan.n_projections))
     if decode is not None:
         write_gif(out, decode)
     print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
