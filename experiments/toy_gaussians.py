@@ -35,7 +35,7 @@ def run(sigma: float, *, n: int, steps: int, seed: int, snapshots=(1, 10, 200)):
     target = mixture(n, gen)
     flow = ParticleFlow(FixedNoiseTarget(target, sigma, seed=seed), Resampled(200),
                         FlowConfig(steps=steps, n_particles=n, step_size=1.0, diffusion=0.001, seed=seed))
-    flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
+    flow.setup()
     frames = {}
     while flow.step < steps:
         flow.step_once()

@@ -111,7 +111,7 @@ def whitebox_draws(method: str, epsilon: float, record: float, *, trials: int, s
         raise ValueError(f"the white-box audit covers the single-release mechanisms, not {method}")
     flow = make_flow("dpswflow", data, privacy=privacy, n_projections=1, pool_size=1, privacy_seed=seed,
                      progress=False, config=FlowConfig(steps=1, n_particles=1))
-    flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)  # the one release
+    flow.setup()  # the one release
     pool = flow.strategy.state_dict()
     return (pool["released"][0] * pool["theta"][0, 0]).double().numpy()
 

@@ -1,6 +1,8 @@
-"""Observers of a :class:`~swflow.flow.ParticleFlow` run: the loop computes, these write.
+"""Observers of a simulator's run (:class:`~swflow.simulator.Simulator`: a flow or a generator): the loop
+computes, these write.
 
-A callback implements any of the hooks below; :class:`ParticleFlow` calls them in list order:
+A callback implements any of the hooks below; the loop calls them in list order (generators call
+restore, on_start, on_step and on_end; on_release is a flow's):
 
     restore(flow) -> bool          before anything runs: load saved state, True when resumed
     on_start(flow, resumed)        after the strategy's setup (and its one-off release, if any)
@@ -50,26 +52,30 @@ class FlowCallback:
 
 
 class Checkpointer(FlowCallback):
-    """Saves ``flow.state_dict()`` to ``path`` every ``config.checkpoint_every`` steps (atomically) and
-    restores it when the file exists. The file holds the privacy-noise state: delete it after the run."""
+    """Saves the simulator's ``state_dict()`` to ``path`` every ``every`` steps (default: its
+    ``config.checkpoint_every``; 0: never) atomically, and restores it when the file exists. The file holds
+    the privacy-noise state: delete it after the run."""
 
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
+    def __init__(self, path: str | Path, *, every: int | None = None):
+        self.path, self._every = Path(path), every
+
+    def every(self, flow) -> int:
+        return flow.config.checkpoint_every if self._every is None else self._every
 
     def restore(self, flow) -> bool:
         if not self.path.exists():
             return False
-        flow.load_state_dict(load_tensors(self.path, what="flow checkpoint"))
+        flow.load_state_dict(load_tensors(self.path, what=f"{flow.kind} checkpoint"))
         return True
 
     def on_start(self, flow, *, resumed) -> None:
         # a one-off release (pool, histogram, local) happens before the first step: keep it at once, so a
         # resumed run never draws it again (noise that no seed reproduces would be a second release)
-        if not resumed and flow.config.checkpoint_every:
+        if not resumed and self.every(flow):
             self.save(flow)
 
     def on_step(self, flow, diagnostic) -> None:
-        every = flow.config.checkpoint_every
+        every = self.every(flow)
         if every and flow.step % every == 0:
             self.save(flow)
 

@@ -31,6 +31,7 @@ from .callbacks import FlowCallback
 from .config import FlowConfig, SimulatorSettings
 from .drift import LOCAL, DriftResult, Workspace, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
 from .privacy import PrivateTarget
+from .simulator import Simulator
 
 __all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
 
@@ -131,7 +132,7 @@ class FlowResult:
     diagnostics: list[tuple[int, float]] = field(default_factory=list)
 
 
-class ParticleFlow:
+class ParticleFlow(Simulator):
     """Euler–Maruyama simulation of the smoothed sliced-Wasserstein flow towards a target.
 
     Parameters
@@ -143,6 +144,8 @@ class ParticleFlow:
     callbacks : observers of the run (:mod:`swflow.callbacks`): checkpoints, trajectory, release
         log, progress bar. The loop itself does no I/O.
     """
+
+    kind = "flow"
 
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
                  callbacks: Sequence[FlowCallback] = ()):
@@ -262,27 +265,15 @@ class ParticleFlow:
                 f"nothing was written as a result. Try a smaller step size (e.g. --step-size "
                 f"{self.config.step_size / 10:g}) or more smoothing")
 
-    def run(self) -> FlowResult:
-        """Run (or continue, when a callback restores a checkpoint) to ``config.steps``."""
-        cfg = self.config
-        resumed = any([callback.restore(self) for callback in self.callbacks])
+    def setup(self) -> None:
+        """The strategy's one-off release (pool, histogram, local), unless restored from a checkpoint."""
         if not self._set_up:
             self.strategy.setup(self.target, self.generator, dtype=self.dtype, device=self.device)
             self._set_up = True
-        for callback in self.callbacks:
-            callback.on_start(self, resumed=resumed)
-        diagnostics: list[tuple[int, float]] = []
-        every = max(1, cfg.steps // 100)  # a host sync on ~100 steps only
-        while self.step < cfg.steps:
-            w2 = self.step_once()
-            value = None
-            if self.step % every == 0 or self.step == cfg.steps:
-                value = float(w2)
-                diagnostics.append((self.step, value))
-            for callback in self.callbacks:
-                callback.on_step(self, value)
-        for callback in self.callbacks:
-            callback.on_end(self)
+
+    def run(self) -> FlowResult:
+        """Run (or continue, when a callback restores a checkpoint) to ``config.steps``."""
+        diagnostics = self.simulate()
         return FlowResult(self.particles, self.step, diagnostics)
 
     def budget_label(self) -> str:

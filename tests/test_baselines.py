@@ -126,6 +126,6 @@ def test_generator_resume_is_bit_identical_and_keeps_the_ledger(method, tmp_path
         make(6).fit(progress=False, checkpoint_path=ckpt, checkpoint_every=2)
     monkeypatch.undo()
     resumed = make(6).fit(progress=False, checkpoint_path=ckpt, checkpoint_every=2)  # a fresh process
-    assert resumed.steps_done == 6
+    assert resumed.step == 6
     assert torch.equal(resumed.sample(20, seed=0), straight.sample(20, seed=0))
     assert resumed.target.ledger.state_dict() == straight.target.ledger.state_dict()

@@ -38,7 +38,7 @@ def _worker(rank, world, store_path, out_path, mode, stop_after=None, config=CON
                                  n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64,
                                  callbacks=[GatheredCheckpointer(f"{out_path}.ckpt" if rank == 0 else None)])
     if stop_after is not None:  # an interrupted run: checkpoint, then the processes die
-        flow.strategy.setup(flow.target, flow.generator, dtype=flow.dtype, device=flow.device)
+        flow.setup()
         for _ in range(stop_after):
             flow.step_once()
         flow.callbacks[0].save(flow)

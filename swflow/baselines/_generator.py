@@ -1,10 +1,14 @@
 """The generator network shared by the baselines: N(0, I) -> MLP (004 App. C.5) -> latent."""
 from __future__ import annotations
 
+from dataclasses import asdict
+from pathlib import Path
+
 import torch
 from torch import Tensor, nn
 
 from ..rng import seeded
+from ..simulator import Simulator
 
 __all__ = ["MLPGenerator"]
 
@@ -46,57 +50,58 @@ class MLPGenerator(nn.Module):
         return self(n, torch.Generator(device=self.device).manual_seed(seed))
 
 
-class TrainedGenerator:
-    """The one training loop of the generator baselines: resume, one private update per step, atomic
-    checkpoints (generator, optimizer, RNG, ledger and privacy-noise state, so a resumed run never
-    re-spends or resets the budget). Subclasses set ``generator``, ``target``, ``config``, ``rng``,
-    ``name`` and implement ``_step(optimizer)``."""
+class TrainedGenerator(Simulator):
+    """The generator baselines as simulators (:class:`swflow.simulator.Simulator`): the same loop, checkpoints
+    and resume as the flows; one private update per step. A checkpoint holds the generator, the optimizer,
+    the RNG, the ledger and the privacy-noise state, so a resumed run never re-spends or resets the budget.
+    Subclasses set ``generator``, ``target``, ``config``, ``rng``, ``name`` and implement ``_step(optimizer)``."""
 
-    name = "generator"
-    steps_done = 0
+    kind = name = "generator"
+    _optimizer: torch.optim.Optimizer | None = None
 
     def _step(self, optimizer: torch.optim.Optimizer) -> None:
         raise NotImplementedError
 
-    def state_dict(self, optimizer: torch.optim.Optimizer) -> dict:
-        from dataclasses import asdict
+    @property
+    def optimizer(self) -> torch.optim.Optimizer:
+        if self._optimizer is None:
+            self._optimizer = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
+        return self._optimizer
 
-        return {"steps_done": self.steps_done, "generator": self.generator.state_dict(),
-                "optimizer": optimizer.state_dict(), "rng": self.rng.get_state(),
+    def setup(self) -> None:
+        self.generator.train()
+
+    def step_once(self) -> None:
+        self._step(self.optimizer)
+        self.step += 1
+
+    def budget_label(self) -> str:
+        cal = getattr(self.target, "calibration", None)
+        return "(eps=inf)" if cal is None else f"(eps<={cal.epsilon:.2f}, delta={cal.spec.delta:.0e})"
+
+    def state_dict(self) -> dict:
+        return {"step": self.step, "generator": self.generator.state_dict(),
+                "optimizer": self.optimizer.state_dict(), "rng": self.rng.get_state(),
                 "ledger": self.target.ledger.state_dict(), "privacy_noise": self.target.noise_state(),
                 "config": asdict(self.config)}
 
-    def load_state_dict(self, state: dict, optimizer: torch.optim.Optimizer) -> None:
-        from dataclasses import asdict
-
+    def load_state_dict(self, state: dict) -> None:
         if state["config"] != asdict(self.config):
-            raise ValueError("checkpoint was written with a different generator configuration")
-        self.steps_done = state["steps_done"]
+            raise ValueError("cannot resume: the checkpoint was written with a different generator configuration")
+        self.step = state["step"]
         self.generator.load_state_dict(state["generator"])
-        optimizer.load_state_dict(state["optimizer"])
+        self.optimizer.load_state_dict(state["optimizer"])
         self.rng.set_state(state["rng"])
         self.target.load_state(ledger=state["ledger"], noise=state["privacy_noise"])
 
-    def fit(self, *, progress: bool = True, checkpoint_path: str | None = None, checkpoint_every: int = 100):
-        import os
-        from pathlib import Path
+    def fit(self, *, progress: bool = True, checkpoint_path: str | Path | None = None, checkpoint_every: int = 100):
+        """Train to ``config.steps`` (continuing from ``checkpoint_path`` when it exists, saved every
+        ``checkpoint_every`` steps); returns self."""
+        from ..callbacks import Checkpointer, ProgressBar
 
-        from tqdm.auto import tqdm
-
-        optimizer = torch.optim.Adam(self.generator.parameters(), lr=self.config.lr)
-        path = Path(checkpoint_path) if checkpoint_path else None
-        if path is not None and path.exists():
-            from ..io import load_tensors
-
-            self.load_state_dict(load_tensors(path, what="generator checkpoint"), optimizer)
-        self.generator.train()
-        for _ in tqdm(range(self.steps_done, self.config.steps), disable=not progress, desc=self.name):
-            self._step(optimizer)
-            self.steps_done += 1
-            if path is not None and checkpoint_every and self.steps_done % checkpoint_every == 0:
-                tmp = path.with_suffix(".tmp")
-                torch.save(self.state_dict(optimizer), tmp)
-                os.replace(tmp, path)  # atomic
+        self.callbacks = ([Checkpointer(checkpoint_path, every=checkpoint_every)] if checkpoint_path else []) + \
+            ([ProgressBar(f"{self.name} {self.budget_label()}")] if progress else [])
+        self.simulate()
         self.generator.eval()
         return self
 

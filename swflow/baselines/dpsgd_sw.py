@@ -126,7 +126,6 @@ class DPSGDSWGen(TrainedGenerator):
             self.generator = ClippedGenerator(config.noise_dim, target.dim, config.hidden, config.activation_clip,
                                               device=config.device)
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
-        self.steps_done = 0
         norm_bound = target.calibration.spec.norm_bound if target.private else 1.0
         # a full batch (batch_size None) is a batch of all n rows, n public under replace-one
         self.sensitivity = gradient_sensitivity(activation_clip=config.activation_clip,

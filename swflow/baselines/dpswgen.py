@@ -68,7 +68,6 @@ class DPSWGen(TrainedGenerator):
         self.generator = MLPGenerator(target.dim, noise_dim=config.noise_dim, on_sphere=True, seed=config.seed,
                                       device=config.device)
         self.rng = torch.Generator(device=config.device).manual_seed(config.seed)
-        self.steps_done = 0
         self.losses: list[float] = []
 
     def _step(self, opt: torch.optim.Optimizer) -> None:

@@ -1,0 +1,63 @@
+"""The one loop of every method: resume, a one-off set-up, steps, hooks.
+
+Flows (:class:`swflow.flow.ParticleFlow`) and generators (:class:`swflow.baselines.TrainedGenerator`) are
+simulators: each implements :meth:`Simulator.step_once` and its state, and the loop, checkpoints
+(:class:`swflow.callbacks.Checkpointer`), resume and progress (:class:`swflow.callbacks.ProgressBar`) are the
+same for both. Callbacks observe the run; the loop does no I/O.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = ["Simulator"]
+
+
+class Simulator:
+    """Base of flows and generators.
+
+    A subclass has ``config`` (with ``steps``), ``step`` (steps done) and ``callbacks``, and implements
+    :meth:`step_once` (one step, advancing ``step``; it may return a scalar diagnostic), :meth:`state_dict`
+    and :meth:`load_state_dict` (everything a resumed run needs to continue bit-identically, including the
+    privacy ledger and noise state) and :meth:`budget_label`; :meth:`setup` runs once before the first step
+    of a fresh or resumed run (a one-off release happens there)."""
+
+    kind = "simulator"  # what its checkpoints are called in messages
+    step: int = 0
+    callbacks: Sequence = ()
+
+    def setup(self) -> None:
+        """Before the first step of this process's run (after any restore)."""
+
+    def step_once(self) -> Any:
+        raise NotImplementedError
+
+    def state_dict(self) -> dict:
+        raise NotImplementedError
+
+    def load_state_dict(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def budget_label(self) -> str:
+        raise NotImplementedError
+
+    def simulate(self) -> list[tuple[int, float]]:
+        """Run (or continue, when a callback restores a checkpoint) to ``config.steps``; (step, diagnostic)
+        on about 100 steps (a host sync there only)."""
+        steps = self.config.steps
+        resumed = any([callback.restore(self) for callback in self.callbacks])
+        self.setup()
+        for callback in self.callbacks:
+            callback.on_start(self, resumed=resumed)
+        diagnostics: list[tuple[int, float]] = []
+        every = max(1, steps // 100)
+        while self.step < steps:
+            measured = self.step_once()
+            value = None
+            if measured is not None and (self.step % every == 0 or self.step == steps):
+                value = float(measured)
+                diagnostics.append((self.step, value))
+            for callback in self.callbacks:
+                callback.on_step(self, value)
+        for callback in self.callbacks:
+            callback.on_end(self)
+        return diagnostics
