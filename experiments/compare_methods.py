@@ -17,9 +17,11 @@ import warnings
 
 import torch
 
-from swflow import FlowConfig, make_flow, sliced_wasserstein
+from swflow import sliced_wasserstein
+from swflow.fitting import fit
 from swflow.baselines import GeneratorConfig, SinkhornConfig, make_dpswgen, make_ldp_sinkhorn_gen
 from swflow.privacy import PrivacySpec
+from swflow.settings import from_keywords
 
 EPSILONS = (math.inf, 10.0, 5.0)
 DELTA = 1e-5
@@ -46,13 +48,11 @@ def run(method: str, data: torch.Tensor, eps: float, *, on_sphere: bool, steps: 
     spec = PrivacySpec(epsilon=eps, delta=DELTA, clip=not on_sphere)
     n = data.shape[0]
     init = "sphere" if on_sphere else "normal"
-    if method in ("swf", "dpswflow-r", "ldp-flow"):
-        return make_flow(method, data, privacy=spec, n_projections=k, batch_size=batch,  # >= n: a full batch
-                         privacy_seed=0, progress=False,
-                         config=FlowConfig(steps=steps, n_particles=n, init=init)).run().particles
-    if method == "dpswflow":
-        return make_flow(method, data, privacy=spec, n_projections=k, pool_size=2 * k, privacy_seed=0, progress=False,
-                         config=FlowConfig(steps=steps, n_particles=n, init=init)).run().particles
+    if method in ("swf", "dpswflow-r", "ldp-flow", "dpswflow"):
+        shape = {"pool_size": 2 * k} if method == "dpswflow" else {"batch_size": batch}  # >= n: a full batch
+        settings = from_keywords(method, epsilon=eps, delta=DELTA, clip=not on_sphere, n_projections=k, steps=steps,
+                                 step_size=1.0, n_particles=n, init=init, privacy_seed=0, **shape)
+        return fit(settings, data).particles
     if method == "dpswgen":
         return make_dpswgen(data, privacy=spec, n_projections=k, batch_size=min(batch, n), privacy_seed=0,
                             config=GeneratorConfig(steps=steps)).fit(progress=False).sample(n, seed=1)

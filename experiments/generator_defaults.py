@@ -24,10 +24,12 @@ import time
 import torch
 
 from mixture_sphere import mixture
-from swflow import FlowConfig, make_flow, sliced_wasserstein
+from swflow import sliced_wasserstein
+from swflow.fitting import fit
 from swflow.baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen, make_dpswgen,
                               make_ldp_sinkhorn_gen)
 from swflow.privacy import PrivacySpec
+from swflow.settings import from_keywords
 from swflow.sliced import random_directions
 
 #: (method, settings) tried; epochs count passes over the 3 000 rows in batches of 250 (12 steps an epoch)
@@ -79,9 +81,8 @@ def main() -> None:
     theta = random_directions(500, 8, generator=torch.Generator().manual_seed(99))
     sw2 = lambda x: float(sliced_wasserstein(x, held, projections=theta))  # noqa: E731
     uniform = torch.nn.functional.normalize(torch.randn(3000, 8, generator=torch.Generator().manual_seed(5)), dim=1)
-    swf = make_flow("swf", rows, privacy=PrivacySpec(epsilon=math.inf), n_projections=70, batch_size=250,
-                    progress=False, config=FlowConfig(steps=3 if args.smoke else 300, n_particles=3000,
-                                                      manifold="sphere")).run().particles
+    swf = fit(from_keywords("swf", n_projections=70, batch_size=250, steps=3 if args.smoke else 300, step_size=1.0,
+                            n_particles=3000, manifold="sphere"), rows).particles
     out = {"machine": f"{platform.machine()}, {torch.get_num_threads()} threads", "law": "9 clusters on S^7",
            "floor": sw2(rows), "uniform_on_sphere": sw2(uniform), "swf": sw2(swf), "rows": []}
     for method, settings in grid.items():

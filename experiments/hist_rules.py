@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swflow import FlowConfig, make_flow, sliced_wasserstein
-from swflow.privacy import PrivacySpec
-from swflow.privacy.histogram import histogram_shape
+from swflow import sliced_wasserstein
+from swflow.fitting import fit
+from swflow.settings import from_keywords
 from swflow.sliced import random_directions
 
 SHAPES = [(32, 16), (64, 16), (64, 32), (128, 32), (128, 64), (256, 64), (512, 128)]
@@ -139,16 +139,15 @@ def main() -> None:
             floor_key = f"{name} n={n} floor"
             cache.setdefault(floor_key, float(sliced_wasserstein(private, reference, projections=theta)))
             for eps, (k, b), h in itertools.product(args.epsilons, shapes + [(None, None)], args.step_sizes):
-                spec = PrivacySpec(epsilon=eps, delta=1e-5, count_noise="gaussian")  # seeded, reproducible
-                k, b = (k, b) if (k, b) != (None, None) else histogram_shape(dataset_size=n, privacy=spec)
-                key = f"{name} n={n} eps={eps:g} K={k} B={b} h={h:g}"
+                # (None, None): the default shape; seeded float noise, so that a cell reproduces
+                settings = from_keywords("dpswflow-hist", epsilon=eps, delta=1e-5, count_noise="gaussian",
+                                         n_projections=32, pool_size=k, bins=b, steps=args.steps, step_size=h,
+                                         n_particles=args.n_particles, manifold="sphere", seed=0, privacy_seed=0)
+                plan = settings.plan(n, private.shape[1])
+                key = f"{name} n={n} eps={eps:g} K={plan.release.n_projections} B={plan.bins} h={h:g}"
                 if key not in cache:
                     t0 = time.perf_counter()
-                    flow = make_flow("dpswflow-hist", private, privacy=spec, n_projections=32, pool_size=k, bins=b,
-                                     privacy_seed=0, progress=False,
-                                     config=FlowConfig(steps=args.steps, step_size=h, n_particles=args.n_particles,
-                                                       manifold="sphere", seed=0))
-                    particles = flow.run().particles
+                    particles = fit(settings, private, plan=plan).particles
                     cache[key] = float(sliced_wasserstein(particles, reference, projections=theta))
                     if not args.json:
                         print(f"{key}: SW2 {cache[key]:.4f} (floor {cache[floor_key]:.4f}, "

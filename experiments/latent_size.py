@@ -27,12 +27,12 @@ import numpy as np
 import torch
 
 from autoencoders import load_autoencoder
-from swflow import FlowConfig, make_flow
+from swflow.fitting import fit
 from swflow.evaluate import load_reference
 from swflow.latents import encoded_split
 from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance, latent_sw,
                             reference_features)
-from swflow.privacy import PrivacySpec
+from swflow.settings import from_keywords
 
 
 def _cells(epsilons: list[float]) -> list[str]:
@@ -50,13 +50,12 @@ def _latents_for(cell: str, name: str, args, test_latents) -> tuple[np.ndarray, 
         return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32), {}
     epsilon = float(cell.split("=")[1])
     private = encoded_split(args.dataset, "private", checkpoint=name).latents
-    flow = make_flow("dpswflow-hist", private, privacy=PrivacySpec(epsilon=epsilon, delta=1e-5, count_noise="gaussian"),
-                     n_projections=args.n_projections, privacy_seed=args.seed, progress=False,
-                     config=FlowConfig(steps=args.steps, n_particles=args.n, step_size=args.step_size,
-                                       manifold="sphere", seed=args.seed))
-    particles = flow.run().particles
-    report = flow.privacy_report("dpswflow-hist", {})
-    return particles.numpy(), {"epsilon_reported": report.epsilon, "statement": report.statement,
+    result = fit(from_keywords("dpswflow-hist", epsilon=epsilon, delta=1e-5, count_noise="gaussian",
+                               n_projections=args.n_projections, steps=args.steps, n_particles=args.n,
+                               step_size=args.step_size, manifold="sphere", seed=args.seed, privacy_seed=args.seed),
+                 private)
+    report = result.report
+    return result.particles.numpy(), {"epsilon_reported": report.epsilon, "statement": report.statement,
                                "noise_multiplier": report.noise_multiplier}
 
 

@@ -22,8 +22,9 @@ import time
 
 import torch
 
-from swflow import FlowConfig, make_flow, sliced_wasserstein
-from swflow.privacy import PrivacySpec
+from swflow import sliced_wasserstein
+from swflow.fitting import fit
+from swflow.settings import from_keywords
 from swflow.sliced import random_directions
 
 FLOWS = ("dpswflow-r", "dpswflow", "ldp-flow", "dpswflow-hist")
@@ -70,12 +71,11 @@ def main() -> None:
         t0 = time.perf_counter()
         # seeded float noise for every method, so that a row reproduces (the histogram's default, the discrete
         # Gaussian, takes no seed; its epsilon costs 0.05-1.3% more, docs/privacy.md)
-        flow = make_flow(method, private, privacy=PrivacySpec(epsilon=eps, delta=1e-5, count_noise="gaussian"),
-                         n_projections=70, batch_size=250,  # the pipeline's rule: a pool or histogram releases every row
-                         privacy_seed=args.seed, progress=False,
-                         config=FlowConfig(steps=args.steps, n_particles=args.n_particles, smoothing=smoothing,
-                                           manifold=manifold, seed=args.seed))
-        particles = flow.run().particles
+        settings = from_keywords(method, epsilon=eps, delta=1e-5, count_noise="gaussian", n_projections=70,
+                                 batch_size=250,  # the pipeline's rule: a pool or histogram releases every row
+                                 steps=args.steps, step_size=1.0, n_particles=args.n_particles, smoothing=smoothing,
+                                 manifold=manifold, seed=args.seed, privacy_seed=args.seed)
+        particles = fit(settings, private).particles
         row = {"epsilon": eps, "method": method, "smoothing": smoothing, "manifold": manifold, "sw2": sw2(particles),
                "median_norm": float(particles.norm(dim=1).median()), "seconds": time.perf_counter() - t0}
         out["runs"].append(row)

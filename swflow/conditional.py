@@ -30,8 +30,10 @@ import torch
 
 from .flow import FlowConfig
 from .io import read_samples
+from .pipeline import RunPlan
 from .privacy import PrivacyReport, PrivacySpec, statement
 from .run import run_flow_to_dir, write_outputs
+from .settings import Settings
 
 __all__ = ["ClassRun", "plan_classes", "run_conditional_to_dir", "combine", "class_shares", "estimated_size",
            "LABELS_PUBLIC", "LABELS_PRIVATE", "PUBLIC_ADJACENCY", "COMPOSITIONS"]
@@ -81,6 +83,19 @@ class ClassRun:
     batch_size: int | None
     dataset_size: int | None
 
+    def fit_inputs(self, settings: Settings, plan: RunPlan) -> tuple[Settings, RunPlan]:
+        """This class's settings and plan, from the whole data set's: the same steps, directions per step and
+        step size; its own particles, seeds, histogram shape and batch."""
+        from .pipeline import resolve_fixed
+
+        own = replace(settings, privacy_seed=self.privacy_seed,
+                      flow=replace(settings.flow, n_particles=self.n_particles, seed=self.seed))
+        size = self.dataset_size if self.dataset_size is not None else int(self.rows.sum())
+        return own, resolve_fixed(settings.method, steps=plan.steps, n_projections=plan.n_projections,
+                                  dataset_size=size, dim=plan.dim, privacy=settings.privacy,
+                                  batch_size=self.batch_size, pool_size=self.pool_size, bins=self.bins,
+                                  step_size=plan.step_size)
+
 
 def plan_classes(method: str, labels: np.ndarray, classes: Sequence[int], *, privacy: PrivacySpec, n_particles: int,
                  seed: int, pool_size: int | None = None, bins: int | None = None, batch_size: int | None = None,
@@ -125,38 +140,39 @@ def estimated_size(noisy_counts) -> float:
     return float(np.asarray(noisy_counts, dtype=np.float64).sum(axis=1).mean())
 
 
-def run_conditional_to_dir(method: str, data: torch.Tensor, labels: np.ndarray, out: Path, *, classes: Sequence[int],
-                           privacy: PrivacySpec, config: FlowConfig, n_projections: int, pool_size: int | None = None,
-                           batch_size: int | None = None, bins: int | None = None, privacy_seed: int | None = None,
+def run_conditional_to_dir(settings: Settings, data: torch.Tensor, labels: np.ndarray, out: Path, *,
+                           classes: Sequence[int], plan: RunPlan | None = None, config: FlowConfig | None = None,
                            labels_public: bool = False, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
                            run_config: dict | None = None, progress: bool = True,
                            threads: int | None = None) -> PrivacyReport:
-    """Run ``method`` once per class of the public label set ``classes`` into ``out/classes/class-C/``
-    (finished classes are skipped on resume) and write the combined samples (with labels) and
-    privacy.json into ``out``. Labels are private unless ``labels_public`` (see the module's docstring).
-    ``threads``: as in :func:`~swflow.run.run_flow_to_dir`."""
+    """Run the flow of ``settings`` once per class of the public label set ``classes`` into
+    ``out/classes/class-C/`` (finished classes are skipped on resume) and write the combined samples (with
+    labels) and privacy.json into ``out``. Labels are private unless ``labels_public`` (see the module's
+    docstring). ``plan`` and ``config`` are the whole data set's (default: from ``settings``); ``threads`` as
+    in :func:`~swflow.fitting.fit`."""
     labels = np.asarray(labels)
     if labels.shape != (data.shape[0],):
         raise ValueError(f"need one label per private row: {labels.shape} labels for {data.shape[0]} rows")
-    runs = plan_classes(method, labels, classes, privacy=privacy, n_particles=config.n_particles, seed=config.seed,
-                        pool_size=pool_size, bins=bins, batch_size=batch_size, privacy_seed=privacy_seed,
-                        labels_public=labels_public)
+    plan = plan or settings.plan(*data.shape)
+    config = config or settings.flow_config(plan)
+    runs = plan_classes(settings.method, labels, classes, privacy=settings.privacy, n_particles=config.n_particles,
+                        seed=config.seed, pool_size=settings.shape.pool_size, bins=settings.shape.bins,
+                        batch_size=plan.batch_size, privacy_seed=settings.privacy_seed, labels_public=labels_public)
     reports, latents, estimates = [], [], []
     for run in runs:
         sub = _class_dir(out, run.label)
         if not (sub / "privacy.json").exists():  # finished classes are kept as they are
             sub.mkdir(parents=True, exist_ok=True)  # an interrupted class resumes from its checkpoint
-            run_flow_to_dir(method, data[torch.as_tensor(run.rows)], sub, privacy=privacy,
+            own, own_plan = run.fit_inputs(settings, plan)
+            run_flow_to_dir(own, data[torch.as_tensor(run.rows)], sub, plan=own_plan,
                             config=replace(config, n_particles=run.n_particles, seed=run.seed),
-                            n_projections=n_projections, pool_size=run.pool_size, bins=run.bins,
-                            batch_size=run.batch_size, dataset_size=run.dataset_size, privacy_seed=run.privacy_seed,
-                            decoder=None, run_config={**(run_config or {}), "class": run.label}, progress=progress,
-                            threads=threads)
+                            run_config={**(run_config or {}), "class": run.label}, progress=progress,
+                            threads=threads, part_of_larger=run.dataset_size is not None)
         reports.append(PrivacyReport.from_json(json.loads((sub / "privacy.json").read_text())))
         latents.append(read_samples(sub / "samples.h5")["latents"])
         if not labels_public:
             estimates.append(_estimated_size_of_run(sub) if reports[-1].private else float(run.rows.sum()))
-    report, latents, sample_labels = combine(method, runs, reports, latents, estimates, config.n_particles,
+    report, latents, sample_labels = combine(settings.method, runs, reports, latents, estimates, config.n_particles,
                                              run_config, labels_public=labels_public)
     return _write(out, latents, sample_labels, report, decoder)
 

@@ -25,7 +25,6 @@ see :mod:`swflow.conditional`), or pass ``labels_public=True``.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
@@ -73,13 +72,13 @@ class Synthesizer:
         (see the module's docstring); its codes lie on the unit sphere, so the flow runs there.
         ``conditional``, ``classes`` (the public label set), ``labels_public``: one flow per class. The resolved
         :class:`~swflow.settings.Settings` is ``self.settings``; bad settings fail here, before any data."""
-        from .settings import build, split_keywords
+        from .settings import from_keywords
 
         if autoencoder is not None:
             if settings.get("manifold", "sphere") != "sphere":
                 raise ValueError("an autoencoder's codes lie on the unit sphere: leave manifold unset (or 'sphere')")
             settings = {**settings, "manifold": "sphere"}
-        self.settings = build(method, split_keywords(method, settings), privacy_seed=privacy_seed, sketch=sketch)
+        self.settings = from_keywords(method, privacy_seed=privacy_seed, sketch=sketch, **settings)
         if self.settings.flow.record_every or self.settings.flow.checkpoint_every:
             raise ValueError("a Synthesizer writes no trajectory frames or checkpoints (its fit is in memory): "
                              "leave record_every and checkpoint_every at 0, or run `swflow generate`")
@@ -136,10 +135,8 @@ class Synthesizer:
             self._fit_conditional(data, labels, progress)
         elif labels is not None:
             raise ValueError("labels are for conditional=True")
-        elif self.kind == "flow":
-            self._sampler, self._report = self._fit_flow(data, progress)
         else:
-            self._fit_generator(data, progress)
+            self._sampler, self._report = self._fit_whole(self.settings, data, progress)
         return self
 
     def _rows(self, data) -> torch.Tensor:
@@ -181,11 +178,7 @@ class Synthesizer:
 
         s = self.settings
         histogram_spec, multiplier = split_budget(s.privacy, s.plan(*data.shape).release, s.adapt)
-        self.settings = replace(s, privacy=histogram_spec)  # the flow's own share (restored below)
-        try:
-            self._sampler, report = self._fit_flow(data, progress)
-        finally:
-            self.settings = s
+        self._sampler, report = self._fit_whole(replace(s, privacy=histogram_spec), data, progress)  # its share
         noise = NoiseSource(None if s.privacy_seed is None else s.privacy_seed + 7919, secure=s.privacy.secure_noise)
         adapted, event, _ = adapt_decoder(self._autoencoder[0], images, multiplier=multiplier, settings=s.adapt,
                                           adjacency=s.privacy.adjacency, noise=noise, privacy_seed=s.privacy_seed,
@@ -197,33 +190,6 @@ class Synthesizer:
                                note=ADAPT_NOTE.format(steps=a.adapt_steps, batch=event.sample_size, n=event.dataset_size,
                                                       clip=a.adapt_clip, z=multiplier).replace(
                                    " (decoder.pt, decoder.json)", " (saved with the Synthesizer)"))
-
-    def _fit_flow(self, data, progress: bool, *, plan=None, n_particles: int | None = None, seed: int | None = None,
-                  privacy_seed: int | None = None, pool_size: int | None = None, bins: int | None = None,
-                  batch_size: int | None = None, dataset_size: int | None = None):
-        """One flow fitted in memory: (its FlowModel, its PrivacyReport). Keywords override the settings and
-        ``plan`` (the whole data set's, for one class of a conditional fit)."""
-        from dataclasses import replace
-
-        from .callbacks import ReleaseLog, release_sketch
-        from .methods import make_flow
-        from .model import FlowModel
-
-        s = self.settings
-        plan = plan or s.plan(*data.shape)
-        config = s.flow_config(plan)
-        config = replace(config, n_particles=n_particles or config.n_particles,
-                         seed=config.seed if seed is None else seed)
-        with tempfile.TemporaryDirectory() as tmp:
-            log = ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(s.method, s.sketch))
-            flow = make_flow(s.method, data, privacy=s.privacy, config=config, n_projections=plan.n_projections,
-                             pool_size=pool_size or s.shape.pool_size, bins=bins or s.shape.bins,
-                             batch_size=batch_size if batch_size is not None else plan.batch_size,
-                             privacy_seed=s.privacy_seed if privacy_seed is None else privacy_seed,
-                             callbacks=[log], progress=progress, dataset_size=dataset_size)
-            flow.run()
-            report = flow.privacy_report(s.method)
-            return FlowModel.from_file(Path(tmp) / "model.h5", report=report), report
 
     def _fit_conditional(self, data: torch.Tensor, labels: np.ndarray, progress: bool) -> None:
         from .conditional import combine, estimated_size, plan_classes
@@ -237,10 +203,9 @@ class Synthesizer:
                             labels_public=self.labels_public)
         models, reports = {}, []
         for run in runs:
-            models[run.label], report = self._fit_flow(
-                data[torch.as_tensor(run.rows)], progress, plan=plan, n_particles=run.n_particles, seed=run.seed,
-                privacy_seed=run.privacy_seed, pool_size=run.pool_size, bins=run.bins,
-                batch_size=run.batch_size if self.labels_public else None, dataset_size=run.dataset_size)
+            own, own_plan = run.fit_inputs(s, plan)
+            models[run.label], report = self._fit_whole(own, data[torch.as_tensor(run.rows)], progress, plan=own_plan,
+                                                        part_of_larger=run.dataset_size is not None)
             reports.append(report)
         estimates = [] if self.labels_public else [
             estimated_size(models[r.label].public["noisy_counts"]) if rep.private else float(r.rows.sum())
@@ -254,18 +219,22 @@ class Synthesizer:
         self._shares = {c: k / total for c, k in counts.items()}
         self._sampler = models
 
-    def _fit_generator(self, data: torch.Tensor, progress: bool) -> None:
-        from .baselines import make_generator
-        from .privacy import privacy_report
+    @staticmethod
+    def _fit_whole(settings, data: torch.Tensor, progress: bool, *, plan=None, part_of_larger: bool = False):
+        """One flow or generator (swflow.fitting.fit, ``plan`` and ``part_of_larger`` as there): (its sampler,
+        its report). A flow's sampler is a FlowModel of its recorded releases; a generator's, its network."""
+        from .callbacks import ReleaseLog, release_sketch
+        from .fitting import fit
+        from .model import FlowModel
 
-        s, plan = self.settings, self.settings.plan(*data.shape)
-        model = make_generator(s.method, data, privacy=s.privacy, steps=plan.steps,
-                               n_projections=plan.n_projections, batch_size=plan.rows_per_step,
-                               privacy_seed=s.privacy_seed, seed=s.flow.seed, device=s.flow.device,
-                               **s.option_values())
-        model.fit(progress=progress)
-        self._report = privacy_report(s.method, model.target, run_config={"method": s.method, **asdict(model.config)})
-        self._sampler = model.generator
+        if METHODS[settings.method].kind == "generator":
+            result = fit(settings, data, progress=progress)
+            return result.generator.generator, result.report
+        with tempfile.TemporaryDirectory() as tmp:
+            log = ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(settings.method, settings.sketch))
+            report = fit(settings, data, plan=plan, callbacks=[log], progress=progress,
+                         part_of_larger=part_of_larger).report
+            return FlowModel.from_file(Path(tmp) / "model.h5", report=report), report
 
     # -- use -------------------------------------------------------------------------------------
     def _fitted(self):

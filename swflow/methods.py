@@ -13,7 +13,7 @@ from .pipeline import RunPlan, resolve_fixed
 from .privacy import PrivacySpec, check_rows, local_target, private_target
 from .registry import method as method_spec
 
-__all__ = ["make_flow", "build_central", "build_local"]
+__all__ = ["make_flow", "build_flow", "build_central", "build_local"]
 
 
 def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: FlowConfig,
@@ -31,10 +31,38 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
     ``dataset_size``: a histogram of a part of a data set of this (public) size, whose own size is private
     (one class when labels are private, swflow.conditional); the part may be empty.
     """
+    spec = _check(method, data, privacy, part_of_larger=dataset_size is not None)
+    plan = resolve_fixed(method, steps=config.steps, n_projections=n_projections,
+                         dataset_size=data.shape[0] if dataset_size is None else dataset_size, dim=data.shape[1],
+                         privacy=privacy, batch_size=batch_size, pool_size=pool_size, bins=bins,
+                         step_size=config.step_size)
+    return _build(spec, data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
+                  progress=progress, part_of_larger=dataset_size is not None)
+
+
+def build_flow(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,
+               privacy_seed: int | None = None, callbacks: Sequence[FlowCallback] = (), progress: bool = False,
+               part_of_larger: bool = False) -> ParticleFlow:
+    """The flow of a resolved ``plan`` (:func:`swflow.pipeline.resolve`): the checks every flow needs, then the
+    builder its method's registry entry names. ``part_of_larger``: ``data`` is a part of a data set of
+    ``plan.dataset_size`` rows (see :func:`make_flow`'s ``dataset_size``)."""
+    spec = _check(plan.method, data, privacy, part_of_larger=part_of_larger)
+    return _build(spec, data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
+                  progress=progress, part_of_larger=part_of_larger)
+
+
+def _build(spec, data, plan: RunPlan, *, privacy, config, privacy_seed, callbacks, progress, part_of_larger):
+    callbacks = [*callbacks, *([ProgressBar()] if progress else [])]
+    return spec.builder()(data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
+                          part_of_larger=part_of_larger)
+
+
+def _check(method: str, data, privacy: PrivacySpec, *, part_of_larger: bool):
+    """What every flow needs of its method, rows and budget; the method's registry entry."""
     spec = method_spec(method)
     if spec.kind != "flow":
         raise ValueError(f"{method} is a generator, not a flow: use swflow.baselines.make_generator")
-    if dataset_size is not None and not spec.release.of_counts:
+    if part_of_larger and not spec.release.of_counts:
         raise ValueError(f"only a histogram release takes a part of a larger data set; {method} does not")
     from .privacy.rows import StreamedRows
 
@@ -43,15 +71,9 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
             raise ValueError(f"{method} needs the private rows in memory; only dpswflow-hist reads them from disk in "
                              "chunks (its release is a sum over rows)")
     else:
-        check_rows(data, name="private data", allow_empty=dataset_size is not None)
+        check_rows(data, name="private data", allow_empty=part_of_larger)
     spec.check_budget(private=privacy.private)  # eps = inf runs dpswflow-r / dpswflow noise-free
-    callbacks = [*callbacks, *([ProgressBar()] if progress else [])]
-    plan = resolve_fixed(method, steps=config.steps, n_projections=n_projections,
-                         dataset_size=data.shape[0] if dataset_size is None else dataset_size, dim=data.shape[1],
-                         privacy=privacy, batch_size=batch_size, pool_size=pool_size, bins=bins,
-                         step_size=config.step_size)
-    return spec.builder()(data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
-                          part_of_larger=dataset_size is not None)
+    return spec
 
 
 def build_central(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,

@@ -13,12 +13,13 @@ import numpy as np
 import torch
 
 from .animate import save_grid, save_scatter
-from .callbacks import release_sketch, run_files
-from .flow import FlowConfig, FlowResult
+from .callbacks import Checkpointer, release_sketch, run_files
+from .fitting import RunResult, fit
+from .flow import FlowConfig
 from .io import write_samples
-from .methods import make_flow
-from .privacy import PrivacyReport, PrivacySpec, privacy_report, write_report
-from .threads import torch_threads
+from .pipeline import RunPlan
+from .privacy import PrivacyReport, write_report
+from .settings import Settings
 
 __all__ = ["run_adapted_flow_to_dir", "run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
 
@@ -28,25 +29,19 @@ def _chain(first, rest):
     yield from rest
 
 
-def run_flow_to_dir(method: str, data: torch.Tensor, out: Path, *, privacy: PrivacySpec, config: FlowConfig,
-                    n_projections: int, pool_size: int | None = None, batch_size: int | None = None,
-                    bins: int | None = None, privacy_seed: int | None = None,
-                    decoder: Callable[[np.ndarray], np.ndarray] | None = None,
-                    run_config: dict | None = None, progress: bool = True,
-                    dataset_size: int | None = None, threads: int | None = None) -> tuple[FlowResult, PrivacyReport]:
-    """Run a flow method on private rows ``data`` (m, d) and write the contract's files into ``out``
-    (``dataset_size``: see :func:`~swflow.methods.make_flow`). ``threads``: torch threads while the flow runs
-    (:func:`swflow.threads.torch_threads`; None, the default, leaves the process's setting alone)."""
-    flow = make_flow(method, data, privacy=privacy, config=config, n_projections=n_projections,
-                     pool_size=pool_size, batch_size=batch_size, bins=bins, privacy_seed=privacy_seed,
-                     callbacks=run_files(out, sketch=release_sketch(method)), progress=progress,
-                     dataset_size=dataset_size)
-    with torch_threads(threads):
-        result = flow.run()
-    report = flow.privacy_report(method, run_config)
-    write_outputs(out, result.particles.cpu().numpy(), report, decoder)
+def run_flow_to_dir(settings: Settings, data, out: Path, *, plan: RunPlan | None = None,
+                    config: FlowConfig | None = None, decoder: Callable[[np.ndarray], np.ndarray] | None = None,
+                    run_config: dict | None = None, progress: bool = True, threads: int | None = None,
+                    part_of_larger: bool = False) -> RunResult:
+    """Fit the flow of ``settings`` on private rows ``data`` (m, d) (:func:`swflow.fitting.fit`, with ``plan``,
+    ``config``, ``threads`` and ``part_of_larger`` as there) and write the contract's files into ``out``; an
+    interrupted run continues from ``out/checkpoint.pt``."""
+    result = fit(settings, data, plan=plan, config=config, run_config=run_config, progress=progress,
+                 threads=threads, part_of_larger=part_of_larger,
+                 callbacks=run_files(out, sketch=release_sketch(settings.method, settings.sketch)))
+    write_outputs(out, result.particles.cpu().numpy(), result.report, decoder)
     (out / "checkpoint.pt").unlink(missing_ok=True)
-    return result, report
+    return result
 
 
 ADAPT_NOTE = ("the decoder was fine-tuned on the private images by DP-SGD (Opacus): {steps} steps on batches of {batch} "
@@ -55,10 +50,9 @@ ADAPT_NOTE = ("the decoder was fine-tuned on the private images by DP-SGD (Opacu
               "(epsilon, delta). The adapted decoder (decoder.pt, decoder.json) is part of this run's output")
 
 
-def run_adapted_flow_to_dir(method: str, data: torch.Tensor, images: np.ndarray, out: Path, *, settings, plan,
-                            config: FlowConfig, model, meta: dict, privacy_seed: int | None = None,
-                            run_config: dict | None = None, progress: bool = True,
-                            threads: int | None = None) -> PrivacyReport:
+def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.ndarray, out: Path, *, plan: RunPlan,
+                            config: FlowConfig, model, meta: dict, run_config: dict | None = None,
+                            progress: bool = True, threads: int | None = None) -> PrivacyReport:
     """A histogram flow on the private codes ``data`` and a DP-SGD adaptation of autoencoder ``model``'s decoder
     on the private ``images``, in one budget (swflow/adapt.py): the flow, the adapted decoder (decoder.pt and
     decoder.json in ``out``), the samples it decodes, and privacy.json with both releases. ``threads``: torch
@@ -69,22 +63,22 @@ def run_adapted_flow_to_dir(method: str, data: torch.Tensor, images: np.ndarray,
     from .privacy import NoiseSource, compose
     from .registry import method as method_spec
 
+    method, privacy_seed = settings.method, settings.privacy_seed
     if not method_spec(method).release.of_counts:
         raise ValueError(f"the decoder's adaptation shares the budget with a histogram release: use dpswflow-hist, "
                          f"not {method}")
     spec = settings.privacy
     histogram_spec, multiplier = split_budget(spec, plan.release, settings.adapt)
-    flow = make_flow(method, data, privacy=histogram_spec, config=config, n_projections=plan.n_projections,
-                     pool_size=plan.release.n_projections, bins=plan.bins, privacy_seed=privacy_seed,
-                     callbacks=run_files(out, sketch=release_sketch(method)), progress=progress)
-    with torch_threads(threads):
-        particles = flow.run().particles
+    fitted = fit(replace(settings, privacy=histogram_spec), data, plan=plan, config=config, run_config=run_config,
+                 callbacks=run_files(out, sketch=release_sketch(method, settings.sketch)), progress=progress,
+                 threads=threads)
+    particles = fitted.particles
     noise = NoiseSource(None if privacy_seed is None else privacy_seed + 7919, secure=spec.secure_noise)
     adapted, event, _ = adapt_decoder(model, images, multiplier=multiplier, settings=settings.adapt,
                                       adjacency=spec.adjacency, noise=noise, privacy_seed=privacy_seed,
                                       secure=spec.secure_noise, seed=config.seed, progress=progress)
     a = settings.adapt
-    report = compose(flow.privacy_report(method, run_config), [event], target_epsilon=spec.epsilon,
+    report = compose(fitted.report, [event], target_epsilon=spec.epsilon,
                      note=ADAPT_NOTE.format(steps=a.adapt_steps, batch=event.sample_size, n=event.dataset_size,
                                             clip=a.adapt_clip, z=multiplier))
     from autoencoders.train import publish_checkpoint
@@ -106,19 +100,21 @@ def run_adapted_flow_to_dir(method: str, data: torch.Tensor, images: np.ndarray,
     return report
 
 
-def run_generator_to_dir(method: str, model, out: Path, *, n_samples: int, seed: int = 0,
+def run_generator_to_dir(settings: Settings, data, out: Path, *, plan: RunPlan | None = None,
                          decoder: Callable[[np.ndarray], np.ndarray] | None = None, run_config: dict | None = None,
                          progress: bool = True, checkpoint_every: int = 50) -> PrivacyReport:
-    """Fit a generator baseline (it holds its private target) and write privacy.json, samples.h5, samples.png.
+    """Fit the generator baseline of ``settings`` on private rows ``data`` and write privacy.json, samples.h5
+    (``settings.flow.n_particles`` samples, seed ``settings.flow.seed``) and samples.png.
 
     Training checkpoints to ``out/checkpoint.pt`` (it holds the privacy-noise state: deleted at the end),
     so an interrupted run continues from there when called again on the same ``out``."""
-    model.fit(progress=progress, checkpoint_path=out / "checkpoint.pt", checkpoint_every=checkpoint_every)
-    config_record = {"method": method, "n_samples": n_samples, **(run_config or {})}
-    report = privacy_report(method, model.target, run_config=config_record)
-    write_outputs(out, model.sample(n_samples, seed=seed).cpu().numpy(), report, decoder)
+    result = fit(settings, data, plan=plan, progress=progress,
+                 callbacks=[Checkpointer(out / "checkpoint.pt", every=checkpoint_every)],
+                 run_config={"n_samples": settings.flow.n_particles, **(run_config or {})})
+    samples = result.generator.sample(settings.flow.n_particles, seed=settings.flow.seed)
+    write_outputs(out, samples.cpu().numpy(), result.report, decoder)
     (out / "checkpoint.pt").unlink(missing_ok=True)
-    return report
+    return result.report
 
 
 def write_outputs(out: Path, latents, report: PrivacyReport, decoder, labels: np.ndarray | None = None) -> None:

@@ -24,7 +24,7 @@ from .config import AdaptSettings, FlowConfig, PrivacySpec, RunShape, SimulatorS
 from .options import field_type
 from .registry import METHODS, method
 
-__all__ = ["Settings", "TABLES", "build", "config_path", "home_of", "read_config", "shipped_configs",
+__all__ = ["Settings", "TABLES", "build", "config_path", "from_keywords", "home_of", "read_config", "shipped_configs",
            "split_keywords"]
 
 #: the configuration tables, each a dataclass; "options" is the chosen method's own (MethodSpec.options)
@@ -140,6 +140,13 @@ def build(method_name: str, tables: Mapping[str, Mapping[str, Any]], *, privacy_
     return Settings(method=method_name, privacy=privacy_spec, shape=RunShape(**tables.get("shape", {})),
                     flow=SimulatorSettings(**tables.get("flow", {})), options=options, privacy_seed=privacy_seed,
                     sketch=sketch, adapt=adapt)
+
+
+def from_keywords(method_name: str, *, privacy_seed: int | None = None, sketch: int | None = 64,
+                  **keywords) -> Settings:
+    """The :class:`Settings` of ``method_name`` from flat keywords (``epsilon=``, ``steps=``, ``n_particles=``,
+    the method's options, ...), as :class:`~swflow.estimator.Synthesizer` takes them."""
+    return build(method_name, split_keywords(method_name, keywords), privacy_seed=privacy_seed, sketch=sketch)
 
 
 RUN = "run"  # the TOML table of a command's own keys (dataset, method, out, ...)

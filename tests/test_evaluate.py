@@ -7,8 +7,7 @@ import torch
 
 from swflow.cli import main
 from swflow.conditional import class_shares, run_conditional_to_dir
-from swflow.flow import FlowConfig
-from swflow.registry import method
+from swflow.settings import from_keywords
 from swflow.io import read_samples
 from swflow.privacy import PrivacySpec, ReleasePlan, calibrate
 
@@ -23,9 +22,9 @@ def _two_blobs(seed=0, n=400):
 def test_conditional_epsilon_is_the_per_class_epsilon(tmp_path):
     rows, labels = _two_blobs()
     spec = PrivacySpec(noise_multiplier=1.0, delta=1e-5)
-    config = FlowConfig(steps=40, n_particles=300, step_size=1.0, record_every=4, seed=0)
-    report = run_conditional_to_dir("dpswflow-r", torch.from_numpy(rows), labels, tmp_path, classes=[0, 1],
-                                    privacy=spec, config=config, n_projections=10, batch_size=60, privacy_seed=0,
+    settings = from_keywords("dpswflow-r", noise_multiplier=1.0, delta=1e-5, steps=40, n_particles=300, step_size=1.0,
+                             record_every=4, seed=0, n_projections=10, batch_size=60, privacy_seed=0)
+    report = run_conditional_to_dir(settings, torch.from_numpy(rows), labels, tmp_path, classes=[0, 1],
                                     labels_public=True, progress=False).to_json()
     assert report == json.loads((tmp_path / "privacy.json").read_text())
     per_class = {c["class"]: c for c in report["per_class"]}
@@ -50,17 +49,15 @@ def test_conditional_epsilon_is_the_per_class_epsilon(tmp_path):
 def test_private_labels_need_a_count_release_and_publish_no_class_size(tmp_path):
     rows, labels = _two_blobs()
     rows = rows / np.linalg.norm(rows, axis=1, keepdims=True).clip(min=1.0)
-    spec = PrivacySpec(epsilon=5.0, delta=1e-5)
-    config = FlowConfig(steps=30, n_particles=300, step_size=1.0, record_every=10, seed=0)
+    common = dict(epsilon=5.0, delta=1e-5, steps=30, n_particles=300, step_size=1.0, record_every=10, seed=0)
     with pytest.raises(ValueError, match="labels_public"):
-        run_conditional_to_dir("dpswflow-r", torch.from_numpy(rows), labels, tmp_path / "r", classes=[0, 1],
-                               privacy=spec, config=config, n_projections=10, batch_size=60, progress=False)
+        run_conditional_to_dir(from_keywords("dpswflow-r", n_projections=10, batch_size=60, **common),
+                               torch.from_numpy(rows), labels, tmp_path / "r", classes=[0, 1], progress=False)
+    hist = from_keywords("dpswflow-hist", n_projections=8, pool_size=16, bins=16, **common)
     with pytest.raises(ValueError, match="label set"):
-        run_conditional_to_dir("dpswflow-hist", torch.from_numpy(rows), labels, tmp_path / "r", classes=[0, 2],
-                               privacy=spec, config=config, n_projections=8, progress=False)
+        run_conditional_to_dir(hist, torch.from_numpy(rows), labels, tmp_path / "r", classes=[0, 2], progress=False)
     # the public label set has a third class that holds no record: it is released like the others
-    report = run_conditional_to_dir("dpswflow-hist", torch.from_numpy(rows), labels, tmp_path / "h", classes=[0, 1, 2],
-                                    privacy=spec, config=config, n_projections=8, pool_size=16, bins=16,
+    report = run_conditional_to_dir(hist, torch.from_numpy(rows), labels, tmp_path / "h", classes=[0, 1, 2],
                                     progress=False).to_json()
     assert report["composition"].startswith("one Gaussian mechanism") and report["adjacency"] == "replace-one"
     assert all("size" not in entry for entry in report["per_class"])

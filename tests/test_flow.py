@@ -235,16 +235,18 @@ def test_ldp_flow_releases_once_and_deconvolves(gen, monkeypatch):
 
 def test_sphere_manifold_keeps_particles_on_the_sphere_at_no_privacy_cost(gen, tmp_path):
     from swflow.run import run_flow_to_dir
+    from swflow.settings import from_keywords
 
     y = _sphere(800, 5, gen)
-    spec = PrivacySpec(epsilon=4.0, delta=1e-5)
     reports = {}
     for manifold in ("sphere", "ball"):
         out = tmp_path / manifold
         out.mkdir()
-        result, reports[manifold] = run_flow_to_dir(
-            "dpswflow-r", y, out, privacy=spec, n_projections=10, batch_size=100, privacy_seed=2, progress=False,
-            config=FlowConfig(steps=15, n_particles=400, step_size=2.0, manifold=manifold, record_every=5))
+        settings = from_keywords("dpswflow-r", epsilon=4.0, delta=1e-5, n_projections=10, batch_size=100,
+                                 privacy_seed=2, steps=15, n_particles=400, step_size=2.0, manifold=manifold,
+                                 record_every=5)
+        result = run_flow_to_dir(settings, y, out, progress=False)
+        reports[manifold] = result.report
         norms = result.particles.norm(dim=1)
         if manifold == "sphere":
             assert torch.allclose(norms, torch.ones_like(norms), atol=1e-5)

@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from swflow.flow import FlowConfig
 from swflow.model import FlowModel
-from swflow.privacy import PrivacySpec
 from swflow.run import run_flow_to_dir
+from swflow.settings import from_keywords
 from swflow.sliced import sliced_wasserstein
 
 
@@ -23,9 +22,9 @@ def _mixture(n, seed):
 def finished_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     data = _mixture(1500, 0)
-    config = FlowConfig(steps=60, n_particles=1000, step_size=1.0, record_every=0, checkpoint_every=20, seed=0)
-    result, _ = run_flow_to_dir("dpswflow-r", data, out, privacy=PrivacySpec(epsilon=20.0, delta=1e-5),
-                                config=config, n_projections=30, batch_size=300, privacy_seed=0, progress=False)
+    settings = from_keywords("dpswflow-r", epsilon=20.0, delta=1e-5, steps=60, n_particles=1000, step_size=1.0,
+                             checkpoint_every=20, seed=0, n_projections=30, batch_size=300, privacy_seed=0)
+    result = run_flow_to_dir(settings, data, out, progress=False)
     return out, data, result.particles
 
 
@@ -72,9 +71,9 @@ def test_resampled_particles_are_as_good_as_the_original(finished_run, n):
 
 def test_unfinished_run_is_refused(tmp_path):
     data = _mixture(300, 1)
-    config = FlowConfig(steps=10, n_particles=100, record_every=0, checkpoint_every=5, seed=0)
-    run_flow_to_dir("swf", data, tmp_path, privacy=PrivacySpec(epsilon=float("inf")), config=config,
-                    n_projections=10, progress=False)
+    settings = from_keywords("swf", steps=10, n_particles=100, checkpoint_every=5, seed=0, n_projections=10,
+                             batch_size=len(data))
+    run_flow_to_dir(settings, data, tmp_path, progress=False)
     with h5py.File(tmp_path / "model.h5", "a") as f:
         for name in ("steps", "theta", "released", "sigma"):
             f[name].resize(5, axis=0)

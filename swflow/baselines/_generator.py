@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
+from typing import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -94,13 +95,15 @@ class TrainedGenerator(Simulator):
         self.rng.set_state(state["rng"])
         self.target.load_state(ledger=state["ledger"], noise=state["privacy_noise"])
 
-    def fit(self, *, progress: bool = True, checkpoint_path: str | Path | None = None, checkpoint_every: int = 100):
+    def fit(self, *, progress: bool = True, checkpoint_path: str | Path | None = None, checkpoint_every: int = 100,
+            callbacks: Sequence = ()):
         """Train to ``config.steps`` (continuing from ``checkpoint_path`` when it exists, saved every
-        ``checkpoint_every`` steps); returns self."""
+        ``checkpoint_every`` steps; ``callbacks`` observe the run as a flow's do); returns self."""
         from ..callbacks import Checkpointer, ProgressBar
 
-        self.callbacks = ([Checkpointer(checkpoint_path, every=checkpoint_every)] if checkpoint_path else []) + \
-            ([ProgressBar(f"{self.name} {self.budget_label()}")] if progress else [])
+        self.callbacks = [*callbacks, *([Checkpointer(checkpoint_path, every=checkpoint_every)] if checkpoint_path
+                                        else []), *([ProgressBar(f"{self.name} {self.budget_label()}")] if progress
+                                                    else [])]
         self.simulate()
         self.generator.eval()
         return self

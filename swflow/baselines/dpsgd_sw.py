@@ -18,7 +18,7 @@ release per step, accounted with sampling without replacement like DPSWflow-r.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor, nn

@@ -54,10 +54,9 @@ def cmd_demo(args) -> int:
 
 def _demo_into(out: Path, args) -> None:
     from ..data import write_manifest
-    from ..flow import FlowConfig
-    from ..privacy import PrivacySpec
     from ..latents import encoded_split
     from ..run import run_flow_to_dir
+    from ..settings import from_keywords
     from ..threads import step_threads
 
     private, _, decode, split, meta = tuple(encoded_split("digits", "private"))[:5]
@@ -66,22 +65,22 @@ def _demo_into(out: Path, args) -> None:
           f"the {len(split.public)} public rows; the {len(split.private)} private rows are the flow's target")
     # Few full-batch releases beat many small ones at this data size; these settings were chosen
     # by comparing particles with the *public* latents, so they cost no private data.
-    spec = PrivacySpec(epsilon=args.epsilon, delta=args.delta)
-    config = FlowConfig(steps=args.steps, n_particles=args.n_particles, step_size=1.0, manifold="sphere",
-                        record_every=1, checkpoint_every=1, seed=args.seed)
-    result, report = run_flow_to_dir("dpswflow-r", private, out, privacy=spec, config=config, n_projections=64,
-                                     batch_size=None, privacy_seed=args.seed, decoder=decode,
-                                     threads=step_threads(args.n_particles, 64),
-                                     run_config={"dataset": "digits", "autoencoder": meta["name"],
-                                                 "autoencoder_sha256": meta["weights_sha256"]})
+    settings = from_keywords("dpswflow-r", epsilon=args.epsilon, delta=args.delta, n_projections=64,
+                             batch_size=len(private),  # a full batch
+                             steps=args.steps, step_size=1.0, n_particles=args.n_particles, manifold="sphere",
+                             record_every=1, checkpoint_every=1, seed=args.seed, privacy_seed=args.seed)
+    result = run_flow_to_dir(settings, private, out, decoder=decode, threads=step_threads(args.n_particles, 64),
+                             run_config={"dataset": "digits", "autoencoder": meta["name"],
+                                         "autoencoder_sha256": meta["weights_sha256"]})
+    report = result.report
     write_gif(out, decode)
-    _privacy_cost_picture(out / "privacy_cost.png", private, result.particles, split, decode, config, args.epsilon)
+    _privacy_cost_picture(out / "privacy_cost.png", private, result.particles, split, decode, settings, args.epsilon)
     print(report.statement)
     print(f"  noise multiplier {report.noise_multiplier:.3f}, {report.steps} releases of all "
           f"{report.dataset_size} private rows on 64 directions")
 
 
-def _privacy_cost_picture(path: Path, private, particles, split, decode, config, epsilon: float,
+def _privacy_cost_picture(path: Path, private, particles, split, decode, settings, epsilon: float,
                           show: int = 40) -> None:
     """Panels on one grid: real digits of the PUBLIC split (private rows never reach an output), the
     same digits through the autoencoder (the decoder's floor), the flow without noise (eps = inf) and
@@ -91,7 +90,7 @@ def _privacy_cost_picture(path: Path, private, particles, split, decode, config,
 
     from ..animate import save_panels
     from ..data import load_dataset
-    from ..methods import make_flow
+    from ..fitting import fit
     from ..privacy import PrivacySpec
 
     import torch
@@ -102,8 +101,8 @@ def _privacy_cost_picture(path: Path, private, particles, split, decode, config,
     model, _ = load_autoencoder("digits")
     with torch.no_grad():
         reconstructed = model.decode_images(model.encode_images(public_images))
-    free = make_flow("swf", private, privacy=PrivacySpec(epsilon=math.inf), n_projections=64, progress=False,
-                     config=replace(config, record_every=0, checkpoint_every=0)).run().particles
+    free = fit(replace(settings, method="swf", privacy=PrivacySpec(epsilon=math.inf),
+                       flow=replace(settings.flow, record_every=0, checkpoint_every=0)), private).particles
     save_panels([("real digits (public split)", public_images),
                  ("the same through the autoencoder", reconstructed),
                  ("flow without privacy (eps = inf)", decode(free[:show].numpy())),

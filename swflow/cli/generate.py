@@ -16,8 +16,6 @@ from .autoencoder import write_gif
 
 
 def cmd_generate(args) -> int:
-    import torch
-
     from ..resources import check_device, check_run
 
     check_device(args.device)
@@ -86,9 +84,8 @@ def _generate_adapted(out: Path, args, data, images, run, plan, meta: dict, sour
     t0 = time.perf_counter()
     model, meta = run_autoencoder(source)
     config = flow_config(args, run, plan)
-    report = run_adapted_flow_to_dir(run.method, data, images, out, settings=run, plan=plan, config=config,
-                                     model=model, meta=meta, privacy_seed=run.privacy_seed, run_config=source,
-                                     progress=not args.quiet,
+    report = run_adapted_flow_to_dir(run, data, images, out, plan=plan, config=config, model=model, meta=meta,
+                                     run_config=source, progress=not args.quiet,
                                      threads=step_threads(config.n_particles, plan.n_projections))
     print(f"{report.statement}\nwrote {args.out}/ (privacy.json with both releases, the adapted decoder decoder.pt, "
           f"samples.h5, trajectory.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
@@ -170,44 +167,30 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
     from ..threads import step_threads
 
     t0 = time.perf_counter()
-    spec = run.privacy
     if method(run.method).kind == "generator":
-        from ..baselines import make_generator
-
-        options = run.option_values()
-        model = make_generator(run.method, data, privacy=spec, steps=plan.steps, n_projections=plan.n_projections,
-                               batch_size=plan.rows_per_step, privacy_seed=run.privacy_seed, seed=run.flow.seed,
-                               device=run.flow.device, **options)
-        report = run_generator_to_dir(run.method, model, out, n_samples=run.flow.n_particles, seed=run.flow.seed,
-                                      checkpoint_every=run.flow.checkpoint_every, decoder=decode,
-                                      progress=not args.quiet,
+        report = run_generator_to_dir(run, data, out, plan=plan, decoder=decode, progress=not args.quiet,
+                                      checkpoint_every=run.flow.checkpoint_every,
                                       run_config={**source, "steps": plan.steps, "batch_size": plan.rows_per_step,
-                                                  **options})
+                                                  **run.option_values()})
         print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
     config = flow_config(args, run, plan)
+    threads = step_threads(config.n_particles, plan.n_projections)
     if args.conditional:
         from ..conditional import run_conditional_to_dir
 
         if args.dataset is None:
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
-        report = run_conditional_to_dir(run.method, data, labels, out, classes=_label_set(args), privacy=spec,
-                                        config=config, n_projections=plan.n_projections,
-                                        pool_size=run.shape.pool_size, batch_size=plan.batch_size,
-                                        bins=run.shape.bins, privacy_seed=run.privacy_seed,
+        report = run_conditional_to_dir(run, data, labels, out, classes=_label_set(args), plan=plan, config=config,
                                         labels_public=args.labels_public, decoder=decode, run_config=source,
-                                        progress=not args.quiet,
-                                        threads=step_threads(config.n_particles, plan.n_projections))
+                                        progress=not args.quiet, threads=threads)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
               f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
-    _, report = run_flow_to_dir(run.method, data, out, privacy=spec, config=config,
-                                n_projections=plan.n_projections, pool_size=run.shape.pool_size,
-                                batch_size=plan.batch_size, bins=run.shape.bins, privacy_seed=run.privacy_seed,
-                                decoder=decode, run_config=source, progress=not args.quiet,
-                                threads=step_threads(config.n_particles, plan.n_projections))
+    report = run_flow_to_dir(run, data, out, plan=plan, config=config, decoder=decode, run_config=source,
+                             progress=not args.quiet, threads=threads).report
     if decode is not None:
         write_gif(out, decode)
     print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
