@@ -89,7 +89,7 @@ class TrainedGenerator(Simulator):
     def load_state_dict(self, state: dict) -> None:
         if state["config"] != asdict(self.config):
             raise ValueError("cannot resume: the checkpoint was written with a different generator configuration")
-        self.step = state["step"]
+        self.step = state["step"] if "step" in state else state["steps_done"]  # checkpoints before the Simulator
         self.generator.load_state_dict(state["generator"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.set_state(state["rng"])
@@ -101,9 +101,9 @@ class TrainedGenerator(Simulator):
         ``checkpoint_every`` steps; ``callbacks`` observe the run as a flow's do); returns self."""
         from ..callbacks import Checkpointer, ProgressBar
 
-        self.callbacks = [*callbacks, *([Checkpointer(checkpoint_path, every=checkpoint_every)] if checkpoint_path
-                                        else []), *([ProgressBar(f"{self.name} {self.budget_label()}")] if progress
-                                                    else [])]
+        saver = [Checkpointer(checkpoint_path, every=checkpoint_every)] if checkpoint_path else []
+        bar = [ProgressBar(f"{self.name} {self.budget_label()}")] if progress else []
+        self.callbacks = [*callbacks, *saver, *bar]
         self.simulate()
         self.generator.eval()
         return self
