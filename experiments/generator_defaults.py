@@ -38,7 +38,8 @@ GRID = {
                 {"epochs": 35, "inner_steps": 20, "lr": 3e-4}, {"epochs": 100, "inner_steps": 20}],
     "dpsgd-sw-gen": [{"epochs": 5, "lr": 1e-3}, {"epochs": 25, "lr": 1e-3}, {"epochs": 25, "lr": 3e-3},
                      {"epochs": 80, "lr": 1e-3}],
-    "ldp-sinkhorn-gen": [{"steps": 400, "lr": 1e-3}, {"steps": 1500, "lr": 1e-3}, {"steps": 1500, "lr": 3e-3}],
+    "ldp-sinkhorn-gen": [{"steps": 400, "lr": 1e-3}, {"steps": 400, "lr": 3e-4}, {"steps": 1500, "lr": 1e-3},
+                         {"steps": 1500, "lr": 3e-3}],
 }
 
 

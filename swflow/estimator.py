@@ -136,7 +136,7 @@ class Synthesizer:
         elif labels is not None:
             raise ValueError("labels are for conditional=True")
         else:
-            self._sampler, self._report = self._fit_whole(self.settings, data, progress)
+            self._sampler, self._report = self._fit_one(self.settings, data, progress)
         return self
 
     def _rows(self, data) -> torch.Tensor:
@@ -178,7 +178,7 @@ class Synthesizer:
 
         s = self.settings
         histogram_spec, multiplier = split_budget(s.privacy, s.plan(*data.shape).release, s.adapt)
-        self._sampler, report = self._fit_whole(replace(s, privacy=histogram_spec), data, progress)  # its share
+        self._sampler, report = self._fit_one(replace(s, privacy=histogram_spec), data, progress)  # its share
         noise = NoiseSource(None if s.privacy_seed is None else s.privacy_seed + 7919, secure=s.privacy.secure_noise)
         adapted, event, _ = adapt_decoder(self._autoencoder[0], images, multiplier=multiplier, settings=s.adapt,
                                           adjacency=s.privacy.adjacency, noise=noise, privacy_seed=s.privacy_seed,
@@ -204,8 +204,8 @@ class Synthesizer:
         models, reports = {}, []
         for run in runs:
             own, own_plan = run.fit_inputs(s, plan)
-            models[run.label], report = self._fit_whole(own, data[torch.as_tensor(run.rows)], progress, plan=own_plan,
-                                                        part_of_larger=run.dataset_size is not None)
+            models[run.label], report = self._fit_one(own, data[torch.as_tensor(run.rows)], progress, plan=own_plan,
+                                                      part_of_larger=run.dataset_size is not None)
             reports.append(report)
         estimates = [] if self.labels_public else [
             estimated_size(models[r.label].public["noisy_counts"]) if rep.private else float(r.rows.sum())
@@ -220,7 +220,7 @@ class Synthesizer:
         self._sampler = models
 
     @staticmethod
-    def _fit_whole(settings, data: torch.Tensor, progress: bool, *, plan=None, part_of_larger: bool = False):
+    def _fit_one(settings, data: torch.Tensor, progress: bool, *, plan=None, part_of_larger: bool = False):
         """One flow or generator (swflow.fitting.fit, ``plan`` and ``part_of_larger`` as there): (its sampler,
         its report). A flow's sampler is a FlowModel of its recorded releases; a generator's, its network."""
         from .callbacks import ReleaseLog, release_sketch
