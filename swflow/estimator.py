@@ -300,10 +300,10 @@ class Synthesizer:
     def save(self, path: str | Path) -> Path:
         sampler = self._fitted()
         if self.conditional:
-            state = {"classes": {str(c): {"model": m.state(), "report": self._class_reports[c].to_json(),
+            state = {"classes": {str(c): {"model": m.state_dict(), "report": self._class_reports[c].to_json(),
                                           "share": self._shares[c]} for c, m in sampler.items()}}
         elif self.kind == "flow":
-            state = sampler.state()
+            state = sampler.state_dict()
         else:
             state = {"network": type(sampler).__name__, "init_kwargs": sampler.init_kwargs,
                      "weights": {k: v.cpu() for k, v in sampler.state_dict().items()}}
@@ -365,13 +365,13 @@ class Synthesizer:
             for c, rep in syn._class_reports.items():  # each class's claim is the one the combined report verified
                 if rep.ledger != syn._report.conditional["ledgers"][str(c)]:
                     raise ValueError(f"{path}: class {c}'s releases are not the ones its privacy report accounts")
-            syn._sampler = {int(c): FlowModel.from_state(p["model"], report=syn._class_reports[int(c)])
+            syn._sampler = {int(c): FlowModel.from_state_dict(p["model"], report=syn._class_reports[int(c)])
                             for c, p in parts.items()}
             syn._shares = {int(c): float(p["share"]) for c, p in parts.items()}
         elif syn.kind == "flow":
             from .model import FlowModel
 
-            syn._sampler = FlowModel.from_state(state, report=syn._report)
+            syn._sampler = FlowModel.from_state_dict(state, report=syn._report)
         else:
             network = METHODS[syn.settings.method].load().NETWORK  # the method's module says what it trains
             if state["network"] != network.__name__:

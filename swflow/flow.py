@@ -31,7 +31,7 @@ from .callbacks import FlowCallback
 from .config import FlowConfig, SimulatorSettings
 from .drift import LOCAL, DriftResult, Workspace, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
 from .privacy import PrivateTarget
-from .simulator import Simulator
+from .simulator import Simulator, target_state
 
 __all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
 
@@ -185,7 +185,7 @@ class ParticleFlow(Simulator):
         """Everything needed to continue bit-identically; holds no private row."""
         return {"step": self.step, "particles": self.particles.cpu(),
                 "generator": self.generator.get_state(), "strategy": self.strategy.state_dict(),
-                "ledger": self.target.ledger.state_dict(), "privacy_noise": self.target.noise_state(),
+                "target": self.target.state_dict(),
                 "config": asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
@@ -198,7 +198,7 @@ class ParticleFlow(Simulator):
         self.particles = state["particles"].to(device=self.device, dtype=self.dtype)
         self.generator.set_state(state["generator"])
         self.strategy.load_state_dict(state["strategy"])
-        self.target.load_state(ledger=state["ledger"], noise=state["privacy_noise"])
+        self.target.load_state_dict(target_state(state))
         self._set_up = True
 
     # -- the loop ------------------------------------------------------------------------------

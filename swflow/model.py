@@ -70,8 +70,8 @@ class _RecordedSource:
         self.dim, self.size = dim, 0
         self.ledger = PrivacyLedger()
 
-    def noise_state(self) -> dict:
-        return {}
+    def state_dict(self) -> dict:
+        return {"ledger": self.ledger.state_dict(), "noise": {}}
 
 
 class FlowModel:
@@ -132,13 +132,13 @@ class FlowModel:
             raise ValueError(f"{path} is not a readable swflow model file ({err}); regenerate the run") from err
         return cls(**arrays, report=report)
 
-    def state(self) -> dict:
+    def state_dict(self) -> dict:
         """Tensors and plain values only (loadable with torch.load(weights_only=True))."""
         return {"flow_config": asdict(self.config), "dim": self.dim, "theta": self.theta,
                 "released": self.released, "sigma": self.sigma, "public": self.public}
 
     @classmethod
-    def from_state(cls, state: dict, report: PrivacyReport | None = None) -> "FlowModel":
+    def from_state_dict(cls, state: dict, report: PrivacyReport | None = None) -> "FlowModel":
         return cls(config=FlowConfig(**state["flow_config"]), dim=state["dim"], theta=state["theta"],
                    released=state["released"], sigma=state["sigma"], report=report, public=state.get("public"))
 

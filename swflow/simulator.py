@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-__all__ = ["Simulator"]
+__all__ = ["Simulator", "target_state"]
 
 
 class Simulator:
@@ -61,3 +61,11 @@ class Simulator:
         for callback in self.callbacks:
             callback.on_end(self)
         return diagnostics
+
+
+def target_state(checkpoint: dict) -> dict:
+    """A checkpoint's private-target state (its ledger and noise); checkpoints written before the simulators
+    shared one spelling kept them under two keys."""
+    if "target" in checkpoint:
+        return checkpoint["target"]
+    return {"ledger": checkpoint["ledger"], "noise": checkpoint["privacy_noise"]}

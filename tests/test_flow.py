@@ -264,3 +264,28 @@ def test_sphere_manifold_keeps_particles_on_the_sphere_at_no_privacy_cost(gen, t
 def test_sphere_manifold_refuses_a_contradicting_init():
     with pytest.raises(ValueError, match="init"):
         FlowConfig(steps=1, manifold="sphere", init="normal")
+
+
+def test_a_checkpoint_in_the_layout_before_the_shared_simulator_still_resumes(gen):
+    """Checkpoints of runs interrupted before the simulators shared one spelling kept the target's ledger and
+    noise under 'ledger' and 'privacy_noise'; they resume to the same particles and the same budget."""
+    y = _sphere(600, 4, gen)
+
+    def flow():
+        return make_flow("dpswflow-r", y, privacy=PrivacySpec(epsilon=5.0, delta=1e-5), n_projections=6,
+                         batch_size=100, privacy_seed=3, progress=False,
+                         config=FlowConfig(steps=6, n_particles=200, manifold="sphere"))
+
+    straight = flow()
+    straight.run()
+    first = flow()
+    for _ in range(3):
+        first.step_once()
+    state = first.state_dict()
+    target = state.pop("target")
+    old = {**state, "ledger": target["ledger"], "privacy_noise": target["noise"]}
+    resumed = flow()
+    resumed.load_state_dict(old)
+    resumed.run()
+    assert torch.equal(resumed.particles, straight.particles)
+    assert resumed.target.ledger.state_dict() == straight.target.ledger.state_dict()

@@ -337,7 +337,7 @@ def test_a_second_writer_on_a_live_run_is_refused(tmp_path):
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
     state = torch.load(checkpoint, weights_only=True)
-    assert sum(e["count"] for e in state["ledger"]) == state["step"]  # one writer's releases only
+    assert sum(e["count"] for e in state["target"]["ledger"]) == state["step"]  # one writer's releases only
 
 
 def test_resume_carries_the_privacy_seed_and_refuses_another(tmp_path, monkeypatch, capsys):

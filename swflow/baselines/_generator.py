@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from ..rng import seeded
-from ..simulator import Simulator
+from ..simulator import Simulator, target_state
 
 __all__ = ["MLPGenerator"]
 
@@ -83,7 +83,7 @@ class TrainedGenerator(Simulator):
     def state_dict(self) -> dict:
         return {"step": self.step, "generator": self.generator.state_dict(),
                 "optimizer": self.optimizer.state_dict(), "rng": self.rng.get_state(),
-                "ledger": self.target.ledger.state_dict(), "privacy_noise": self.target.noise_state(),
+                "target": self.target.state_dict(),
                 "config": asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
@@ -93,7 +93,7 @@ class TrainedGenerator(Simulator):
         self.generator.load_state_dict(state["generator"])
         self.optimizer.load_state_dict(state["optimizer"])
         self.rng.set_state(state["rng"])
-        self.target.load_state(ledger=state["ledger"], noise=state["privacy_noise"])
+        self.target.load_state_dict(target_state(state))
 
     def fit(self, *, progress: bool = True, checkpoint_path: str | Path | None = None, checkpoint_every: int = 100,
             callbacks: Sequence = ()):

@@ -257,11 +257,13 @@ class HistogramTarget(PrivateTarget):
         cal = self._calibration
         return super().noise_seed_known and (cal is None or cal.plan.noise != "discrete-gaussian")
 
-    def noise_state(self) -> dict:
-        return {**super().noise_state(), "released_counts": getattr(self, "released_counts", None)}
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        return {**state, "noise": {**state["noise"], "released_counts": getattr(self, "released_counts", None)}}
 
-    def load_state(self, *, ledger: list[dict], noise: dict) -> None:
-        super().load_state(ledger=ledger, noise={k: v for k, v in noise.items() if k != "released_counts"})
+    def load_state_dict(self, state: dict) -> None:
+        noise = state["noise"]
+        super().load_state_dict({**state, "noise": {k: v for k, v in noise.items() if k != "released_counts"}})
         if noise.get("released_counts") is not None:
             self.released_counts = noise["released_counts"]
 

@@ -225,18 +225,20 @@ class PrivateTarget:
         (a histogram's noisy counts); empty for releases the per-step log already holds."""
         return {}
 
-    def noise_state(self) -> dict:
-        """State of the privacy noise source, for an exact resume (checkpoints only, never outputs),
-        with the fingerprint of the data and privacy settings it belongs to."""
-        return {**self._noise.state_dict(), "fingerprint": self._fingerprint}
+    def state_dict(self) -> dict:
+        """The ledger (the budget spent so far) and the privacy noise source's state, for an exact resume
+        (checkpoints only, never outputs), with the fingerprint of the data and privacy settings it belongs to."""
+        return {"ledger": self.ledger.state_dict(),
+                "noise": {**self._noise.state_dict(), "fingerprint": self._fingerprint}}
 
-    def load_state(self, *, ledger: list[dict], noise: dict) -> None:
+    def load_state_dict(self, state: dict) -> None:
         """Restore a checkpoint's ledger and noise state: the spent budget is never reset. Refuses a
         checkpoint written for other private rows or other privacy settings, saying what differs."""
+        noise = state["noise"]
         saved = noise.get("fingerprint")
         if saved is not None and saved != self._fingerprint:
             raise ValueError("cannot resume: " + _differences(saved, self._fingerprint))
-        self.ledger = PrivacyLedger.from_state_dict(ledger)
+        self.ledger = PrivacyLedger.from_state_dict(state["ledger"])
         self._noise.load_state_dict({k: v for k, v in noise.items() if k != "fingerprint"})
 
     def epsilon_spent(self) -> float:
@@ -301,9 +303,11 @@ class LocallyReleasedTarget(PrivateTarget):
         theta = theta.to(device=rows.device, dtype=rows.dtype)
         return sort_rows(project(rows, theta))[0], 0.0  # post-processing: no new noise
 
-    def noise_state(self) -> dict:
-        return {**super().noise_state(), "released": self._released}
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        return {**state, "noise": {**state["noise"], "released": self._released}}
 
-    def load_state(self, *, ledger: list[dict], noise: dict) -> None:
-        super().load_state(ledger=ledger, noise={k: v for k, v in noise.items() if k != "released"})
+    def load_state_dict(self, state: dict) -> None:
+        noise = state["noise"]
+        super().load_state_dict({**state, "noise": {k: v for k, v in noise.items() if k != "released"}})
         self._released = noise["released"]
