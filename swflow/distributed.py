@@ -1,8 +1,8 @@
 """The flow on several processes with torch.distributed (gloo on CPU, NCCL on GPU).
 
-Each rank holds a contiguous shard of the particles and a contiguous shard of the private
-records. Every rank draws the same public randomness (directions, particle noise) from the
-shared seed, so the ranks agree on the directions without talking.
+Each rank holds a contiguous shard of the particles (the flow's communicator is a :class:`ProcessGroup`)
+and a contiguous shard of the private records. Every rank draws the same public randomness (directions,
+particle noise) from the shared seed, so the ranks agree on the directions without talking.
 
 Private release: every rank draws the same batch indices from the shared privacy seed; each
 projects the batch members it holds and adds the release noise to those columns only, then one
@@ -38,30 +38,16 @@ from .callbacks import FlowCallback, ProgressBar
 from .drift import DriftResult, pull_back
 from .flow import FlowConfig, ParticleFlow, Resampled
 from .pipeline import resolve_fixed
-from .privacy import PrivacySpec, PrivateTarget, sharded_target
+from .privacy import PrivacySpec, sharded_target
 from .registry import method
 from .sliced import cdf, quantile, rank_levels, sort_rows
 
-__all__ = ["DistributedFlow", "GatheredCheckpointer", "shard_range", "make_distributed_flow", "exact_levels",
+__all__ = ["ProcessGroup", "GatheredCheckpointer", "shard_range", "make_distributed_flow", "exact_levels",
            "sketch_levels", "level_error_bound"]
 
 
-class _AllReduce:
-    """Grid reductions of :func:`swflow.drift.exact_smoothed_drift` across the process group."""
-
-    def sum(self, t: Tensor) -> Tensor:
-        t = t.clone()
-        dist.all_reduce(t)
-        return t
-
-    def max(self, t: Tensor) -> Tensor:
-        t = t.clone()
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return t
-
-
 class GatheredCheckpointer(FlowCallback):
-    """Checkpoints of a :class:`DistributedFlow` in ONE file that rank 0 writes: every rank's
+    """Checkpoints of a sharded flow (:class:`ProcessGroup`) in ONE file that rank 0 writes: every rank's
     ``state_dict()`` gathered to rank 0 every ``config.checkpoint_every`` steps (atomically), and
     scattered back, one state per rank, when a run resumes. Ranks other than 0 pass ``path=None``:
     they never touch the run folder. The file holds the privacy-noise state: delete it after the run."""
@@ -73,13 +59,13 @@ class GatheredCheckpointer(FlowCallback):
         from .io import load_tensors
 
         states, problem = None, None
-        if flow.rank == 0 and self.path is not None and self.path.exists():
+        if flow.communicator.rank == 0 and self.path is not None and self.path.exists():
             try:
                 saved = load_tensors(self.path, what="distributed flow checkpoint")
                 states = saved["ranks"]
-                if len(states) != flow.world:
+                if len(states) != flow.communicator.world:
                     problem = (f"cannot resume: {self.path} was written by {len(states)} processes, and this run has "
-                               f"{flow.world}; rerun with --nproc-per-node {len(states)}")
+                               f"{flow.communicator.world}; rerun with --nproc-per-node {len(states)}")
             except (ValueError, KeyError, TypeError) as err:
                 problem = f"cannot resume from {self.path}: {err}"
         news = [states is not None, problem]
@@ -89,7 +75,7 @@ class GatheredCheckpointer(FlowCallback):
         if not news[0]:
             return False
         mine = [None]
-        dist.scatter_object_list(mine, states if flow.rank == 0 else None, src=0)
+        dist.scatter_object_list(mine, states if flow.communicator.rank == 0 else None, src=0)
         flow.load_state_dict(mine[0])
         return True
 
@@ -101,11 +87,11 @@ class GatheredCheckpointer(FlowCallback):
     def save(self, flow) -> None:
         for callback in flow.callbacks:  # output files must not run ahead of or behind the checkpoint
             callback.on_flush(flow)
-        states = [None] * flow.world if flow.rank == 0 else None
+        states = [None] * flow.communicator.world if flow.communicator.rank == 0 else None
         dist.gather_object(flow.state_dict(), states, dst=0)
-        if flow.rank == 0 and self.path is not None:
+        if flow.communicator.rank == 0 and self.path is not None:
             tmp = self.path.with_suffix(".tmp")
-            torch.save({"world_size": flow.world, "ranks": states}, tmp)
+            torch.save({"world_size": flow.communicator.world, "ranks": states}, tmp)
             os.replace(tmp, self.path)  # an interruption never leaves half a file
 
 
@@ -139,20 +125,31 @@ def level_error_bound(sketch: int, smallest_shard: int) -> float:
     return 1.0 / sketch + 1.0 / smallest_shard
 
 
-class DistributedFlow(ParticleFlow):
-    """ParticleFlow whose particles are sharded across the ranks of the default process group."""
+class ProcessGroup:
+    """The communicator of a flow whose particles are sharded over the ranks of the default process group
+    (the interface of :class:`swflow.flow.OneProcess`): rank r holds particles [lo, hi) of the n, and the
+    particle ranks that 004's one-draw drift needs are global, exact (an all-gather of the sorted shards)
+    or from per-rank quantile sketches (``mode='sketch'``, ``sketch`` levels)."""
 
-    def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *, mode: str = "exact",
-                 sketch: int = 256, callbacks=(), progress: bool = False):
+    def __init__(self, n_particles: int, *, mode: str = "exact", sketch: int = 256):
         if mode not in ("exact", "sketch"):
             raise ValueError(f"mode must be 'exact' or 'sketch', got {mode!r}")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        progress_bar = [ProgressBar()] if progress and self.rank == 0 else []
-        super().__init__(target, strategy, config, callbacks=[*callbacks, *progress_bar])
-        self.mode, self.sketch = mode, sketch
-        self.lo, self.hi = shard_range(config.n_particles, self.rank, self.world)
-        self.particles = self.particles[self.lo:self.hi].clone()  # the full draw keeps the seed's stream
-        self._reduce = _AllReduce()
+        self.n, self.mode, self.sketch = n_particles, mode, sketch
+        self.lo, self.hi = shard_range(n_particles, self.rank, self.world)
+
+    def keep(self, full: Tensor, dim: int) -> Tensor:
+        return full.narrow(dim, self.lo, self.hi - self.lo).clone()  # its own memory, not a view of all n
+
+    def sum(self, t: Tensor) -> Tensor:
+        t = t.clone()
+        dist.all_reduce(t)
+        return t
+
+    def max(self, t: Tensor) -> Tensor:
+        t = t.clone()
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t
 
     def _gather_sorted(self, values: Tensor) -> list[Tensor]:
         """Every rank's (k, n_r) sorted shard (exact) or (k, K) quantile sketch (sketch)."""
@@ -167,29 +164,21 @@ class DistributedFlow(ParticleFlow):
     def _levels(self, values: Tensor) -> Tensor:
         """Global CDF levels (k, n_r) of this rank's sorted noisy projections ``values``."""
         if self.mode == "exact":
-            return exact_levels(values, self._gather_sorted(values), self.rank, self.config.n_particles)
+            return exact_levels(values, self._gather_sorted(values), self.rank, self.n)
         sketches = self._gather_sorted(quantile(values, rank_levels(self.sketch, device=values.device,
                                                                     dtype=values.dtype)))
         sizes = [0] * self.world
         dist.all_gather_object(sizes, values.shape[1])
         return sketch_levels(values, sketches, sizes)
 
-    # Every rank draws the full public noise and keeps its slice: the same stream as one process.
-    def _particle_noise(self, k: int) -> Tensor:
-        return super()._particle_noise(k)[:, self.lo:self.hi]
-
-    def _diffusion_noise(self) -> Tensor:
-        return super()._diffusion_noise()[self.lo:self.hi]
-
-    def _sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
+    def sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
         values, order = sort_rows(noisy_proj)
         displacement_sorted = quantile(released, self._levels(values)) - values
         displacement = torch.empty_like(displacement_sorted).scatter_(1, order, displacement_sorted)
-        return pull_back(displacement, theta, self._reduce)
+        return pull_back(displacement, theta, self)
 
-    def gather_particles(self) -> Tensor:
-        """All particles (n, d), in the single-process order, on every rank."""
-        return torch.cat(self._gather_sorted(self.particles.T.contiguous()), dim=1).T.contiguous()
+    def gather(self, particles: Tensor) -> Tensor:
+        return torch.cat(self._gather_sorted(particles.T.contiguous()), dim=1).T.contiguous()
 
 
 def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int, privacy: PrivacySpec,
@@ -197,7 +186,7 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
                           privacy_seed: int = 0, seed_known: bool = True, mode: str = "exact",
                           sketch: int = 256, callbacks=(), method_name: str = "dpswflow-r",
                           pool_size: int | None = None, bins: int | None = None,
-                          progress: bool = False) -> DistributedFlow:
+                          progress: bool = False) -> ParticleFlow:
     """A sharded method (registry: ``sharded``; dpswflow-r, swf, dpswflow-hist) with this rank's shard of
     the private rows. ``progress``: a progress bar on rank 0."""
     spec = method(method_name)
@@ -217,4 +206,6 @@ def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int,
         target = sharded_target(data_shard, privacy, plan.release, offset=offset, privacy_seed=privacy_seed,
                                 seed_known=seed_known)
         strategy = Resampled(plan.n_projections)
-    return DistributedFlow(target, strategy, config, mode=mode, sketch=sketch, callbacks=callbacks, progress=progress)
+    group = ProcessGroup(config.n_particles, mode=mode, sketch=sketch)
+    bar = [ProgressBar()] if progress and group.rank == 0 else []
+    return ParticleFlow(target, strategy, config, callbacks=[*callbacks, *bar], communicator=group)

@@ -29,11 +29,12 @@ from torch import Tensor
 
 from .callbacks import FlowCallback
 from .config import FlowConfig, SimulatorSettings
-from .drift import LOCAL, DriftResult, Workspace, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
+from .drift import DriftResult, Workspace, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
 from .privacy import PrivateTarget
 from .simulator import Simulator, target_state
 
-__all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "FlowResult", "FlowDiverged", "initial_particles"]
+__all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "OneProcess", "FlowResult",
+           "FlowDiverged", "initial_particles"]
 
 #: particles beyond this many times max(1, R) (or not finite) mean the flow diverged
 ESCAPE_FACTOR = 1e4
@@ -123,6 +124,35 @@ def initial_particles(n: int, d: int, *, init: str, generator: torch.Generator, 
     return x.to(device=device, dtype=dtype)
 
 
+class OneProcess:
+    """Where a flow's particles live, and how its ranks talk: the default communicator, every particle in
+    this process. :class:`swflow.distributed.ProcessGroup` shards them over a torch.distributed group
+    instead; the simulator calls the same five methods either way.
+
+    keep(full, dim) : this process's part of a draw shaped like all the particles (along ``dim``)
+    sum(t), max(t) : partial results combined over the processes (:class:`~swflow.drift.GridReduce`)
+    sampled_drift(noisy_proj, released, theta) : 004's one-draw drift, with global particle ranks
+    gather(particles) : all particles (n, d) in the one-process order
+    """
+
+    rank, world = 0, 1
+
+    def keep(self, full: Tensor, dim: int) -> Tensor:
+        return full
+
+    def sum(self, t: Tensor) -> Tensor:
+        return t
+
+    def max(self, t: Tensor) -> Tensor:
+        return t
+
+    def sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
+        return sampled_drift(noisy_proj, released, theta)
+
+    def gather(self, particles: Tensor) -> Tensor:
+        return particles
+
+
 @dataclass
 class FlowResult:
     """particles (n, d); steps done; (step, RMS projected displacement) on about 100 steps."""
@@ -143,21 +173,26 @@ class ParticleFlow(Simulator):
     config : FlowConfig
     callbacks : observers of the run (:mod:`swflow.callbacks`): checkpoints, trajectory, release
         log, progress bar. The loop itself does no I/O.
+    communicator : where the particles live (:class:`OneProcess`, the default, or
+        :class:`swflow.distributed.ProcessGroup` for particles sharded over processes)
     """
 
     kind = "flow"
 
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
-                 callbacks: Sequence[FlowCallback] = ()):
+                 callbacks: Sequence[FlowCallback] = (), communicator=None):
         self.target, self.strategy, self.config = target, strategy, config
+        self.communicator = communicator or OneProcess()
         self.workspace = Workspace()  # the step's (k, n) buffers, reused from step to step
         self.callbacks = list(callbacks)
         self.device = torch.device(config.device)
         self.dtype = DTYPES[config.dtype]
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
         self.step = 0
-        self.particles = initial_particles(config.n_particles, target.dim, init=config.init,
-                                           generator=self.generator, dtype=self.dtype, device=self.device)
+        # every process draws all n and keeps its part: the same stream as one process
+        self.particles = self.communicator.keep(
+            initial_particles(config.n_particles, target.dim, init=config.init, generator=self.generator,
+                              dtype=self.dtype, device=self.device), 0)
         self._set_up = False
         # the scale particles may reach: the rows' bound R, or the initial particles' radius
         cal = getattr(target, "calibration", None)
@@ -205,17 +240,16 @@ class ParticleFlow(Simulator):
     def _randn(self, *shape: int) -> Tensor:
         return torch.randn(*shape, generator=self.generator, device=self.device, dtype=self.dtype)
 
-    # Draws of public randomness shaped like *all* particles; the distributed flow keeps its slice.
+    # Draws of public randomness shaped like *all* particles; each process keeps its part.
     def _particle_noise(self, k: int) -> Tensor:
-        return self._randn(k, self.config.n_particles)
+        return self.communicator.keep(self._randn(k, self.config.n_particles), 1)
 
     def _diffusion_noise(self) -> Tensor:
-        return self._randn(self.config.n_particles, self.particles.shape[1])
+        return self.communicator.keep(self._randn(self.config.n_particles, self.particles.shape[1]), 0)
 
-    _reduce = LOCAL
-
-    def _sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
-        return sampled_drift(noisy_proj, released, theta)
+    def gather_particles(self) -> Tensor:
+        """All particles (n, d), in the one-process order (every process's, when they are sharded)."""
+        return self.communicator.gather(self.particles)
 
     def drift(self, theta: Tensor, released: Tensor, sigma: float) -> DriftResult:
         """Drift (n, d) of the current particles towards ``released`` (k, m) on ``theta`` (d, k)."""
@@ -224,14 +258,14 @@ class ParticleFlow(Simulator):
         if released.shape[1] == 0:  # an empty Poisson batch released pure noise: no drift
             return DriftResult(torch.zeros_like(self.particles), self.particles.new_zeros(()))
         if std > 0 and cfg.smoothing == "exact":
-            return exact_smoothed_drift(self.particles, released, theta, noise_std=std, reduce=self._reduce,
+            return exact_smoothed_drift(self.particles, released, theta, noise_std=std, reduce=self.communicator,
                                         workspace=self.workspace)
         if std == 0 and cfg.particle_cdf == "binned":
-            return binned_drift(self.particles, released, theta, reduce=self._reduce, workspace=self.workspace)
+            return binned_drift(self.particles, released, theta, reduce=self.communicator, workspace=self.workspace)
         proj = theta.T @ self.particles.T  # (k, n)
         if std > 0:
             proj = proj + std * self._particle_noise(theta.shape[1])
-        return self._sampled_drift(proj, released, theta)
+        return self.communicator.sampled_drift(proj, released, theta)
 
     def step_once(self) -> Tensor:
         """One Euler–Maruyama step; returns the step's RMS projected displacement (a 0-d tensor)."""
