@@ -29,7 +29,7 @@ from torch import Tensor
 
 from .sliced import quantile, rank_levels, sort_rows
 
-__all__ = ["DriftResult", "GridReduce", "LOCAL", "Workspace", "binned_drift", "exact_smoothed_drift", "sampled_drift",
+__all__ = ["DriftResult", "GridReduce", "LOCAL", "OneProcess", "Workspace", "binned_drift", "exact_smoothed_drift", "sampled_drift",
            "pull_back", "clip_rows", "grid_spacing_ratio"]
 
 #: Grid spacing Δ ≤ σ / SPACING_RATIO (the error bound below is quadratic in Δ/σ).
@@ -60,15 +60,36 @@ class GridReduce(Protocol):
     def max(self, t: Tensor) -> Tensor: ...
 
 
-class _Local:
+class OneProcess:
+    """Where a flow's particles live, and how its ranks talk: the default communicator, every particle in
+    this process. :class:`swflow.distributed.ProcessGroup` shards them over a torch.distributed group
+    instead; the simulator calls the same five methods either way.
+
+    keep(full, dim) : this process's part of a draw shaped like all the particles (along ``dim``)
+    sum(t), max(t) : partial results combined over the processes (:class:`GridReduce`)
+    sampled_drift(noisy_proj, released, theta) : 004's one-draw drift, with global particle ranks
+    gather(particles) : all particles (n, d) in the one-process order
+    """
+
+    rank, world = 0, 1
+
+    def keep(self, full: Tensor, dim: int) -> Tensor:
+        return full
+
     def sum(self, t: Tensor) -> Tensor:
         return t
 
     def max(self, t: Tensor) -> Tensor:
         return t
 
+    def sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
+        return sampled_drift(noisy_proj, released, theta)
 
-LOCAL: GridReduce = _Local()
+    def gather(self, particles: Tensor) -> Tensor:
+        return particles
+
+
+LOCAL: GridReduce = OneProcess()
 
 
 class Workspace:

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from .callbacks import FlowCallback
 from .config import FlowConfig, SimulatorSettings
-from .drift import DriftResult, Workspace, binned_drift, clip_rows, exact_smoothed_drift, sampled_drift
+from .drift import DriftResult, OneProcess, Workspace, binned_drift, clip_rows, exact_smoothed_drift
 from .privacy import PrivateTarget
 from .simulator import Simulator, target_state
 
@@ -124,35 +124,6 @@ def initial_particles(n: int, d: int, *, init: str, generator: torch.Generator, 
     return x.to(device=device, dtype=dtype)
 
 
-class OneProcess:
-    """Where a flow's particles live, and how its ranks talk: the default communicator, every particle in
-    this process. :class:`swflow.distributed.ProcessGroup` shards them over a torch.distributed group
-    instead; the simulator calls the same five methods either way.
-
-    keep(full, dim) : this process's part of a draw shaped like all the particles (along ``dim``)
-    sum(t), max(t) : partial results combined over the processes (:class:`~swflow.drift.GridReduce`)
-    sampled_drift(noisy_proj, released, theta) : 004's one-draw drift, with global particle ranks
-    gather(particles) : all particles (n, d) in the one-process order
-    """
-
-    rank, world = 0, 1
-
-    def keep(self, full: Tensor, dim: int) -> Tensor:
-        return full
-
-    def sum(self, t: Tensor) -> Tensor:
-        return t
-
-    def max(self, t: Tensor) -> Tensor:
-        return t
-
-    def sampled_drift(self, noisy_proj: Tensor, released: Tensor, theta: Tensor) -> DriftResult:
-        return sampled_drift(noisy_proj, released, theta)
-
-    def gather(self, particles: Tensor) -> Tensor:
-        return particles
-
-
 @dataclass
 class FlowResult:
     """particles (n, d); steps done; (step, RMS projected displacement) on about 100 steps."""
@@ -190,13 +161,14 @@ class ParticleFlow(Simulator):
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
         self.step = 0
         # every process draws all n and keeps its part: the same stream as one process
-        self.particles = self.communicator.keep(
-            initial_particles(config.n_particles, target.dim, init=config.init, generator=self.generator,
-                              dtype=self.dtype, device=self.device), 0)
+        everyone = initial_particles(config.n_particles, target.dim, init=config.init, generator=self.generator,
+                                     dtype=self.dtype, device=self.device)
+        self.particles = self.communicator.keep(everyone, 0)
         self._set_up = False
-        # the scale particles may reach: the rows' bound R, or the initial particles' radius
+        # the scale particles may reach: the rows' bound R, or the initial particles' radius (all of them, so
+        # every process stops at the same bound)
         cal = getattr(target, "calibration", None)
-        self._scale = max(float(self.particles.abs().amax()), cal.spec.norm_bound if cal is not None else 1.0)
+        self._scale = max(float(everyone.abs().amax()), cal.spec.norm_bound if cal is not None else 1.0)
 
     # -- state ---------------------------------------------------------------------------------
     def describe(self) -> dict:
