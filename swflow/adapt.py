@@ -74,7 +74,7 @@ def split_budget(spec: PrivacySpec, histogram_plan, settings: AdaptSettings) -> 
         if hi > 1e4:
             raise ValueError(f"the histogram's share of epsilon = {spec.epsilon:g} leaves the adaptation nothing "
                              "under composition: raise adapt_share, or epsilon")
-    for _ in range(40):  # bisection in log z; the upper end always holds the budget
+    while hi > lo * (1.0 + 1e-3):  # bisection in log z to 0.1% (each step one accounting); hi holds the budget
         mid = math.sqrt(lo * hi)
         lo, hi = (lo, mid) if epsilon(mid) <= spec.epsilon else (mid, hi)
     return histogram_spec, hi
