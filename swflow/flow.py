@@ -196,11 +196,7 @@ class ParticleFlow(Simulator):
                 "config": asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
-        now = asdict(self.config)
-        if state["config"] != now:
-            differ = [f"{k} is {now.get(k)} now but {state['config'].get(k)} in the checkpoint"
-                      for k in sorted(set(now) | set(state["config"])) if now.get(k) != state["config"].get(k)]
-            raise ValueError("cannot resume: the flow configuration differs: " + "; ".join(differ))
+        self.check_config(state["config"])
         self.step = state["step"]
         self.particles = state["particles"].to(device=self.device, dtype=self.dtype)
         self.generator.set_state(state["generator"])

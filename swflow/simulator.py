@@ -7,6 +7,7 @@ same for both. Callbacks observe the run; the loop does no I/O.
 """
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Sequence
 
 __all__ = ["Simulator", "target_state"]
@@ -39,6 +40,14 @@ class Simulator:
 
     def budget_label(self) -> str:
         raise NotImplementedError
+
+    def check_config(self, saved: dict) -> None:
+        """Refuse a checkpoint whose ``config`` (its ``asdict``) is not this run's, naming what differs."""
+        now = asdict(self.config)
+        if saved != now:
+            differ = [f"{k} is {now.get(k)} now but {saved.get(k)} in the checkpoint"
+                      for k in sorted(set(now) | set(saved)) if now.get(k) != saved.get(k)]
+            raise ValueError(f"cannot resume: the {self.kind} configuration differs: " + "; ".join(differ))
 
     def simulate(self) -> list[tuple[int, float]]:
         """Run (or continue, when a callback restores a checkpoint) to ``config.steps``; (step, diagnostic)

@@ -87,8 +87,7 @@ class TrainedGenerator(Simulator):
                 "config": asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
-        if state["config"] != asdict(self.config):
-            raise ValueError("cannot resume: the checkpoint was written with a different generator configuration")
+        self.check_config(state["config"])
         self.step = state["step"] if "step" in state else state["steps_done"]  # checkpoints before the Simulator
         self.generator.load_state_dict(state["generator"])
         self.optimizer.load_state_dict(state["optimizer"])
