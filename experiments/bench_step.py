@@ -11,7 +11,8 @@ particles).
 ``Synthesizer`` fit on 3 000 rows, and ``sample(50_000)``, each timed quiet and then beside two other
 torch jobs (matrix products on torch's default threads), in fresh processes: with OpenMP's default waiting
 policy, with ``OMP_WAIT_POLICY=PASSIVE``, and as the ``swflow`` command runs them (PASSIVE, and the steps on one
-thread where k·n < 10^6, swflow.threads). A fair share of the cores among three jobs is 3x the quiet time.
+thread where k·n < 10^6, swflow.threads), and on one thread throughout. A fair share of the cores among
+three jobs is 3x the quiet time.
 
     python experiments/bench_step.py [--device cpu|cuda] [--json] [--max-n 1000000] [--load 2]
 """
@@ -120,14 +121,15 @@ def time_naive(n, d, k, batch, device, reps):
     return _median_ms(step, reps, device)
 
 
-def time_shared_cases(reps: int, small: bool, as_command: bool) -> dict:
-    """The three figures of issue 40's shared-machine check, in this process (seconds or ms). ``as_command``:
-    the steps on the threads the ``swflow`` command gives them (swflow.threads.step_threads)."""
+def time_shared_cases(reps: int, small: bool, rule: str) -> dict:
+    """The three figures of issue 40's shared-machine check, in this process (seconds or ms). ``rule``: the
+    steps on the process's threads ("process"), on those the ``swflow`` command gives them ("command",
+    swflow.threads.step_threads), or on one ("one")."""
     from swflow import Synthesizer
     from swflow.threads import step_threads, torch_threads
 
     def threads(n_particles: int):
-        return step_threads(n_particles, 32) if as_command else None
+        return {"process": None, "command": step_threads(n_particles, 32), "one": 1}[rule]
 
     rows = torch.nn.functional.normalize(torch.randn(3_000, 8, generator=torch.Generator().manual_seed(1)), dim=1)
     steps, n_step, n_fit, n_sample = (30, 1_000, 1_000, 5_000) if small else (300, 10_000, 10_000, 50_000)
@@ -153,12 +155,14 @@ def shared_machine(load: int, reps: int, small: bool) -> dict:
     """Quiet, then beside ``load`` torch jobs; each side in a fresh process per OpenMP waiting policy, and as
     the ``swflow`` command runs (PASSIVE and its step threads)."""
     results = {}
-    for policy in ("OpenMP default", "PASSIVE", "swflow command"):
+    rules = {"OpenMP default": "process", "PASSIVE": "process", "swflow command": "command",
+             "PASSIVE, one thread": "one"}
+    for policy, rule in rules.items():
         env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
         if policy != "OpenMP default":
             env["OMP_WAIT_POLICY"] = "PASSIVE"
         argv = [sys.executable, __file__, "--cases-only", "--reps", str(reps), *(["--smoke"] if small else []),
-                *(["--as-command"] if policy == "swflow command" else [])]
+                "--threads-rule", rule]
 
         def measure():
             done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
@@ -187,14 +191,14 @@ def main() -> None:
     ap.add_argument("--load", type=int, default=0,
                     help="also time a step, a fit and sample(50 000) quiet and beside this many torch jobs")
     ap.add_argument("--cases-only", action="store_true", help=argparse.SUPPRESS)  # one side of --load
-    ap.add_argument("--as-command", action="store_true", help=argparse.SUPPRESS)  # ... with the command's threads
+    ap.add_argument("--threads-rule", default="process", help=argparse.SUPPRESS)  # ... and the steps' threads
     ap.add_argument("--smoke", action="store_true", help="tiny sizes, outputs in a temporary folder (CI)")
     args = ap.parse_args()
     if args.smoke:
         args.reps, args.max_n = 2, 1_000
         args.load = min(args.load, 1)
     if args.cases_only:
-        print(json.dumps(time_shared_cases(args.reps, args.smoke, args.as_command)))
+        print(json.dumps(time_shared_cases(args.reps, args.smoke, args.threads_rule)))
         return
     dev, reps = args.device, args.reps
     machine = (torch.cuda.get_device_name() if dev == "cuda"
@@ -253,7 +257,7 @@ def main() -> None:
         for policy, r in out["shared_machine"].items():
             for key in r["quiet"]:
                 q, l_ = r["quiet"][key], r["loaded"][key]
-                print(f"  {policy:14} {key:18} quiet {q:9.3f}  loaded {l_:9.3f}  x{l_ / q:.1f}")
+                print(f"  {policy:19} {key:18} quiet {q:9.3f}  loaded {l_:9.3f}  x{l_ / q:.1f}")
 
 
 if __name__ == "__main__":
