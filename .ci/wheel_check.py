@@ -47,7 +47,7 @@ def main() -> None:
 
     code = ("import numpy as np\n"
             "from swflow import Synthesizer\n"
-            "from swflow.data import example_images\n"
+            "from swflow.io.data import example_images\n"
             "images, _ = example_images()\n"
             "syn = Synthesizer('dpswflow-hist', epsilon=1.0, delta=1e-5, autoencoder='digits-adv').fit(images)\n"
             "x = syn.sample(100, seed=1, progress=False)\n"

@@ -9,8 +9,9 @@ total epsilon, the frozen decoder (the whole budget on the histogram) and the ad
 the default is the share with the lowest FID averaged over the epsilons.
 
 The Synthesizer refuses public images as private data (a record is public or private, not both), so this
-script calls the same steps it takes: the budget split (swflow.adapt.split_budget), the histogram flow on the
-codes (swflow.fitting.fit) and DP-SGD on the decoder (swflow.adapt.adapt_decoder).
+script calls the same steps it takes: the budget split (swflow.autoencoders.adapt.split_budget), the
+histogram flow on the codes (swflow.pipeline.fitting.fit) and DP-SGD on the decoder
+(swflow.autoencoders.adapt.adapt_decoder).
 
     python experiments/adapt_share.py [--shares 0.25 0.5 0.75] [--epsilons 1 10] [--n 2000] [--json]
 """
@@ -26,16 +27,16 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swflow.adapt import adapt_decoder, split_budget
-from swflow.fitting import fit
+from swflow.autoencoders.adapt import adapt_decoder, split_budget
+from swflow.pipeline.fitting import fit
+from swflow.pipeline.settings import from_keywords
 from swflow.privacy import NoiseSource
-from swflow.settings import from_keywords
 
 
 def stand_in(dataset: str, meta: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(stand-in private images, reference images): the public split's images of the classes the checkpoint
     never saw, shuffled (seeded) and cut in two halves of at most ``n``."""
-    from swflow.latents import dataset_split
+    from swflow.io.latents import dataset_split
 
     images, labels, halves = dataset_split(dataset, meta)
     public, public_labels = images[halves.public], labels[halves.public]
@@ -64,7 +65,7 @@ def samples(model, images: np.ndarray, *, epsilon: float, share: float | None, n
 
 def score(fake: np.ndarray, real_features, extractor) -> dict:
     """FID and KID of ``fake`` against the reference's Inception features (None without an extractor)."""
-    from swflow.metrics import FeatureStats, frechet_distance, kernel_inception_distance
+    from swflow.evaluate.metrics import FeatureStats, frechet_distance, kernel_inception_distance
 
     if extractor is None:
         return {"fid": None, "kid": None}
@@ -83,8 +84,8 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="digits, a tiny unseen checkpoint, tiny runs (CI)")
     args = ap.parse_args()
-    from autoencoders import load_autoencoder
-    from swflow.metrics import InceptionFeatures
+    from swflow.autoencoders import load_autoencoder
+    from swflow.evaluate.metrics import InceptionFeatures
 
     extra = {}
     if args.smoke:

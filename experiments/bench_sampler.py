@@ -18,12 +18,12 @@ from pathlib import Path
 
 import torch
 
-from swflow.callbacks import ReleaseLog
-from swflow.flow import FlowConfig
-from swflow.methods import make_flow
-from swflow.metrics import latent_sw
-from swflow.model import FlowModel
+from swflow.evaluate.metrics import latent_sw
+from swflow.methods.flows import make_flow
+from swflow.methods.model import FlowModel
 from swflow.privacy import PrivacySpec
+from swflow.simulate.callbacks import ReleaseLog
+from swflow.simulate.flow import FlowConfig
 
 
 def main() -> None:
@@ -36,11 +36,11 @@ def main() -> None:
     if args.smoke:
         args.speed_sizes, steps = "1000", 5
     torch.set_num_threads(2)
-    from swflow.latents import encoded_split
+    from swflow.io.latents import encoded_split
 
     private, _, _, split, _ = tuple(encoded_split("digits", "private"))[:5]
-    from autoencoders import load_autoencoder
-    from swflow.data import load_digits
+    from swflow.autoencoders import load_autoencoder
+    from swflow.io.data import load_digits
 
     model, _ = load_autoencoder("digits")
     with torch.no_grad():

@@ -11,7 +11,7 @@ particles).
 ``Synthesizer`` fit on 3 000 rows, and ``sample(50_000)``, each timed quiet and then beside two other
 torch jobs (matrix products on torch's default threads), in fresh processes: with OpenMP's default waiting
 policy, with ``OMP_WAIT_POLICY=PASSIVE``, and as the ``swflow`` command runs them (PASSIVE, and the steps on one
-thread where k·n < 10^6, swflow.threads), and on one thread throughout. A fair share of the cores among
+thread where k·n < 10^6, swflow.simulate.threads), and on one thread throughout. A fair share of the cores among
 three jobs is 3x the quiet time.
 
     python experiments/bench_step.py [--device cpu|cuda] [--json] [--max-n 1000000] [--load 2]
@@ -30,9 +30,9 @@ import time
 import torch
 
 from swflow import FlowConfig
-from swflow.flow import ParticleFlow, Resampled
+from swflow.kernels.sliced import random_directions
 from swflow.privacy import PrivacySpec, ReleasePlan, private_target
-from swflow.sliced import random_directions
+from swflow.simulate.flow import ParticleFlow, Resampled
 
 GRID = 30_000
 
@@ -124,9 +124,9 @@ def time_naive(n, d, k, batch, device, reps):
 def time_shared_cases(reps: int, small: bool, rule: str) -> dict:
     """The three figures of issue 40's shared-machine check, in this process (seconds or ms). ``rule``: the
     steps on the process's threads ("process"), on those the ``swflow`` command gives them ("command",
-    swflow.threads.step_threads), or on one ("one")."""
+    swflow.simulate.threads.step_threads), or on one ("one")."""
     from swflow import Synthesizer
-    from swflow.threads import step_threads, torch_threads
+    from swflow.simulate.threads import step_threads, torch_threads
 
     def threads(n_particles: int):
         return {"process": None, "command": step_threads(n_particles, 32), "one": 1}[rule]

@@ -18,10 +18,10 @@ import warnings
 import torch
 
 from swflow import sliced_wasserstein
-from swflow.fitting import fit
-from swflow.baselines import GeneratorConfig, SinkhornConfig, make_dpswgen, make_ldp_sinkhorn_gen
+from swflow.methods.generators import GeneratorConfig, SinkhornConfig, make_dpswgen, make_ldp_sinkhorn_gen
+from swflow.pipeline.fitting import fit
+from swflow.pipeline.settings import from_keywords
 from swflow.privacy import PrivacySpec
-from swflow.settings import from_keywords
 
 EPSILONS = (math.inf, 10.0, 5.0)
 DELTA = 1e-5
@@ -33,9 +33,9 @@ def toy(n: int, gen: torch.Generator) -> torch.Tensor:
 
 
 def digits_latents() -> tuple[torch.Tensor, torch.Tensor]:
-    from autoencoders import load_autoencoder
-    from swflow.data import load_dataset
-    from swflow.latents import dataset_split
+    from swflow.autoencoders import load_autoencoder
+    from swflow.io.data import load_dataset
+    from swflow.io.latents import dataset_split
 
     images, _ = load_dataset("digits")
     model, meta = load_autoencoder("digits")

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from autoencoders import default_checkpoint, load_autoencoder
+from swflow.autoencoders import default_checkpoint, load_autoencoder
 from swflow.cli import main as swflow
-from swflow.data import load_dataset
-from swflow.latents import dataset_split
-from swflow.metrics import downstream_accuracy
+from swflow.evaluate.metrics import downstream_accuracy
+from swflow.io.data import load_dataset
+from swflow.io.latents import dataset_split
 
 CONFIG = Path(__file__).parents[1] / "swflow" / "configs" / "fashion-mnist-dpswflow-r.toml"
 
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
             if not (run / "privacy.json").exists() and swflow(argv) != 0:
                 raise SystemExit(f"swflow {' '.join(argv)} failed")
             if args.smoke:  # the script's plumbing, not the CNN's 15 rounds: one round on the samples
-                from swflow.io import read_samples
+                from swflow.io.hdf5 import read_samples
 
                 samples = read_samples(run / "samples.h5")
                 test, test_labels = load_dataset("fashion-mnist", part="test")
@@ -95,7 +95,7 @@ def main(argv=None) -> int:
     def _class_tv(run_dir) -> float:
         """Total variation between the samples' label shares and the private split's (benchmark data: the
         evaluation may read the private labels; nothing here is released)."""
-        from swflow.io import read_samples
+        from swflow.io.hdf5 import read_samples
 
         images, labels, halves = dataset_split("fashion-mnist", load_autoencoder(checkpoint)[1])
         private = np.bincount(labels[halves.private], minlength=10) / len(halves.private)

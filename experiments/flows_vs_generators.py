@@ -25,8 +25,8 @@ import torch
 
 from mixture_sphere import mixture
 from swflow import Synthesizer, sliced_wasserstein
-from swflow.registry import METHODS
-from swflow.sliced import random_directions
+from swflow.kernels.sliced import random_directions
+from swflow.methods.registry import METHODS
 
 FLOWS = ("swf", "dpswflow-hist", "dpswflow-r")
 GENERATORS = ("dpswgen", "dpsgd-sw-gen", "ldp-sinkhorn-gen")

@@ -8,7 +8,7 @@ on 500 fixed directions; the non-private flow (swf) and uniform noise on the sph
 
 For each generator, at ε = ∞ (its no-noise limit: no noise, or for the local method ε = 10^6 and exact
 OT) and ε = 10, it tries the settings in GRID and prints one row per setting; the chosen ones (the
-registry's defaults, swflow/registry.py and the methods' config dataclasses) are the best at ε = 10
+registry's defaults, swflow/methods/registry.py and the methods' config dataclasses) are the best at ε = 10
 among those within 2x of swf at ε = ∞.
 
     python experiments/generator_defaults.py [--json]         # ≈ 25 min on 2 cores
@@ -25,12 +25,12 @@ import torch
 
 from mixture_sphere import mixture
 from swflow import sliced_wasserstein
-from swflow.fitting import fit
-from swflow.baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen, make_dpswgen,
-                              make_ldp_sinkhorn_gen)
+from swflow.kernels.sliced import random_directions
+from swflow.methods.generators import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen,
+                                       make_dpswgen, make_ldp_sinkhorn_gen)
+from swflow.pipeline.fitting import fit
+from swflow.pipeline.settings import from_keywords
 from swflow.privacy import PrivacySpec
-from swflow.settings import from_keywords
-from swflow.sliced import random_directions
 
 #: (method, settings) tried; epochs count passes over the 3 000 rows in batches of 250 (12 steps an epoch)
 GRID = {

@@ -32,9 +32,9 @@ import numpy as np
 import torch
 
 from swflow import sliced_wasserstein
-from swflow.fitting import fit
-from swflow.settings import from_keywords
-from swflow.sliced import random_directions
+from swflow.kernels.sliced import random_directions
+from swflow.pipeline.fitting import fit
+from swflow.pipeline.settings import from_keywords
 
 SHAPES = [(32, 16), (64, 16), (64, 32), (128, 32), (128, 64), (256, 64), (512, 128)]
 
@@ -49,7 +49,7 @@ def sphere_mixture(n: int, *, dim: int, clusters: int = 10, spread: float = 0.25
 
 def fashion_public() -> tuple[torch.Tensor, torch.Tensor]:
     """(pool of pretend-private rows, held-out reference): encoded public split only."""
-    from swflow.latents import encoded_split
+    from swflow.io.latents import encoded_split
 
     rows = encoded_split("fashion-mnist", "public").latents
     return rows[:20_000], rows[20_000:30_000]

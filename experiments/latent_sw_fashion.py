@@ -34,13 +34,13 @@ def trivial_answers(seed: int = 0) -> dict:
     """SW2 to the encoded test split of uniform noise on the sphere and of the encoded public split."""
     import torch
 
-    from swflow.evaluate import load_reference
-    from swflow.metrics import latent_sw
+    from swflow.evaluate.metrics import latent_sw
+    from swflow.evaluate.runs import load_reference
 
-    from autoencoders import load_autoencoder
+    from swflow.autoencoders import load_autoencoder
 
-    from swflow.data import load_dataset
-    from swflow.latents import dataset_split
+    from swflow.io.data import load_dataset
+    from swflow.io.latents import dataset_split
 
     model, meta = load_autoencoder("fashion-mnist")
     ref = load_reference({"dataset": "fashion-mnist", "autoencoder": meta["name"],

@@ -19,7 +19,7 @@ from pathlib import Path
 import ot
 import torch
 
-from swflow.baselines import SinkhornConfig, make_ldp_sinkhorn_gen
+from swflow.methods.generators import SinkhornConfig, make_ldp_sinkhorn_gen
 from swflow.privacy import PrivacySpec
 
 

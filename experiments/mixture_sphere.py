@@ -23,9 +23,9 @@ import time
 import torch
 
 from swflow import sliced_wasserstein
-from swflow.fitting import fit
-from swflow.settings import from_keywords
-from swflow.sliced import random_directions
+from swflow.kernels.sliced import random_directions
+from swflow.pipeline.fitting import fit
+from swflow.pipeline.settings import from_keywords
 
 FLOWS = ("dpswflow-r", "dpswflow", "ldp-flow", "dpswflow-hist")
 

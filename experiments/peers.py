@@ -66,7 +66,7 @@ def _mixture_benchmark(args):
     from mixture_sphere import mixture
 
     from swflow import sliced_wasserstein
-    from swflow.sliced import random_directions
+    from swflow.kernels.sliced import random_directions
 
     private, held_out = mixture(3000, seed=1), mixture(3000, seed=2)
     theta = random_directions(500, 8, generator=torch.Generator().manual_seed(99))
@@ -82,10 +82,10 @@ def _population_benchmarks(args):
     sys.path.insert(0, str(HERE))
     from populations import _classifier, _score
 
-    from autoencoders import default_checkpoint, load_autoencoder
-    from swflow.evaluate import load_reference
-    from swflow.latents import dataset_split, encoded_split
-    from swflow.populations import proportions
+    from swflow.autoencoders import default_checkpoint, load_autoencoder
+    from swflow.evaluate.runs import load_reference
+    from swflow.io.latents import dataset_split, encoded_split
+    from swflow.io.populations import proportions
 
     model, meta = load_autoencoder(default_checkpoint("fashion-mnist"))
     train, labels, halves = dataset_split("fashion-mnist", meta)

@@ -1,6 +1,6 @@
 """Why private at all: private data from a population that the public split does not match.
 
-For each declared population (swflow/populations.py) the private data is that population drawn
+For each declared population (swflow/io/populations.py) the private data is that population drawn
 from Fashion-MNIST's private half, and the reference is the same population drawn from the test
 part; the autoencoder stays the one trained on the broad public split. Rows:
 
@@ -66,11 +66,11 @@ def main() -> None:
         args.dataset, args.populations, args.epsilons, args.n, args.out = "digits", ["footwear"], [5.0], 60, \
             tempfile.mkdtemp()
         extra = ["--steps", "3", "--delta", "1e-4"]
-    from autoencoders import default_checkpoint, load_autoencoder
+    from swflow.autoencoders import default_checkpoint, load_autoencoder
 
-    from swflow.evaluate import load_reference
-    from swflow.latents import encoded_split
-    from swflow.populations import population_rows, proportions
+    from swflow.evaluate.runs import load_reference
+    from swflow.io.latents import encoded_split
+    from swflow.io.populations import population_rows, proportions
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -78,14 +78,14 @@ def main() -> None:
     cells = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     model, meta = load_autoencoder(default_checkpoint(args.dataset))
     public = encoded_split(args.dataset, "public")
-    from swflow.latents import dataset_split
+    from swflow.io.latents import dataset_split
 
     train, train_labels, halves = dataset_split(args.dataset, meta)
     public_rows = halves.public
     classifier = _classifier(train[public_rows], train_labels[public_rows])
     decode, suffix = model.decode_images, ""
     if args.decoder == "nearest-public":
-        from swflow.latents import nearest_public_decoder
+        from swflow.io.latents import nearest_public_decoder
 
         decode, suffix = nearest_public_decoder(model, meta), " | nearest-public"
     rng = np.random.default_rng(0)
@@ -117,7 +117,7 @@ def main() -> None:
                             *(["--count-noise", "gaussian"] if method == "dpswflow-hist" else [])]  # seeded: reproducible
                     if swflow(argv) != 0:
                         raise SystemExit(f"swflow {' '.join(argv)} failed")
-                from swflow.io import read_samples
+                from swflow.io.hdf5 import read_samples
 
                 latents = read_samples(run / "samples.h5")["latents"]
                 statement = json.loads((run / "privacy.json").read_text())["statement"]
@@ -138,8 +138,8 @@ def main() -> None:
 def _figure(path: Path, name: str, rows: dict, out: Path, decode, args) -> None:
     """Decoded samples side by side: the free sample, the oracle and each method's runs (no private row:
     the oracle is public images, the rest are synthetic)."""
-    from swflow.animate import save_panels
-    from swflow.io import read_samples
+    from swflow.evaluate.animate import save_panels
+    from swflow.io.hdf5 import read_samples
 
     panels = [(label.split(" (")[0], decode(rows[label][:16])) for label in FIXED_ROWS[:2]]
     for method in args.methods:
@@ -162,15 +162,15 @@ def _uniform(n: int, d: int, rng) -> np.ndarray:
 
 
 def _score(latents: np.ndarray, ref, decode, classifier, share: dict[int, float], n_fid: int) -> dict:
-    from swflow.metrics import latent_sw
+    from swflow.evaluate.metrics import latent_sw
 
     latents = latents / np.maximum(np.linalg.norm(latents, axis=1, keepdims=True), 1e-12)
     images = decode(latents.astype(np.float32))
     predicted = classifier.predict(images.reshape(len(images), -1))
     cell = {"latent_sw": latent_sw(latents, ref.latents), "class_tv": _tv(predicted, share), "fid": None, "kid": None}
     if n_fid:
-        from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
-                                    reference_features)
+        from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, frechet_distance,
+                                             kernel_inception_distance, reference_features)
 
         extractor = InceptionFeatures()
         real = reference_features(ref.images[:n_fid], key=f"{ref.key}-{n_fid}", extractor=extractor)

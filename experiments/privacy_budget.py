@@ -24,8 +24,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from swflow.privacy import (ReleasePlan, analytic_gaussian_epsilon, analytic_gaussian_multiplier,
-                            epsilon_from_events)
+from swflow.privacy import (ReleasePlan, analytic_gaussian_epsilon, analytic_gaussian_multiplier, epsilon_from_events)
 from swflow.privacy import plan_events
 
 N, BATCH, DELTA = 30_000, 250, 1e-5

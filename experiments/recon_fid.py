@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from autoencoders import load_autoencoder
-from swflow.animate import save_panels
-from swflow.evaluate import load_reference
-from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
-                            reference_features)
+from swflow.autoencoders import load_autoencoder
+from swflow.evaluate.animate import save_panels
+from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
+                                     reference_features)
+from swflow.evaluate.runs import load_reference
 
 
 def main(argv=None) -> int:

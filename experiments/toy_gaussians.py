@@ -19,8 +19,8 @@ import numpy as np
 import torch
 
 from swflow import FlowConfig, sliced_wasserstein
-from swflow.flow import ParticleFlow, Resampled
 from swflow.privacy import FixedNoiseTarget
+from swflow.simulate.flow import ParticleFlow, Resampled
 
 PAPER = {0.0: 0.08, 0.5: 0.81, 1.0: None}
 CENTERS = torch.tensor([[0.0, 0.0], [2.0, 2.0], [-2.0, 2.0], [2.0, -2.0], [-2.0, -2.0]])

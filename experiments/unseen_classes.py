@@ -59,7 +59,7 @@ def main() -> None:
         dataset, args.epsilons, args.n, args.n_fid, args.out = "digits", [5.0], 60, 0, tempfile.mkdtemp()
         extra = ["--steps", "3", "--delta", "1e-4", "--adapt-steps", "2", "--adapt-batch-size", "8"]
         args.unseen = _smoke_checkpoint(Path(args.out))
-    from autoencoders import load_autoencoder
+    from swflow.autoencoders import load_autoencoder
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -122,8 +122,8 @@ def _public_classifier(dataset: str):
     """Logistic regression on the full public split (an instrument of the benchmark, not part of a run)."""
     from sklearn.linear_model import LogisticRegression
 
-    from autoencoders import default_checkpoint, load_autoencoder
-    from swflow.latents import dataset_split
+    from swflow.autoencoders import default_checkpoint, load_autoencoder
+    from swflow.io.latents import dataset_split
 
     _, meta = load_autoencoder(default_checkpoint(dataset))
     train, labels, halves = dataset_split(dataset, meta)
@@ -132,8 +132,8 @@ def _public_classifier(dataset: str):
 
 
 def _fixed_rows(dataset: str, checkpoint: str, model, meta, n: int) -> dict[str, np.ndarray]:
-    from swflow.latents import dataset_split
-    from swflow.populations import population_rows
+    from swflow.io.latents import dataset_split
+    from swflow.io.populations import population_rows
 
     train, labels, halves = dataset_split(dataset, meta)
     rng = np.random.default_rng(0)
@@ -146,15 +146,15 @@ def _fixed_rows(dataset: str, checkpoint: str, model, meta, n: int) -> dict[str,
 
 
 def _footwear_reference(dataset: str):
-    from swflow.data import load_dataset
-    from swflow.populations import population_rows
+    from swflow.io.data import load_dataset
+    from swflow.io.populations import population_rows
 
     test, test_labels = load_dataset(dataset, part="test")
     return test[population_rows(test_labels, POPULATION)]
 
 
 def _class_tv(images: np.ndarray, classifier) -> float:
-    from swflow.populations import proportions
+    from swflow.io.populations import proportions
 
     share = proportions(POPULATION)
     predicted = classifier.predict(images.reshape(len(images), -1))
@@ -165,8 +165,8 @@ def _class_tv(images: np.ndarray, classifier) -> float:
 def _score_images(images: np.ndarray, dataset: str, classifier, n_fid: int) -> dict:
     cell = {"class_tv": _class_tv(images, classifier), "fid": None, "kid": None, "fid_n": n_fid}
     if n_fid:
-        from swflow.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
-                                    reference_features)
+        from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, frechet_distance,
+                                             kernel_inception_distance, reference_features)
 
         ref = _footwear_reference(dataset)[:n_fid]
         extractor = InceptionFeatures()
@@ -180,7 +180,7 @@ def _score_images(images: np.ndarray, dataset: str, classifier, n_fid: int) -> d
 def _score_run(run: Path, classifier, n_fid: int) -> dict:
     """swflow evaluate's FID/KID, latent SW and copy rate, and the class TV of the run's decoded samples."""
     from swflow.cli.autoencoder import run_decoder
-    from swflow.io import read_samples
+    from swflow.io.hdf5 import read_samples
 
     if swflow(["evaluate", str(run), "--n-fid", str(n_fid), "--quiet"]) != 0:
         raise SystemExit(f"swflow evaluate {run} failed")
@@ -198,9 +198,9 @@ def _on_sphere(latents: np.ndarray) -> np.ndarray:
 def _figure(path: Path, fixed: dict, out: Path, args) -> None:
     """16 samples per row: the free sample and every run (synthetic images only; the reconstructions of private
     images are never drawn)."""
-    from swflow.animate import save_panels
     from swflow.cli.autoencoder import run_decoder
-    from swflow.io import read_samples
+    from swflow.evaluate.animate import save_panels
+    from swflow.io.hdf5 import read_samples
 
     label = next(k for k in fixed if k.startswith("free sample"))
     panels = [("free sample (no footwear)", fixed[label][:16])]

@@ -10,10 +10,11 @@ __all__ = ["METHODS", "Synthesizer", "FlowConfig", "FlowResult", "ParticleFlow",
            "make_flow", "random_directions", "sliced_wasserstein", "smoothed_sliced_wasserstein",
            "wasserstein_1d"]
 
-_HOMES = {"Synthesizer": "estimator", "FlowConfig": "config", "FlowResult": "flow", "ParticleFlow": "flow",
-          "Presampled": "flow", "Resampled": "flow", "make_flow": "methods", "METHODS": "registry",
-          "random_directions": "sliced", "sliced_wasserstein": "sliced", "smoothed_sliced_wasserstein": "sliced",
-          "wasserstein_1d": "sliced"}
+_HOMES = {"Synthesizer": "pipeline.estimator", "FlowConfig": "pipeline.config", "FlowResult": "simulate.flow",
+          "ParticleFlow": "simulate.flow", "Presampled": "simulate.flow", "Resampled": "simulate.flow",
+          "make_flow": "methods.flows", "METHODS": "methods.registry", "random_directions": "kernels.sliced",
+          "sliced_wasserstein": "kernels.sliced", "smoothed_sliced_wasserstein": "kernels.sliced",
+          "wasserstein_1d": "kernels.sliced"}
 
 try:  # one source: pyproject.toml's version, as installed
     __version__ = version("swflow")

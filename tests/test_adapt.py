@@ -43,10 +43,10 @@ def test_the_dp_sgd_part_agrees_with_opacus_own_accountant():
     import dp_accounting as dpa
     from dp_accounting import rdp
 
-    from autoencoders import load_autoencoder
-    from swflow.adapt import adapt_decoder
-    from swflow.config import AdaptSettings
-    from swflow.data import example_images
+    from swflow.autoencoders import load_autoencoder
+    from swflow.autoencoders.adapt import adapt_decoder
+    from swflow.io.data import example_images
+    from swflow.pipeline.config import AdaptSettings
     from swflow.privacy import NoiseSource
 
     images, _ = example_images()
@@ -70,8 +70,8 @@ def test_the_dp_sgd_part_agrees_with_opacus_own_accountant():
 
 
 def test_the_adapted_decoder_is_an_output_that_says_what_it_saw(adapted_run, tmp_path, capsys):
-    from autoencoders import CHECKPOINT_DIR, load_autoencoder
-    from swflow.data import example_images
+    from swflow.autoencoders import CHECKPOINT_DIR, load_autoencoder
+    from swflow.io.data import example_images
 
     meta = json.loads((adapted_run / "decoder.json").read_text())
     report = json.loads((adapted_run / "privacy.json").read_text())
@@ -97,7 +97,7 @@ def test_the_adapted_decoder_is_an_output_that_says_what_it_saw(adapted_run, tmp
 
 
 def test_composed_whitebox_audit_stays_below_the_claim_and_flags_halved_dp_sgd_noise():
-    from swflow.audits import composed_whitebox_audit
+    from swflow.privacy.audit_runs import composed_whitebox_audit
 
     for eps in (1.0, 2.0):
         honest = composed_whitebox_audit(eps, count_noise="gaussian")
@@ -108,7 +108,7 @@ def test_composed_whitebox_audit_stays_below_the_claim_and_flags_halved_dp_sgd_n
 
 def test_a_synthesizer_adapts_saves_and_loads_with_the_composed_claim(tmp_path):
     from swflow import Synthesizer
-    from swflow.data import example_images
+    from swflow.io.data import example_images
 
     images, _ = example_images()
     syn = Synthesizer("dpswflow-hist", epsilon=2.0, delta=1e-5, autoencoder="digits-adv", adapt_decoder=True,

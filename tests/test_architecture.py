@@ -1,14 +1,16 @@
 """docs/architecture.md's promises: a new method is one module plus one MethodSpec, and a new kind of release is
-one strategy class plus one entry, with nothing else edited."""
+one strategy class plus one entry, and a new data source is one ChunkedRows class, with nothing else edited."""
+import importlib
 import sys
 import textwrap
 from dataclasses import dataclass
 
+import numpy as np
 import pytest
 import torch
 
 from swflow import FlowConfig, make_flow
-from swflow.pipeline import resolve_fixed
+from swflow.pipeline.plan import resolve_fixed
 from swflow.privacy import PrivacySpec
 
 
@@ -23,13 +25,13 @@ def temporary_module(tmp_path, monkeypatch):
 
 
 def test_a_new_flow_method_is_one_module_and_one_spec(temporary_module, monkeypatch):
-    from swflow import registry
+    from swflow.methods import registry
 
     # a method that builds the 004 per-step flow with half the directions it is given: its own builder
     module = temporary_module("my_half_flow", """
         from dataclasses import replace
 
-        from swflow.methods import build_central
+        from swflow.methods.flows import build_central
 
         def build(data, plan, **kwargs):
             return build_central(data, replace(plan, n_projections=max(1, plan.n_projections // 2)), **kwargs)
@@ -48,7 +50,8 @@ def test_a_new_flow_method_is_one_module_and_one_spec(temporary_module, monkeypa
 
 
 def test_a_new_kind_of_release_is_one_strategy(monkeypatch):
-    from swflow import registry, releases
+    from swflow.methods import registry
+    from swflow.methods import releases
 
     @dataclass(frozen=True)
     class EveryOtherRow(releases.PerStep):
@@ -60,7 +63,7 @@ def test_a_new_kind_of_release_is_one_strategy(monkeypatch):
     kind = EveryOtherRow("every-other", "batches of at most half the rows")
     monkeypatch.setitem(releases.RELEASES, kind.name, kind)
     spec = registry.MethodSpec("half-batches", "flow", "a test method", kind.name, ("steps", 4),
-                               "swflow.methods:build_central")
+                               "swflow.methods.flows:build_central")
     monkeypatch.setitem(registry.METHODS, spec.name, spec)
     assert spec.release is kind and spec.batch(None, 100) == 50
     plan = resolve_fixed("half-batches", steps=4, n_projections=6, dataset_size=100, dim=3,
@@ -71,3 +74,45 @@ def test_a_new_kind_of_release_is_one_strategy(monkeypatch):
                      privacy_seed=2, progress=False, config=FlowConfig(steps=4, n_particles=30, manifold="sphere"))
     flow.run()
     assert flow.target.ledger.releases == 4
+
+
+def test_a_new_data_source_is_one_chunked_rows_class(temporary_module, tmp_path):
+    # rows in a CSV file, read 37 at a time by a class in a module of its own: dpswflow-hist counts them and
+    # flows exactly as it does the same rows in memory; a method that needs rows in memory refuses the source
+    module = temporary_module("my_csv_rows", """
+        import numpy as np
+        import torch
+
+        from swflow.privacy.rows import ChunkedRows
+
+        class CsvRows(ChunkedRows):
+            def __init__(self, path, chunk_rows=37):
+                self.path, self.chunk_rows = path, chunk_rows
+                with open(path) as f:
+                    self._n = sum(1 for _ in f)
+                    f.seek(0)
+                    self._d = len(f.readline().split(","))
+
+            @property
+            def shape(self):
+                return (self._n, self._d)
+
+            def chunks(self):
+                for lo in range(0, self._n, self.chunk_rows):
+                    block = np.loadtxt(self.path, delimiter=",", skiprows=lo, max_rows=self.chunk_rows, ndmin=2)
+                    yield lo, torch.from_numpy(block.astype(np.float32))
+    """)
+    rows = torch.nn.functional.normalize(torch.randn(300, 3, generator=torch.Generator().manual_seed(4)), dim=1) * 0.9
+    np.savetxt(tmp_path / "rows.csv", rows.numpy(), delimiter=",", fmt="%.9g")
+    rows = torch.from_numpy(np.loadtxt(tmp_path / "rows.csv", delimiter=",").astype(np.float32))  # as the file holds them
+    source = importlib.import_module(module).CsvRows(tmp_path / "rows.csv")
+    assert source.shape == (300, 3) and len(source) == 300
+    spec = PrivacySpec(epsilon=2.0, delta=1e-5, count_noise="gaussian")
+    config = FlowConfig(steps=6, n_particles=80)
+    flows = [make_flow("dpswflow-hist", data, privacy=spec, config=config, n_projections=8, pool_size=16, bins=12,
+                       privacy_seed=5, progress=False) for data in (rows, source)]
+    results = [flow.run() for flow in flows]
+    assert torch.equal(flows[0].target.released_counts, flows[1].target.released_counts)
+    assert torch.equal(results[0].particles, results[1].particles)
+    with pytest.raises(ValueError, match="needs the private rows in memory"):
+        make_flow("dpswflow", source, privacy=spec, config=config, n_projections=8, progress=False)

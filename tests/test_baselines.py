@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from swflow import sliced_wasserstein
-from swflow.baselines import GeneratorConfig, SinkhornConfig, make_dpswgen, make_ldp_sinkhorn_gen
 from swflow.cli import main
+from swflow.methods.generators import GeneratorConfig, SinkhornConfig, make_dpswgen, make_ldp_sinkhorn_gen
 from swflow.privacy import PrivacySpec, ReleasePlan, analytic_gaussian_epsilon, calibrate
 
 
@@ -93,8 +93,8 @@ def test_generate_ldp_sinkhorn_gen(tmp_path):
 
 @pytest.mark.parametrize("method", ["dpswgen", "dpsgd-sw-gen", "ldp-sinkhorn-gen"])
 def test_generator_resume_is_bit_identical_and_keeps_the_ledger(method, tmp_path, monkeypatch):
-    from swflow.baselines import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen,
-                                  make_dpswgen, make_ldp_sinkhorn_gen)
+    from swflow.methods.generators import (ClippedGradientConfig, GeneratorConfig, SinkhornConfig, make_dpsgd_sw_gen,
+                                           make_dpswgen, make_ldp_sinkhorn_gen)
     from swflow.privacy import PrivacySpec
 
     x = torch.randn(300, 3, generator=torch.Generator().manual_seed(0))

@@ -8,7 +8,7 @@ import pytest
 
 from swflow import Synthesizer
 from swflow.cli import main
-from swflow.io import to_pixels
+from swflow.io.hdf5 import to_pixels
 
 
 def test_demo_writes_every_file(tmp_path, capsys):
@@ -32,9 +32,9 @@ def test_demo_writes_every_file(tmp_path, capsys):
 
 
 def test_evaluate_reports_fid_kid_and_their_protocol(tmp_path, monkeypatch):
-    import swflow.metrics
+    import swflow.evaluate.metrics
 
-    monkeypatch.setattr(swflow.metrics, "CACHE_DIR", tmp_path / "cache")  # keep the user's cache clean
+    monkeypatch.setattr(swflow.evaluate.metrics, "CACHE_DIR", tmp_path / "cache")  # keep the user's cache clean
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--steps", "2", "--n-particles", "60"]) == 0
     assert main(["evaluate", str(out), "--n-fid", "40"]) == 0
@@ -81,7 +81,7 @@ CONFIGS = sorted((Path(__file__).resolve().parents[1] / "swflow" / "configs").gl
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)
 def test_shipped_configs_map_onto_options(path):
-    from swflow.settings import build, read_config
+    from swflow.pipeline.settings import build, read_config
 
     tables = read_config(str(path))
     run = tables.pop("run")
@@ -93,7 +93,7 @@ def test_shipped_configs_map_onto_options(path):
 
 def test_paper_noise_config_reports_honest_epsilon(capsys):
     """The paper-noise config, read as `generate --config` reads it, buys ε ≈ 14.8 under replace-one, not 10."""
-    from swflow.settings import read_config
+    from swflow.pipeline.settings import read_config
 
     path = [p for p in CONFIGS if p.name == "fashion-mnist-dpswflow-r-paper-noise.toml"][0]
     config = {k: v for table in read_config(str(path)).values() for k, v in table.items()}
@@ -192,9 +192,9 @@ def test_local_dp_calculator_and_run_agree_and_refuse_zero_out(tmp_path, capsys)
 def test_every_simulator_setting_is_settable_from_each_entry_point(tmp_path, capsys):
     from dataclasses import fields
 
-    from swflow.estimator import Synthesizer
-    from swflow.flow import FlowConfig
-    from swflow.options import option_fields
+    from swflow.pipeline.estimator import Synthesizer
+    from swflow.pipeline.options import option_fields
+    from swflow.simulate.flow import FlowConfig
 
     names = {f.name for f in option_fields(FlowConfig)}
     assert names == {f.name for f in fields(FlowConfig)} - {"steps"}  # steps come from --steps/--epochs
@@ -247,10 +247,10 @@ def test_encoded_files_declare_their_domain_and_plain_files_must_say(tmp_path, c
 
 
 def test_one_run_plan_for_every_entry_point(capsys):
-    """`privacy`, `generate` and the Synthesizer agree on steps and batch, because they all ask swflow.pipeline."""
-    from swflow.pipeline import resolve
+    """`privacy`, `generate` and the Synthesizer agree on steps and batch, because they all ask swflow.pipeline.plan."""
+    from swflow.methods.registry import RunShape
+    from swflow.pipeline.plan import resolve
     from swflow.privacy import PrivacySpec
-    from swflow.registry import RunShape
 
     spec = PrivacySpec(epsilon=5.0)
     plan = resolve("dpswflow-r", RunShape(epochs=2.0, batch_size=100), dataset_size=899, dim=8, privacy=spec)
@@ -285,7 +285,7 @@ def test_a_methods_own_options_reach_its_run(tmp_path):
 
 
 def test_flags_a_toml_file_and_keywords_build_one_settings_tree(tmp_path, capsys):
-    """The three ways in end at the same frozen swflow.settings.Settings; a typed flag beats the file."""
+    """The three ways in end at the same frozen swflow.pipeline.settings.Settings; a typed flag beats the file."""
     from swflow.cli import build_parser, with_config
     from swflow.cli._common import settings
 
@@ -314,8 +314,8 @@ def test_flags_a_toml_file_and_keywords_build_one_settings_tree(tmp_path, capsys
 def test_nearest_public_decoder_outputs_only_public_images(tmp_path):
     """--decoder nearest-public: every decoded sample, at generate and at sample time, is an image of the public
     split (checked by brute force against the split), and the run records the decoder."""
-    from autoencoders import load_autoencoder
-    from swflow.latents import dataset_split
+    from swflow.autoencoders import load_autoencoder
+    from swflow.io.latents import dataset_split
 
     out = tmp_path / "g"
     assert main(["generate", "--dataset", "digits", "--method", "dpswflow-hist", "--epsilon", "8", "--delta", "1e-5",
@@ -335,8 +335,8 @@ def test_nearest_public_decoder_outputs_only_public_images(tmp_path):
 
 def test_conditional_nearest_public_images_show_their_labels(tmp_path):
     """With --conditional, a sample labelled c is decoded among the public images of class c."""
-    from autoencoders import load_autoencoder
-    from swflow.latents import dataset_split
+    from swflow.autoencoders import load_autoencoder
+    from swflow.io.latents import dataset_split
 
     out = tmp_path / "c"
     assert main(["generate", "--dataset", "digits", "--conditional", "--method", "dpswflow-hist", "--epsilon", "8",

@@ -8,11 +8,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from swflow.distributed import GatheredCheckpointer, exact_levels, level_error_bound, make_distributed_flow, shard_range, sketch_levels
-from swflow.sliced import quantile, rank_levels
-from swflow.flow import FlowConfig
-from swflow.methods import make_flow
+from swflow.kernels.sliced import quantile, rank_levels
+from swflow.methods.flows import make_flow
 from swflow.privacy import PrivacySpec
+from swflow.simulate.distributed import GatheredCheckpointer, exact_levels, level_error_bound, make_distributed_flow, shard_range, sketch_levels
+from swflow.simulate.flow import FlowConfig
 
 N_ROWS, N_PARTICLES = 600, 501  # odd: unequal particle shards
 

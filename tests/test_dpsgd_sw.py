@@ -4,10 +4,10 @@ import pytest
 import torch
 from scipy.stats import wasserstein_distance
 
-from swflow.baselines.dpsgd_sw import (ClippedGradientConfig, gradient_sensitivity, make_dpsgd_sw_gen, r_weights,
-                                       w2_gradient_source)
+from swflow.kernels.sliced import sliced_wasserstein
+from swflow.methods.generators.dpsgd_sw import (ClippedGradientConfig, gradient_sensitivity, make_dpsgd_sw_gen,
+                                                r_weights, w2_gradient_source)
 from swflow.privacy import PrivacySpec, ReleasePlan, calibrate
-from swflow.sliced import sliced_wasserstein
 
 
 def test_r_weights_closed_form_and_marginals():

@@ -3,8 +3,8 @@ import pytest
 import torch
 from scipy.stats import norm
 
-from swflow.drift import clip_rows, exact_smoothed_drift, grid_spacing_ratio, sampled_drift
-from swflow.sliced import project, random_directions, sort_rows
+from swflow.kernels.drift import clip_rows, exact_smoothed_drift, grid_spacing_ratio, sampled_drift
+from swflow.kernels.sliced import project, random_directions, sort_rows
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from swflow.estimator import Synthesizer
-from swflow.registry import METHODS
+from swflow.methods.registry import METHODS
+from swflow.pipeline.estimator import Synthesizer
 
 SETTINGS = {  # small but private runs of every method
     "swf": {"epsilon": math.inf, "steps": 20, "n_projections": 10, "n_particles": 200},
@@ -84,11 +84,11 @@ def test_a_new_method_is_one_module_and_one_registration(tmp_path, monkeypatch, 
     import sys
 
     from swflow.cli import main
-    from swflow.registry import METHODS, MethodSpec
+    from swflow.methods.registry import METHODS, MethodSpec
 
     (tmp_path / "toy_method.py").write_text(
-        "from swflow.baselines.dpswgen import GeneratorConfig, make_dpswgen\n"
-        "from swflow.baselines._generator import MLPGenerator as NETWORK\n\n"
+        "from swflow.methods.generators.dpswgen import GeneratorConfig, make_dpswgen\n"
+        "from swflow.methods.generators._generator import MLPGenerator as NETWORK\n\n"
         "def build(data, *, privacy, steps, n_projections, batch_size, privacy_seed=None, seed=0, device='cpu',\n"
         "          **options):\n"
         "    return make_dpswgen(data, privacy=privacy, n_projections=n_projections, batch_size=batch_size,\n"
@@ -115,11 +115,11 @@ def test_a_new_flow_method_is_one_module_and_one_registration(tmp_path, monkeypa
     import sys
 
     from swflow.cli import main
-    from swflow.registry import METHODS, MethodSpec
+    from swflow.methods.registry import METHODS, MethodSpec
 
     (tmp_path / "toy_flow.py").write_text(
         "from dataclasses import replace\n"
-        "from swflow.flow import ParticleFlow, Resampled\n"
+        "from swflow.simulate.flow import ParticleFlow, Resampled\n"
         "from swflow.privacy import private_target\n\n"
         "def build(data, plan, *, privacy, config, privacy_seed, callbacks, **_):\n"
         "    target = private_target(data, privacy, plan.release, privacy_seed=privacy_seed)\n"

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from swflow.cli import main
-from swflow.conditional import class_shares, run_conditional_to_dir
-from swflow.settings import from_keywords
-from swflow.io import read_samples
+from swflow.io.hdf5 import read_samples
+from swflow.pipeline.conditional import class_shares, run_conditional_to_dir
+from swflow.pipeline.settings import from_keywords
 from swflow.privacy import PrivacySpec, ReleasePlan, calibrate
 
 
@@ -80,8 +80,8 @@ def test_class_histograms_together_move_by_sqrt_2k_when_a_record_changes_class()
     # Brute force over every record of a small labelled set and every other label and position: the per-class
     # count matrices, stacked, change by at most sqrt(2K) in l2 (K counts out of one class, K into another, or
     # 2K within one), so one noise level sigma = z sqrt(2K) on every class covers a label change.
+    from swflow.kernels.sliced import random_directions
     from swflow.privacy.histogram import histogram_sensitivity, projection_counts
-    from swflow.sliced import random_directions
 
     g = torch.Generator().manual_seed(0)
     k, bins, classes = 5, 6, (0, 1, 2)

@@ -15,7 +15,7 @@ NEEDS_FASHION_MNIST = {"latent_sw_fashion.py", "table1.py", "conditional_accurac
 
 
 def _fashion_mnist_installed() -> bool:
-    from swflow.data import load_dataset
+    from swflow.io.data import load_dataset
 
     try:
         load_dataset("fashion-mnist", part="test")

@@ -7,10 +7,10 @@ import torch
 
 from conftest import five_gaussians
 from swflow import FlowConfig, make_flow, sliced_wasserstein
-from swflow.callbacks import Checkpointer, TrajectoryRecorder
-from swflow.flow import ParticleFlow, Presampled, Resampled
-from swflow.io import read_samples, read_trajectory, write_samples
+from swflow.io.hdf5 import read_samples, read_trajectory, write_samples
 from swflow.privacy import NoiseSource, PrivacySpec
+from swflow.simulate.callbacks import Checkpointer, TrajectoryRecorder
+from swflow.simulate.flow import ParticleFlow, Presampled, Resampled
 
 PUBLIC = PrivacySpec(epsilon=math.inf)
 
@@ -234,8 +234,8 @@ def test_ldp_flow_releases_once_and_deconvolves(gen, monkeypatch):
 
 
 def test_sphere_manifold_keeps_particles_on_the_sphere_at_no_privacy_cost(gen, tmp_path):
-    from swflow.run import run_flow_to_dir
-    from swflow.settings import from_keywords
+    from swflow.pipeline.run import run_flow_to_dir
+    from swflow.pipeline.settings import from_keywords
 
     y = _sphere(800, 5, gen)
     reports = {}

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from swflow import FlowConfig, make_flow, sliced_wasserstein
-from swflow.drift import binned_drift, sampled_drift
+from swflow.kernels.drift import binned_drift, sampled_drift
+from swflow.kernels.sliced import random_directions
 from swflow.privacy import PrivacySpec, histogram_sensitivity
 from swflow.privacy import histogram as H
-from swflow.sliced import random_directions
 
 warnings.filterwarnings("ignore", message="delta=")
 

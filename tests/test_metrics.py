@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from swflow.metrics import (FeatureStats, downstream_accuracy, frechet_distance, kernel_inception_distance,
-                            precision_recall, reference_features)
+from swflow.evaluate.metrics import (FeatureStats, downstream_accuracy, frechet_distance, kernel_inception_distance,
+                                     precision_recall, reference_features)
 
 
 def test_frechet_distance_matches_closed_forms():
@@ -67,7 +67,7 @@ def test_precision_recall_on_sets_of_known_overlap():
 
 
 def test_downstream_accuracy_learns_real_labels_and_not_shuffled_ones():
-    from swflow.data import load_digits
+    from swflow.io.data import load_digits
 
     images, labels = load_digits()
     train, test = slice(0, 1200), slice(1200, None)
@@ -96,8 +96,8 @@ def test_frechet_distance_of_few_samples_equals_the_full_eigendecomposition():
 
 
 def test_fid_with_inception_is_zero_for_a_set_and_grows_with_noise():
-    from swflow.data import load_digits
-    from swflow.metrics import InceptionFeatures
+    from swflow.evaluate.metrics import InceptionFeatures
+    from swflow.io.data import load_digits
 
     extractor = InceptionFeatures(batch_size=24)
     images = load_digits()[0][:24]
@@ -115,8 +115,8 @@ def test_fid_with_inception_is_zero_for_a_set_and_grows_with_noise():
 def test_onnxruntime_backend_matches_the_torch_weights():
     # The fast CPU backend must give the reference network's features (to 1e-3 of their scale).
     pytest.importorskip("onnxruntime")
-    from swflow.data import load_dataset
-    from swflow.metrics import InceptionFeatures
+    from swflow.evaluate.metrics import InceptionFeatures
+    from swflow.io.data import load_dataset
 
     images = load_dataset("digits")[0][:6]
     reference = InceptionFeatures(backend="torch")(images)
@@ -163,7 +163,7 @@ def test_kid_standard_error_matches_the_spread_over_fresh_samples(subset_size):
 def test_nearest_distances_match_scikit_learn():
     from sklearn.neighbors import NearestNeighbors
 
-    from swflow.metrics import nearest_distances
+    from swflow.evaluate.metrics import nearest_distances
 
     rng = np.random.default_rng(0)
     pool, queries = rng.random((500, 1, 6, 6)), rng.random((120, 1, 6, 6))
@@ -172,7 +172,7 @@ def test_nearest_distances_match_scikit_learn():
 
 
 def test_copy_rate_is_one_for_copies_and_about_five_percent_for_held_out_images():
-    from swflow.metrics import copy_rate
+    from swflow.evaluate.metrics import copy_rate
 
     rng = np.random.default_rng(1)
     # images from one distribution: a few prototypes plus pixel noise

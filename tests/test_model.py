@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from swflow.model import FlowModel
-from swflow.run import run_flow_to_dir
-from swflow.settings import from_keywords
-from swflow.sliced import sliced_wasserstein
+from swflow.kernels.sliced import sliced_wasserstein
+from swflow.methods.model import FlowModel
+from swflow.pipeline.run import run_flow_to_dir
+from swflow.pipeline.settings import from_keywords
 
 
 def _mixture(n, seed):

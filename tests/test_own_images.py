@@ -6,7 +6,7 @@ import pytest
 from PIL import Image, ImageFilter
 
 from swflow.cli import main
-from swflow.images import load_images
+from swflow.io.images import load_images
 
 
 def _shapes(n: int, rng, *, top: bool, squares: float, size: int = 24) -> np.ndarray:
@@ -105,7 +105,7 @@ def test_own_images_end_to_end(collections, tmp_path, capsys):
                  "--out", str(nearest)]) == 0
     import h5py
 
-    from swflow.io import to_pixels
+    from swflow.io.hdf5 import to_pixels
 
     public = {image.tobytes() for image in to_pixels(load_images(collections / "public", size=meta["image_shape"][-1],
                                                                   channels=meta["image_shape"][0]))}

@@ -10,15 +10,12 @@ from opacus.accountants import RDPAccountant
 from scipy import stats
 
 from swflow import FlowConfig, make_flow
+from swflow.kernels.sliced import random_directions
 from swflow.privacy import (BudgetExhausted, MechanismEvent, NoiseSource, PrivacyLedger, PrivacyReport, PrivacySpec,
-                            PrivateTarget,
-                            ReleasePlan, analytic_gaussian_epsilon,
-                            analytic_gaussian_multiplier, bernstein_bound, calibrate,
-                            classical_gaussian_multiplier, clt_bound, diffusion_gamma,
-                            epsilon_from_events, noise_multiplier_for, privacy_report,
-                            spectral_bound)
+                            PrivateTarget, ReleasePlan, analytic_gaussian_epsilon, analytic_gaussian_multiplier,
+                            bernstein_bound, calibrate, classical_gaussian_multiplier, clt_bound, diffusion_gamma,
+                            epsilon_from_events, noise_multiplier_for, privacy_report, spectral_bound)
 from swflow.privacy.accountants import check_combination
-from swflow.sliced import random_directions
 
 pytestmark = pytest.mark.filterwarnings("ignore:delta=.*is above 1/")
 
@@ -357,7 +354,7 @@ def test_ldp_flow_epsilon_is_the_local_gaussian(gen):
 
 @pytest.mark.parametrize("bound,secret", [("spectral", False), ("bernstein", True)])
 def test_probabilistic_bounds_draw_directions_from_the_secret_stream(bound, secret, gen):
-    from swflow.sliced import random_directions
+    from swflow.kernels.sliced import random_directions
 
     y = torch.nn.functional.normalize(torch.randn(400, 5, generator=gen), dim=1)
     drawn = []

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import torch
 
-from swflow.baselines import ClippedGradientConfig, GeneratorConfig, make_dpsgd_sw_gen, make_dpswgen
-from swflow.metrics import downstream_accuracy
+from swflow.evaluate.metrics import downstream_accuracy
+from swflow.methods.generators import ClippedGradientConfig, GeneratorConfig, make_dpsgd_sw_gen, make_dpswgen
 from swflow.privacy import PrivacySpec
 
 
@@ -38,7 +38,7 @@ def test_the_seeded_networks_do_not_depend_on_the_callers_stream():
 
 
 def test_thread_rule_and_context():
-    from swflow.threads import ONE_THREAD_BELOW, step_threads, torch_threads
+    from swflow.simulate.threads import ONE_THREAD_BELOW, step_threads, torch_threads
 
     assert step_threads(10_000, 32) == 1 and step_threads(ONE_THREAD_BELOW, 1) is None
     before = torch.get_num_threads()
@@ -58,7 +58,7 @@ def test_thread_rule_and_context():
 
 def test_the_command_steps_small_flows_on_one_thread_and_gives_the_count_back(tmp_path, monkeypatch):
     from swflow.cli import main
-    from swflow.flow import ParticleFlow
+    from swflow.simulate.flow import ParticleFlow
 
     seen = []
     step_once = ParticleFlow.step_once

@@ -8,9 +8,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swflow.drift import exact_smoothed_drift
+from swflow.kernels.drift import exact_smoothed_drift
+from swflow.kernels.sliced import cdf, project, quantile, random_directions, sliced_wasserstein
 from swflow.privacy import PrivacySpec, ReleasePlan, calibrate, spectral_bound
-from swflow.sliced import cdf, project, quantile, random_directions, sliced_wasserstein
 
 # derandomize: the same examples on every run, so CI cannot turn red by chance
 SETTINGS = settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from swflow.cli import main
-from swflow.flow import ParticleFlow
+from swflow.simulate.flow import ParticleFlow
 
 
 def _rows(path, n=300, d=3, seed=0):
@@ -283,7 +283,7 @@ def test_killed_again_and_again_the_resumed_run_is_bit_identical(tmp_path):
 
 
 def test_sample_streams_large_n_in_chunks_with_flat_memory(finished, tmp_path):
-    from swflow.model import FlowModel
+    from swflow.methods.model import FlowModel
 
     _, run = finished
     model = FlowModel.from_run_dir(run)
@@ -387,7 +387,7 @@ def test_sample_rederives_the_claim_and_refuses_an_edited_run(finished, tmp_path
 def test_a_saved_synthesizer_with_an_edited_claim_is_refused(tmp_path):
     import torch
 
-    from swflow.estimator import Synthesizer
+    from swflow.pipeline.estimator import Synthesizer
     from swflow.privacy.verify import ClaimMismatch
 
     rows = np.load(_rows(tmp_path / "rows.npy"))
@@ -408,7 +408,7 @@ def test_one_dimensional_rows_run_to_the_end(tmp_path):
 
 
 def test_full_batch_clipped_gradient_generator():
-    from swflow.estimator import Synthesizer
+    from swflow.pipeline.estimator import Synthesizer
 
     rows = np.random.default_rng(0).normal(size=(3, 2))
     rows /= np.linalg.norm(rows, axis=1, keepdims=True) * 1.01
@@ -515,7 +515,7 @@ def test_a_full_disk_mid_run_stops_cleanly_and_resumes_without_spending_twice(tm
     finishes it with the ledger and particles of an uninterrupted run."""
     from collections import namedtuple
 
-    import swflow.resources as resources
+    import swflow.io.resources as resources
 
     real_disk_usage = resources.shutil.disk_usage
     rows = _rows(tmp_path / "rows.npy")
@@ -549,7 +549,7 @@ def test_a_full_disk_mid_run_stops_cleanly_and_resumes_without_spending_twice(tm
 def test_outputs_that_cannot_fit_are_refused_before_any_release(tmp_path, monkeypatch, capsys):
     from collections import namedtuple
 
-    import swflow.resources as resources
+    import swflow.io.resources as resources
 
     rows = _rows(tmp_path / "rows.npy")
     usage = namedtuple("usage", "total used free")

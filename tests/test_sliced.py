@@ -4,8 +4,8 @@ import pytest
 import torch
 from scipy.stats import wasserstein_distance
 
-from swflow.sliced import (cdf, quantile, random_directions, sliced_wasserstein,
-                           smoothed_sliced_wasserstein, transport_1d, wasserstein_1d)
+from swflow.kernels.sliced import (cdf, quantile, random_directions, sliced_wasserstein, smoothed_sliced_wasserstein,
+                                   transport_1d, wasserstein_1d)
 
 
 def test_directions_unit_uniform_and_seeded():

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from swflow import FlowConfig, make_flow
-from swflow.callbacks import Checkpointer
 from swflow.privacy import PrivacySpec
+from swflow.simulate.callbacks import Checkpointer
 
 
 class Payload:
@@ -46,7 +46,7 @@ def test_flow_checkpoint(plant, tmp_path):
 
 
 def test_generator_checkpoint(plant, tmp_path):
-    from swflow.baselines import make_generator
+    from swflow.methods.generators import make_generator
 
     path = plant(tmp_path / "checkpoint.pt")
     model = make_generator("dpswgen", _rows(), privacy=PrivacySpec(epsilon=5.0, delta=1e-3), steps=3, n_projections=4,
@@ -56,8 +56,8 @@ def test_generator_checkpoint(plant, tmp_path):
 
 
 def test_autoencoder_partial(plant, tmp_path):
-    from autoencoders import TrainConfig, train_autoencoder
-    from swflow.data import split_indices
+    from swflow.autoencoders import TrainConfig, train_autoencoder
+    from swflow.io.data import split_indices
 
     plant(tmp_path / "tiny.partial.pt")
     images = np.random.default_rng(0).random((40, 1, 8, 8), dtype=np.float32)
@@ -67,7 +67,7 @@ def test_autoencoder_partial(plant, tmp_path):
 
 
 def test_saved_synthesizer(plant, tmp_path):
-    from swflow.estimator import Synthesizer
+    from swflow.pipeline.estimator import Synthesizer
 
     path = plant(tmp_path / "model.pt")
     with pytest.raises(ValueError, match="not a readable"):

@@ -41,10 +41,10 @@ BUDGET_KEYS = ("epsilon", "noise_multiplier")
 
 
 def with_config(argv: list[str], args: argparse.Namespace) -> list[str]:
-    """``argv`` with the values of ``args.config`` (a TOML file, swflow.settings.read_config) inserted as
+    """``argv`` with the values of ``args.config`` (a TOML file, swflow.pipeline.settings.read_config) inserted as
     flags right after the command, so the parser checks them as it checks typed ones and a flag typed on
     the command line, coming later, wins. A typed budget (either kind) replaces the file's."""
-    from ..settings import read_config
+    from ..pipeline.settings import read_config
 
     tables = read_config(args.config)
     typed_budget = any(getattr(args, key, None) is not None for key in BUDGET_KEYS)
@@ -79,7 +79,8 @@ def console() -> int:
     chooses how OpenMP threads wait: idle threads sleep instead of spinning, which on a shared machine is the
     difference between a fair share of the cores and a several-fold slowdown (experiments/bench_step.py). Set
     before torch loads; a value the user exported wins. The commands also run small flows' steps on one thread
-    (:mod:`swflow.threads`). The library (import swflow) never does either: it changes no process-wide state."""
+    (:mod:`swflow.simulate.threads`). The library (import swflow) never does either: it changes no
+    process-wide state."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return main()
 

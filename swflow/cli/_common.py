@@ -4,9 +4,9 @@ from __future__ import annotations
 import argparse
 from contextlib import contextmanager
 
-from ..config import PrivacySpec, RunShape, SimulatorSettings
-from ..options import add_options, values
-from ..registry import METHODS, method
+from ..methods.registry import METHODS, method
+from ..pipeline.config import PrivacySpec, RunShape, SimulatorSettings
+from ..pipeline.options import add_options, values
 
 
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
@@ -46,10 +46,10 @@ def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
 
 
 def settings(args, *, manifold: str = "ball", norm_bound: float | None = None):
-    """The run's one :class:`~swflow.settings.Settings` from the parsed flags (a --config file's values
+    """The run's one :class:`~swflow.pipeline.settings.Settings` from the parsed flags (a --config file's values
     arrive as flags, swflow/cli/__init__.py). ``manifold``: the default the data source implies;
     ``norm_bound``: the bound R the data file declares (None: R = 1)."""
-    from ..settings import OPTIONS, TABLES, build
+    from ..pipeline.settings import OPTIONS, TABLES, build
 
     tables = {table: values(cls, args) for table, cls in TABLES.items()}
     tables["privacy"].update(epsilon=args.epsilon, noise_multiplier=args.noise_multiplier,
@@ -72,7 +72,7 @@ def _as_flags(message: str) -> str:
     any name_with_underscores become flags (batch_size must be >= 1 -> --batch-size must be >= 1)."""
     import re
 
-    from ..settings import home_of
+    from ..pipeline.settings import home_of
 
     def flag(match):
         word, quoted = match.group(2), bool(match.group(1))
@@ -83,7 +83,7 @@ def _as_flags(message: str) -> str:
 
 
 def run_plan(settings, n: int, dim: int):
-    """The run's :class:`~swflow.pipeline.RunPlan` (steps, batch, directions, step size, release) for n rows of
+    """The run's :class:`~swflow.pipeline.plan.RunPlan` (steps, batch, directions, step size, release) for n rows of
     dimension dim."""
     try:
         return settings.plan(n, dim)
@@ -94,8 +94,8 @@ def run_plan(settings, n: int, dim: int):
 @contextmanager
 def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), resumable: bool = True):
     """Work in a staging directory that replaces ``out`` only once the command has finished
-    (swflow/outdir.py); the checks run before anything on disk changes."""
-    from ..outdir import RunDir
+    (swflow/io/outdir.py); the checks run before anything on disk changes."""
+    from ..io.outdir import RunDir
 
     run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, resumable=resumable)
     work = run_dir.open()

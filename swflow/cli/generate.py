@@ -9,14 +9,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..registry import METHODS, method
-from ._common import (DATASETS, RunFailed, UsageError, _as_flags, flow_config, flow_config_args, privacy_args,
-                      run_plan, settings, shape_args, staged)
+from ..methods.registry import METHODS, method
+from ._common import (DATASETS, RunFailed, UsageError, _as_flags, flow_config, flow_config_args, privacy_args, run_plan,
+                      settings, shape_args, staged)
 from .autoencoder import write_gif
 
 
 def cmd_generate(args) -> int:
-    from ..resources import check_device, check_run
+    from ..io.resources import check_device, check_run
 
     check_device(args.device)
     if sum(x is not None for x in (args.data, args.dataset, args.images)) != 1:
@@ -30,7 +30,7 @@ def cmd_generate(args) -> int:
                          "--images (rows of --data have no public images)")
     decode, labels, source, norm_bound, private_images = None, None, {"data": str(args.data)}, None, None
     if args.dataset is not None:
-        from ..latents import encoded_split
+        from ..io.latents import encoded_split
 
         encoded = encoded_split(args.dataset, "private", root=args.data_root, checkpoint=args.checkpoint,
                                 population=args.population)
@@ -47,7 +47,7 @@ def cmd_generate(args) -> int:
         norm_bound = _set_manifold_from_domain(args)
         data = _private_rows(args)
     if args.decoder == "nearest-public":
-        from ..latents import nearest_public_decoder, run_autoencoder
+        from ..io.latents import nearest_public_decoder, run_autoencoder
 
         decode = nearest_public_decoder(run_autoencoder(source)[0], meta, root=args.data_root)
         source["decoder"] = "nearest-public"
@@ -77,9 +77,9 @@ def cmd_generate(args) -> int:
 
 def _generate_adapted(out: Path, args, data, images, run, plan, meta: dict, source: dict) -> int:
     """--adapt-decoder: the histogram flow and a DP-SGD adaptation of the decoder, one budget."""
-    from ..latents import run_autoencoder
-    from ..run import run_adapted_flow_to_dir
-    from ..threads import step_threads
+    from ..io.latents import run_autoencoder
+    from ..pipeline.run import run_adapted_flow_to_dir
+    from ..simulate.threads import step_threads
 
     t0 = time.perf_counter()
     model, meta = run_autoencoder(source)
@@ -97,9 +97,9 @@ def _encode_own_images(args):
     images are read at the checkpoint's size and channels; nothing about them is recorded but the path."""
     import torch
 
-    from autoencoders import load_autoencoder
+    from ..autoencoders import load_autoencoder
 
-    from ..images import load_images
+    from ..io.images import load_images
 
     if args.checkpoint is None:
         raise UsageError("--images needs --checkpoint NAME or PATH.pt: the autoencoder trained on your public images "
@@ -108,7 +108,7 @@ def _encode_own_images(args):
     channels, size = meta["image_shape"][0], meta["image_shape"][-1]
     images = load_images(args.images, size=size, channels=channels)
     if meta.get("source") is not None:  # a user's public collection: refuse any of its images as "private"
-        from ..images import overlap_with_public
+        from ..io.images import overlap_with_public
 
         shared = overlap_with_public(images, meta)
         if shared:
@@ -134,7 +134,7 @@ def _private_rows(args):
     are counted: the private data may be larger than memory)."""
     import torch
 
-    from ..data import h5_dataset_name, load_array
+    from ..io.data import h5_dataset_name, load_array
 
     if method(args.method).release.of_counts and Path(args.data).suffix.lower() in (".h5", ".hdf5"):
         from ..privacy.rows import StreamedRows
@@ -147,7 +147,7 @@ def _set_manifold_from_domain(args) -> float | None:
     """--data: the manifold the file declares (swflow encode writes 'sphere'), else the one the user states; returns
     the bound R the file declares on its rows' norms (None: it declares none, and R = 1). The rows' norms are
     private, so neither is ever guessed from them."""
-    from ..data import declared_domain
+    from ..io.data import declared_domain
 
     domain = declared_domain(args.data)
     if args.manifold is None and domain is not None:
@@ -163,8 +163,8 @@ def _set_manifold_from_domain(args) -> float | None:
 
 
 def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dict) -> int:
-    from ..run import run_flow_to_dir, run_generator_to_dir
-    from ..threads import step_threads
+    from ..pipeline.run import run_flow_to_dir, run_generator_to_dir
+    from ..simulate.threads import step_threads
 
     t0 = time.perf_counter()
     if method(run.method).kind == "generator":
@@ -178,7 +178,7 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
     config = flow_config(args, run, plan)
     threads = step_threads(config.n_particles, plan.n_projections)
     if args.conditional:
-        from ..conditional import run_conditional_to_dir
+        from ..pipeline.conditional import run_conditional_to_dir
 
         if args.dataset is None:
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
@@ -200,8 +200,8 @@ def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dic
 
 def _label_set(args) -> tuple[int, ...]:
     """The public label set of a --dataset run: the population's declared classes, or the dataset's schema."""
-    from ..data import LABEL_SETS
-    from ..populations import proportions
+    from ..io.data import LABEL_SETS
+    from ..io.populations import proportions
 
     if args.population is not None:
         return tuple(sorted(proportions(args.population)))
@@ -221,9 +221,9 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
     import torch
     import torch.distributed as dist
 
-    from ..distributed import GatheredCheckpointer, make_distributed_flow, shard_range
-    from ..outdir import RunDir
-    from ..run import write_outputs
+    from ..simulate.distributed import GatheredCheckpointer, make_distributed_flow, shard_range
+    from ..io.outdir import RunDir
+    from ..pipeline.run import write_outputs
 
     t0 = time.perf_counter()
     if not method(run.method).sharded:
@@ -310,7 +310,7 @@ def register(sub) -> None:
     p.add_argument("--data", help=".npy/.npz/.h5 file, rows = private records in the flow's space")
     p.add_argument("--images", metavar="PRIVATE", help="your private images (folder or image array), encoded by "
                    "--checkpoint; samples are decoded by it")
-    from ..populations import POPULATIONS
+    from ..io.populations import POPULATIONS
 
     p.add_argument("--population", choices=sorted(POPULATIONS),
                    help="with --dataset: the private data is a declared sub-population of the private split "
@@ -339,8 +339,8 @@ def register(sub) -> None:
     shape_args(p, with_data_shape=False)
     privacy_args(p)
     flow_config_args(p)
-    from ..config import AdaptSettings
-    from ..options import add_options
+    from ..pipeline.config import AdaptSettings
+    from ..pipeline.options import add_options
 
     add_options(p.add_argument_group("DP adaptation of the decoder (dpswflow-hist with --dataset or --images)"),
                 AdaptSettings)

@@ -3,17 +3,17 @@ from __future__ import annotations
 
 import json
 
-from ..registry import method
+from ..methods.registry import method
 from ._common import UsageError, privacy_args, run_plan, settings, shape_args
 
 
 def _sensitivity(what, run, plan, cal):
     """The sensitivity bound the run's noise is scaled to (for the spectral bound: that of a typical draw)."""
     from ..privacy import projection_sensitivity
-    from ..sliced import random_directions
+    from ..kernels.sliced import random_directions
 
     if what.noise_on == "gradient":  # dpsgd-sw-gen: the noise is on the clipped gradient
-        from ..baselines.dpsgd_sw import gradient_sensitivity
+        from ..methods.generators.dpsgd_sw import gradient_sensitivity
 
         return gradient_sensitivity(activation_clip=run.options.activation_clip,
                                     jacobian_clip=run.options.jacobian_clip, norm_bound=run.privacy.norm_bound,

@@ -18,7 +18,7 @@ def _run_config(run_dir: Path) -> dict:
 
 
 def cmd_evaluate(args) -> int:
-    from ..evaluate import evaluate_run
+    from ..evaluate.runs import evaluate_run
 
     metrics = evaluate_run(args.run_dir, n_fid=args.n_fid, reference_file=args.reference, data_root=args.data_root,
                            device=args.device, seed=args.seed, progress=not args.quiet)
@@ -28,7 +28,7 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from ..evaluate import compare_table
+    from ..evaluate.runs import compare_table
 
     print(compare_table(args.run_dirs))
     return 0
@@ -37,11 +37,11 @@ def cmd_compare(args) -> int:
 def cmd_sample(args) -> int:
     from dataclasses import replace
 
-    from ..model import FlowModel
-    from ..run import write_outputs
+    from ..methods.model import FlowModel
+    from ..pipeline.run import write_outputs
 
     t0 = time.perf_counter()
-    from ..resources import check_device, check_fits
+    from ..io.resources import check_device, check_fits
 
     import numpy as np
 
@@ -53,8 +53,8 @@ def cmd_sample(args) -> int:
                                          "seed": args.seed})
     decoder = run_decoder(report.run_config, args.run_dir)
     probe = None if decoder is None else decoder(np.zeros((1, model.dim), np.float32))
-    from ..model import CHUNK
-    from ..threads import step_threads
+    from ..methods.model import CHUNK
+    from ..simulate.threads import step_threads
 
     check_fits(n=args.n, dim=model.dim, image_values=0 if probe is None else int(probe[0].size), out=args.out,
                resident=CHUNK)
@@ -71,7 +71,7 @@ def cmd_sample(args) -> int:
 def _stepped(chunks, threads: int | None):
     """The chunks as arrays, each computed on ``threads`` torch threads; the decoder that consumes them between
     chunks keeps the process's own count."""
-    from ..threads import torch_threads
+    from ..simulate.threads import torch_threads
 
     while True:
         with torch_threads(threads):
@@ -84,8 +84,8 @@ def _stepped(chunks, threads: int | None):
 def cmd_animate(args) -> int:
     import numpy as np
 
-    from ..animate import animate_trajectory
-    from ..data import load_array
+    from ..evaluate.animate import animate_trajectory
+    from ..io.data import load_array
 
     run_dir = Path(args.run_dir)
     trajectory = run_dir / "trajectory.h5"

@@ -7,17 +7,16 @@ from .accountants import ACCOUNTANTS, Accountant, accountant_for, epsilon_from_e
 from .amplification import diffusion_gamma
 from .calibrate import (Calibration, PrivacySpec, ReleasePlan, calibrate, calibrate_local, noise_multiplier_for,
                         plan_events)
+from .histogram import HistogramTarget, histogram_sensitivity
 from .ledger import MechanismEvent, PrivacyLedger
-from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier,
-                         classical_gaussian_multiplier, local_gaussian_std)
+from .mechanisms import (analytic_gaussian_epsilon, analytic_gaussian_multiplier, classical_gaussian_multiplier,
+                         local_gaussian_std)
 from .noise import NoiseSource
 from .release import BudgetExhausted, LocallyReleasedTarget, PrivateTarget, check_rows
 from .report import PrivacyReport, compose, privacy_report, statement, write_report
-from .histogram import HistogramTarget, histogram_sensitivity
-from .targets import (FixedNoiseTarget, ShardedTarget, histogram_target, local_target, private_target,
-                      sharded_target)
-from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound,
-                          projection_sensitivity, spectral_bound)
+from .sensitivity import (ADJACENCIES, BOUNDS, SensitivityBound, bernstein_bound, clt_bound, projection_sensitivity,
+                          spectral_bound)
+from .targets import (FixedNoiseTarget, ShardedTarget, histogram_target, local_target, private_target, sharded_target)
 
 __all__ = [
     "ACCOUNTANTS", "Accountant", "accountant_for", "ADJACENCIES", "analytic_gaussian_epsilon",

@@ -232,7 +232,7 @@ class HistogramTarget(PrivateTarget):
                 check_rows(rows, name="private data")
                 rows = self._bounded(rows, spec.norm_bound, spec.clip)
             except ValueError as err:
-                raise ValueError(f"rows from {offset} on of {self._data.path}: {err}") from None
+                raise ValueError(f"rows from {offset} on of {self._data}: {err}") from None
             counts += projection_counts(rows, theta, bins=self.bins, radius=self.radius)
         return counts
 

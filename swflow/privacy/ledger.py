@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass, replace
 
 __all__ = ["NOISES", "SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
 
-from ..config import NOISES  # noqa: E402
+from ..pipeline.config import NOISES  # noqa: E402
 
 SAMPLINGS = ("none", "without-replacement", "poisson")
 

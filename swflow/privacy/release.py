@@ -13,7 +13,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from ..sliced import project, sort_rows
+from ..kernels.sliced import project, sort_rows
 from .calibrate import Calibration
 from .ledger import PrivacyLedger
 from .noise import NoiseSource
@@ -57,7 +57,7 @@ class PrivateTarget:
         Rows per release; None releases the whole set every time.
     dataset_size : int or None
         Number of records in the whole private set when ``data`` is one shard of it
-        (:class:`swflow.distributed.ShardedTarget`); None: ``data`` is the whole set.
+        (:class:`swflow.simulate.distributed.ShardedTarget`); None: ``data`` is the whole set.
     """
 
     #: whether the target can count rows that stay on disk (privacy/rows.py): only sums over rows can
@@ -65,9 +65,9 @@ class PrivateTarget:
 
     def __init__(self, data, calibration: Calibration | None, *, noise: NoiseSource,
                  ledger: PrivacyLedger, batch_size: int | None = None, dataset_size: int | None = None):
-        from .rows import StreamedRows
+        from .rows import ChunkedRows
 
-        streamed = isinstance(data, StreamedRows)
+        streamed = isinstance(data, ChunkedRows)
         if streamed and not self.streams:
             raise TypeError(f"{type(self).__name__} needs the private rows in memory; only the sliced histogram "
                             "(a sum over rows) reads them from disk in chunks")
@@ -141,7 +141,7 @@ class PrivateTarget:
         needs it, else from the simulator's public ``generator`` (the spectral bound holds for any Θ)."""
         if self.secret_directions:
             return self._noise.directions(self.dim, count).to(device=device, dtype=dtype)
-        from ..sliced import random_directions
+        from ..kernels.sliced import random_directions
 
         return random_directions(count, self.dim, generator=generator, device=device, dtype=dtype)
 

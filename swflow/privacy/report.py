@@ -7,8 +7,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from .accountants import accountant_for
-from .noise import SECURE_CAVEAT
 from .histogram import HistogramTarget
+from .noise import SECURE_CAVEAT
 from .release import LocallyReleasedTarget, PrivateTarget
 
 __all__ = ["PrivacyReport", "compose", "privacy_report", "statement", "write_report"]

@@ -1,4 +1,5 @@
-"""Private rows that stay on disk: an HDF5 dataset read in chunks, never held whole in memory.
+"""Private rows that stay where they are, read in chunks: :class:`ChunkedRows`, the base of every such
+data source, and :class:`StreamedRows`, an HDF5 dataset.
 
 A release that is a sum over rows (the sliced histogram's counts) can be computed chunk by chunk, so
 the private data may be larger than memory. Every chunk is checked as an in-memory set is (finite,
@@ -16,10 +17,47 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["StreamedRows"]
+__all__ = ["ChunkedRows", "StreamedRows"]
 
 
-class StreamedRows:
+class ChunkedRows:
+    """The base of a data source whose rows are read in chunks (a file, a database query, a generator).
+
+    A source implements ``shape`` (rows, dim) and ``chunks()``, which yields (offset of the chunk's first
+    row, rows (c, d)) in order, the same rows on every call. The base gives ``len``, the fingerprint a
+    resumed run checks (``sha256``) and ``to``. Only a release that is a sum over rows (dpswflow-hist's
+    counts) reads such a source; every other method needs the rows in memory and says so. A source that
+    can be cut into contiguous shards (``rows[lo:hi]``) also runs under torchrun."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def chunks(self) -> Iterator[tuple[int, Tensor]]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def to(self, device) -> "ChunkedRows":
+        """These rows with their chunks on ``device``; a source that only reads to the CPU is itself there."""
+        if device is None or torch.device(device).type == "cpu":
+            return self
+        raise NotImplementedError(f"{type(self).__name__} reads its rows to the CPU only; implement to(device) "
+                                  "to count them on another device")
+
+    def sha256(self) -> str:
+        """A fingerprint of the rows (never the rows), for a resumed run to check it reads the same ones."""
+        digest = hashlib.sha256(repr(tuple(self.shape)).encode())
+        for _, rows in self.chunks():
+            digest.update(torch.as_tensor(rows, dtype=torch.float32).cpu().numpy().tobytes())
+        return digest.hexdigest()
+
+    def __str__(self) -> str:
+        return f"{type(self).__name__} of {self.shape[0]} rows"
+
+
+class StreamedRows(ChunkedRows):
     """Rows ``start`` … ``stop`` of the 2-D dataset ``dataset`` of the HDF5 file ``path``, in chunks of
     ``chunk_rows`` (a chunk of 65 536 rows of d = 8 is 2 MB; the histogram's (K, chunk) projections of it
     are K × 0.5 MB)."""
@@ -51,9 +89,6 @@ class StreamedRows:
     def shape(self) -> tuple[int, int]:
         return (self.stop - self.start, self.dim)
 
-    def __len__(self) -> int:
-        return self.stop - self.start
-
     def __getitem__(self, rows: slice) -> "StreamedRows":
         """Rows ``lo:hi`` of these (a rank's shard), still on disk."""
         if not isinstance(rows, slice) or rows.step not in (None, 1):
@@ -77,9 +112,5 @@ class StreamedRows:
                 rows = np.asarray(data[lo:min(lo + self.chunk_rows, self.stop)], dtype=np.float32)
                 yield lo, torch.from_numpy(rows).to(self.device or "cpu")
 
-    def sha256(self) -> str:
-        """A fingerprint of the rows (never the rows), for a resumed run to check it reads the same ones."""
-        digest = hashlib.sha256(repr(self.shape).encode())
-        for _, rows in self.chunks():
-            digest.update(rows.cpu().numpy().tobytes())
-        return digest.hexdigest()
+    def __str__(self) -> str:
+        return f"{self.path}:{self.dataset}"

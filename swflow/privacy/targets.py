@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from ..sliced import project, sort_rows
+from ..kernels.sliced import project, sort_rows
 from .calibrate import PrivacySpec, ReleasePlan, calibrate, calibrate_local
 from .histogram import HistogramTarget
 from .ledger import PrivacyLedger

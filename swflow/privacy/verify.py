@@ -156,7 +156,7 @@ def verify_report(report, *, source: str = "the privacy report") -> None:
 
 
 def _check_conditional_shape(report, refuse) -> list:
-    from ..conditional import COMPOSITIONS
+    from ..pipeline.conditional import COMPOSITIONS
 
     parts = report.conditional
     if set(parts) != {"per_class", "ledgers", "composition"}:
@@ -175,7 +175,7 @@ def _check_conditional_shape(report, refuse) -> list:
 
 
 def _verify_conditional(report, refuse) -> None:
-    from ..conditional import LABELS_PRIVATE, PUBLIC_ADJACENCY
+    from ..pipeline.conditional import LABELS_PRIVATE, PUBLIC_ADJACENCY
 
     per_class = _check_conditional_shape(report, refuse)
     private_labels = report.conditional["composition"] == LABELS_PRIVATE
