@@ -19,8 +19,10 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from swflow.methods.flows import build_flow
+from swflow.pipeline.plan import resolve_fixed
 from swflow.privacy import PrivacySpec
-from swflow.simulate.distributed import make_distributed_flow, shard_range
+from swflow.simulate.distributed import ProcessGroup
 from swflow.simulate.flow import FlowConfig
 
 ROWS, DIM = 30_000, 8
@@ -31,10 +33,13 @@ def _worker(rank, world, store, out, n, steps, mode):
     torch.set_num_threads(1)
     x = torch.randn(ROWS, DIM, generator=torch.Generator().manual_seed(0))
     x = x / x.norm(dim=1, keepdim=True)
-    lo, hi = shard_range(ROWS, rank, world)
-    flow = make_distributed_flow(x[lo:hi], offset=lo, dataset_size=ROWS, privacy=PrivacySpec(epsilon=10.0),
-                                 config=FlowConfig(steps=steps + 1, n_particles=n, record_every=0, seed=0),
-                                 n_projections=70, batch_size=250, privacy_seed=0, mode=mode)
+    config = FlowConfig(steps=steps + 1, n_particles=n, record_every=0, seed=0)
+    privacy = PrivacySpec(epsilon=10.0)
+    group = ProcessGroup(n, mode=mode)
+    lo, hi = group.shard(ROWS)
+    plan = resolve_fixed("dpswflow-r", steps=config.steps, n_projections=70, dataset_size=ROWS, dim=DIM,
+                         privacy=privacy, batch_size=250)
+    flow = build_flow(x[lo:hi], plan, privacy=privacy, config=config, privacy_seed=0, communicator=group)
     flow.step_once()  # warm-up
     dist.barrier()
     t0 = time.perf_counter()

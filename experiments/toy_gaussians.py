@@ -3,8 +3,8 @@
 Prints the final SW distance to the target beside the paper's values (0.08 at σ = 0, 0.81 at
 σ = 0.5) and saves a figure of the particles over the target's level sets after steps 1, 10, 200.
 σ here is the smoothing std added to both projected sets (the privacy noise of the flow), set
-directly rather than calibrated from a budget; the data are not bounded, so this is the flow's
-behaviour, not a DP run.
+directly rather than calibrated from a budget (`swf` with `smoothing_std`); the data are not bounded,
+so this is the flow's behaviour, not a DP run.
 
     python experiments/toy_gaussians.py [--out experiments/out] [--json]
 """
@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swflow import FlowConfig, sliced_wasserstein
-from swflow.privacy import FixedNoiseTarget
-from swflow.simulate.flow import ParticleFlow, Resampled
+from swflow import sliced_wasserstein
+from swflow.pipeline.fitting import fit
+from swflow.pipeline.settings import from_keywords
+from swflow.simulate.callbacks import FlowCallback
 
 PAPER = {0.0: 0.08, 0.5: 0.81, 1.0: None}
 CENTERS = torch.tensor([[0.0, 0.0], [2.0, 2.0], [-2.0, 2.0], [2.0, -2.0], [-2.0, -2.0]])
@@ -30,23 +31,31 @@ def mixture(n: int, generator: torch.Generator, std: float = 0.2) -> torch.Tenso
     return CENTERS[torch.randint(0, 5, (n,), generator=generator)] + std * torch.randn(n, 2, generator=generator)
 
 
+class Snapshots(FlowCallback):
+    """Keeps the particles after the given steps (the figure's columns)."""
+
+    def __init__(self, steps):
+        self.steps, self.frames = set(steps), {}
+
+    def on_step(self, flow, diagnostic) -> None:
+        if flow.step in self.steps:
+            self.frames[flow.step] = flow.particles.clone()
+
+
 def run(sigma: float, *, n: int, steps: int, seed: int, snapshots=(1, 10, 200)):
     gen = torch.Generator().manual_seed(seed)
     target = mixture(n, gen)
-    flow = ParticleFlow(FixedNoiseTarget(target, sigma, seed=seed), Resampled(200),
-                        FlowConfig(steps=steps, n_particles=n, step_size=1.0, diffusion=0.001, seed=seed))
-    flow.setup()
-    frames = {}
-    while flow.step < steps:
-        flow.step_once()
-        if flow.step in snapshots:
-            frames[flow.step] = flow.particles.clone()
+    # swf with a smoothing std: both projected sets (all n rows each step) smoothed by sigma, no privacy (004 4.1)
+    settings = from_keywords("swf", steps=steps, n_particles=n, n_projections=200, batch_size=n, step_size=1.0,
+                             diffusion=0.001, seed=seed, privacy_seed=seed, smoothing_std=sigma)
+    snaps = Snapshots(snapshots)
+    particles = fit(settings, target, callbacks=[snaps]).particles
     eval_gen = torch.Generator().manual_seed(seed + 1)
     held_out = mixture(n, eval_gen)
     theta = torch.nn.functional.normalize(torch.randn(2, 1000, generator=eval_gen), dim=0)
-    sw = float(sliced_wasserstein(flow.particles, held_out, projections=theta))
+    sw = float(sliced_wasserstein(particles, held_out, projections=theta))
     floor = float(sliced_wasserstein(target, held_out, projections=theta))
-    return target, frames, sw, floor
+    return target, snaps.frames, sw, floor
 
 
 def main() -> None:

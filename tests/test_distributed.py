@@ -9,9 +9,13 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from swflow.kernels.sliced import quantile, rank_levels
-from swflow.methods.flows import make_flow
+from swflow.methods.flows import build_flow, make_flow
+from swflow.pipeline.plan import resolve_fixed
 from swflow.privacy import PrivacySpec
-from swflow.simulate.distributed import GatheredCheckpointer, exact_levels, level_error_bound, make_distributed_flow, shard_range, sketch_levels
+from swflow.pipeline.fitting import fit
+from swflow.pipeline.settings import from_keywords
+from swflow.simulate.distributed import (GatheredCheckpointer, ProcessGroup, exact_levels, level_error_bound, shard_range,
+                                        sketch_levels)
 from swflow.simulate.flow import FlowConfig
 
 N_ROWS, N_PARTICLES = 600, 501  # odd: unequal particle shards
@@ -34,21 +38,25 @@ def _worker(rank, world, store_path, out_path, mode, stop_after=None, config=CON
     torch.set_num_threads(1)
     data = _data()
     lo, hi = shard_range(N_ROWS, rank, world)
-    flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=SPEC, config=config,
-                                 n_projections=12, batch_size=200, privacy_seed=7, mode=mode, sketch=64,
-                                 callbacks=[GatheredCheckpointer(f"{out_path}.ckpt" if rank == 0 else None)])
+    settings = from_keywords("dpswflow-r", epsilon=SPEC.epsilon, delta=SPEC.delta, steps=config.steps, n_projections=12,
+                             batch_size=200, privacy_seed=7)
+    plan = settings.plan(N_ROWS, 2)  # resolved on all the rows; each rank runs on its shard
+    group = ProcessGroup(config.n_particles, mode=mode, sketch=64)
+    lo, hi = group.shard(N_ROWS)
+    checkpoints = GatheredCheckpointer(f"{out_path}.ckpt" if rank == 0 else None)
     if stop_after is not None:  # an interrupted run: checkpoint, then the processes die
+        flow = build_flow(data[lo:hi], plan, privacy=SPEC, config=config, privacy_seed=7, callbacks=[checkpoints],
+                          communicator=group)
         flow.setup()
         for _ in range(stop_after):
             flow.step_once()
-        flow.callbacks[0].save(flow)
+        checkpoints.save(flow)
         dist.destroy_process_group()
         return
-    flow.run()
-    particles = flow.gather_particles()
+    result = fit(settings, data[lo:hi], plan=plan, config=config, callbacks=[checkpoints], communicator=group)
     if rank == 0:
-        torch.save({"particles": particles, "ledger": flow.target.ledger.state_dict(),
-                    "epsilon": flow.target.epsilon_spent()}, out_path)
+        torch.save({"particles": result.particles, "ledger": result.report.ledger,
+                    "epsilon": result.report.epsilon}, out_path)
     dist.destroy_process_group()
 
 
@@ -134,10 +142,12 @@ def _hist_worker(rank, world, store_path, out_path, spec, seed_known):
     dist.init_process_group("gloo", init_method=f"file://{store_path}", rank=rank, world_size=world)
     torch.set_num_threads(1)
     data = _data() / 0.8  # inside the unit ball
-    lo, hi = shard_range(N_ROWS, rank, world)
-    flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=N_ROWS, privacy=spec, config=CONFIG,
-                                 n_projections=8, privacy_seed=7, seed_known=seed_known, method_name="dpswflow-hist",
-                                 pool_size=32, bins=16)
+    group = ProcessGroup(CONFIG.n_particles)
+    lo, hi = group.shard(N_ROWS)
+    plan = resolve_fixed("dpswflow-hist", steps=CONFIG.steps, n_projections=8, dataset_size=N_ROWS, dim=2,
+                         privacy=spec, pool_size=32, bins=16)
+    flow = build_flow(data[lo:hi], plan, privacy=spec, config=CONFIG, privacy_seed=7 if seed_known else None,
+                      communicator=group)
     flow.run()
     particles = flow.gather_particles()
     torch.save({"particles": particles, "ledger": flow.target.ledger.state_dict(),

@@ -289,3 +289,19 @@ def test_a_checkpoint_in_the_layout_before_the_shared_simulator_still_resumes(ge
     resumed.run()
     assert torch.equal(resumed.particles, straight.particles)
     assert resumed.target.ledger.state_dict() == straight.target.ledger.state_dict()
+
+
+def test_swf_with_a_smoothing_std_smooths_the_target_side_by_that_std_without_a_claim():
+    # 004 4.1's smoothed flow without privacy: the released projections are the batch's plus N(0, sigma^2)
+    # (Monte Carlo: 200 directions x 400 rows of zeros; the std's standard error is 0.7 / sqrt(160 000) = 0.002)
+    from swflow.privacy import FixedNoiseTarget
+
+    rows = torch.zeros(1000, 3)
+    flow = make_flow("swf", rows, privacy=PrivacySpec(epsilon=math.inf), n_projections=200, batch_size=400,
+                     privacy_seed=3, progress=False, config=FlowConfig(steps=2, n_particles=50, smoothing_std=0.7))
+    assert isinstance(flow.target, FixedNoiseTarget)
+    theta = torch.nn.functional.normalize(torch.randn(3, 200, generator=torch.Generator().manual_seed(0)), dim=0)
+    values, sigma = flow.target.release(theta)
+    assert values.shape == (200, 400) and sigma == 0.7
+    assert abs(float(values.std()) - 0.7) < 0.01 and abs(float(values.mean())) < 0.01
+    assert len(flow.target.ledger) == 0  # no release is recorded: no privacy claim

@@ -221,9 +221,10 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
     import torch
     import torch.distributed as dist
 
-    from ..simulate.distributed import GatheredCheckpointer, make_distributed_flow, shard_range
     from ..io.outdir import RunDir
+    from ..pipeline.fitting import fit
     from ..pipeline.run import write_outputs
+    from ..simulate.distributed import GatheredCheckpointer, ProcessGroup
 
     t0 = time.perf_counter()
     if not method(run.method).sharded:
@@ -246,29 +247,24 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
             out = run_dir.open()
         except ValueError as err:
             refusal = str(err)
-    # The ranks must share the privacy seed. A typed seed lets anyone who knows it reproduce the noise,
-    # so without --privacy-seed rank 0 draws one from the OS and broadcasts it; nobody sees it.
-    news = [refusal, run.privacy_seed if run.privacy_seed is not None else int.from_bytes(os.urandom(8), "little") >> 1]
+    news = [refusal]
     dist.broadcast_object_list(news, src=0)
-    refusal, seed = news
+    refusal = news[0]
     if refusal is not None:
         dist.destroy_process_group()
         raise UsageError(refusal)
     try:
-        lo, hi = shard_range(data.shape[0], rank, world)
-        config = flow_config(args, run, plan)
-        flow = make_distributed_flow(data[lo:hi], offset=lo, dataset_size=data.shape[0], privacy=run.privacy,
-                                     config=replace(config, record_every=0), n_projections=plan.n_projections,
-                                     batch_size=plan.batch_size, privacy_seed=seed,
-                                     seed_known=run.privacy_seed is not None, mode=args.shard_mode,
-                                     method_name=run.method, pool_size=run.shape.pool_size, bins=run.shape.bins,
-                                     callbacks=[GatheredCheckpointer(None if out is None else out / "checkpoint.pt")],
-                                     progress=not args.quiet)
-        flow.run()
-        particles = flow.gather_particles()
+        # the plan is resolved on all the rows; each rank gets its shard, and the ranks share one privacy
+        # seed (ProcessGroup.shared_privacy_seed: the typed one, or one rank 0 draws from the OS)
+        config = replace(flow_config(args, run, plan), record_every=0)
+        group = ProcessGroup(config.n_particles, mode=args.shard_mode)
+        lo, hi = group.shard(data.shape[0])
+        result = fit(run, data[lo:hi], plan=plan, config=config, communicator=group, progress=not args.quiet,
+                     callbacks=[GatheredCheckpointer(None if out is None else out / "checkpoint.pt")],
+                     run_config={**source, "world_size": world, "shard_mode": args.shard_mode})
         if rank == 0:
-            report = flow.privacy_report(run.method, {**source, "world_size": world, "shard_mode": args.shard_mode})
-            write_outputs(out, particles.cpu().numpy(), report, decode)
+            report = result.report
+            write_outputs(out, result.particles.cpu().numpy(), report, decode)
             (out / "checkpoint.pt").unlink(missing_ok=True)
         dist.barrier()  # every rank is done before rank 0 swaps the folder in
     except BaseException as err:

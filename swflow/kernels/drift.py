@@ -69,9 +69,19 @@ class OneProcess:
     sum(t), max(t) : partial results combined over the processes (:class:`GridReduce`)
     sampled_drift(noisy_proj, released, theta) : 004's one-draw drift, with global particle ranks
     gather(particles) : all particles (n, d) in the one-process order
+
+    and, for the builders: ``sharded`` (whether ``data`` is this process's shard of the private rows),
+    ``shard(n)`` (its rows lo, hi) and ``shared_privacy_seed(seed)`` (the seed every process uses, and whether
+    anyone knows it).
     """
 
-    rank, world = 0, 1
+    rank, world, sharded = 0, 1, False
+
+    def shard(self, n: int) -> tuple[int, int]:
+        return 0, n
+
+    def shared_privacy_seed(self, seed: int | None) -> tuple[int | None, bool]:
+        return seed, seed is not None  # None: the target draws a fresh secret seed itself
 
     def keep(self, full: Tensor, dim: int) -> Tensor:
         return full

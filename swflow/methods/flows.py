@@ -7,11 +7,12 @@ from typing import Sequence
 
 import torch
 
+from ..kernels.drift import LOCAL, OneProcess
 from ..pipeline.plan import RunPlan, resolve_fixed
-from ..privacy import PrivacySpec, check_rows, local_target, private_target
+from ..privacy import FixedNoiseTarget, PrivacySpec, check_rows, local_target, private_target, sharded_target
 from ..simulate.callbacks import FlowCallback, ProgressBar
 from ..simulate.flow import FlowConfig, ParticleFlow, Presampled, Resampled
-from .registry import method as method_spec
+from .registry import METHODS, method as method_spec
 
 __all__ = ["make_flow", "build_flow", "build_central", "build_local"]
 
@@ -42,19 +43,26 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
 
 def build_flow(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,
                privacy_seed: int | None = None, callbacks: Sequence[FlowCallback] = (), progress: bool = False,
-               part_of_larger: bool = False) -> ParticleFlow:
+               part_of_larger: bool = False, communicator: OneProcess = LOCAL) -> ParticleFlow:
     """The flow of a resolved ``plan`` (:func:`swflow.pipeline.plan.resolve`): the checks every flow needs, then the
     builder its method's registry entry names. ``part_of_larger``: ``data`` is a part of a data set of
-    ``plan.dataset_size`` rows (see :func:`make_flow`'s ``dataset_size``)."""
+    ``plan.dataset_size`` rows (see :func:`make_flow`'s ``dataset_size``). ``communicator``: where the
+    particles live; a :class:`~swflow.simulate.distributed.ProcessGroup` makes ``data`` this rank's shard
+    (``communicator.shard(plan.dataset_size)``) of the private rows, for the methods that shard."""
     spec = _check(plan.method, data, privacy, part_of_larger=part_of_larger)
+    if communicator.sharded and not spec.sharded:
+        raise ValueError(f"{plan.method} does not run sharded over processes; these do: "
+                         f"{', '.join(name for name, s in METHODS.items() if s.sharded)}")
     return _build(spec, data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
-                  progress=progress, part_of_larger=part_of_larger)
+                  progress=progress and communicator.rank == 0, part_of_larger=part_of_larger,
+                  communicator=communicator)
 
 
-def _build(spec, data, plan: RunPlan, *, privacy, config, privacy_seed, callbacks, progress, part_of_larger):
+def _build(spec, data, plan: RunPlan, *, privacy, config, privacy_seed, callbacks, progress, part_of_larger,
+           communicator=LOCAL):
     callbacks = [*callbacks, *([ProgressBar()] if progress else [])]
     return spec.builder()(data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
-                          part_of_larger=part_of_larger)
+                          part_of_larger=part_of_larger, communicator=communicator)
 
 
 def _check(method: str, data, privacy: PrivacySpec, *, part_of_larger: bool):
@@ -77,13 +85,24 @@ def _check(method: str, data, privacy: PrivacySpec, *, part_of_larger: bool):
 
 
 def build_central(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,
-                  privacy_seed: int | None, callbacks: list[FlowCallback], **_) -> ParticleFlow:
+                  privacy_seed: int | None, callbacks: list[FlowCallback], communicator: OneProcess = LOCAL,
+                  **_) -> ParticleFlow:
     """The flows of 004: a release of a batch's projections on fresh directions per step (dpswflow-r; swf
-    without noise), or one release of every row on a pool of directions (dpswflow)."""
-    strategy = (Resampled(plan.n_projections) if method_spec(plan.method).release.per_step  # fresh each step
+    without noise), or one release of every row on a pool of directions (dpswflow). swf with a
+    ``smoothing_std`` σ > 0 is 004 §4.1's smoothed flow without privacy: both projected sets smoothed by σ."""
+    release = method_spec(plan.method).release
+    strategy = (Resampled(plan.n_projections) if release.per_step  # fresh each step
                 else Presampled(plan.release.n_projections, plan.n_projections))  # steps pick from the released pool
-    target = private_target(data, privacy, plan.release, privacy_seed=privacy_seed, device=config.device)
-    return ParticleFlow(target, strategy, config, callbacks=callbacks)
+    if communicator.sharded:  # data: this rank's rows; every rank draws the same batches from one seed
+        seed, known = communicator.shared_privacy_seed(privacy_seed)
+        target = sharded_target(data, privacy, plan.release, offset=communicator.shard(plan.dataset_size)[0],
+                                privacy_seed=seed, seed_known=known)
+    elif not release.private and config.smoothing_std:
+        target = FixedNoiseTarget(data if config.device is None else data.to(config.device), config.smoothing_std,
+                                  seed=privacy_seed, batch_size=plan.release.sample_size)
+    else:
+        target = private_target(data, privacy, plan.release, privacy_seed=privacy_seed, device=config.device)
+    return ParticleFlow(target, strategy, config, callbacks=callbacks, communicator=communicator)
 
 
 def build_local(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,

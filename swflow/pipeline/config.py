@@ -153,7 +153,8 @@ class SimulatorSettings:
     diffusion: float = _option(0.0, "diffusion lambda >= 0 (noise sqrt(2 lambda h) per step)")
     smoothing: str = _option("exact", "particle-side smoothing: the exact Gaussian expectation on a grid, or "
                              "004's one random draw per particle and direction (to reproduce the paper)", SMOOTHINGS)
-    smoothing_std: float | None = _option(None, "particle-side smoothing std (default: the release's noise std)")
+    smoothing_std: float | None = _option(None, "particle-side smoothing std (default: the release's noise std); "
+                                          "for swf (no privacy) it smooths both projected sets (004 4.1)")
     particle_cdf: str | None = _option(None, "with no particle-side smoothing: the particles' ranks by sorting, "
                                        "or read on a 2048-point grid (no sort; faster, within one grid cell). "
                                        "Default: binned for dpswflow-hist, sorted otherwise", PARTICLE_CDFS)

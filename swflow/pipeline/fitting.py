@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from torch import Tensor
 
+from ..kernels.drift import LOCAL, OneProcess
 from ..methods.registry import method as method_spec
 from ..privacy import PrivacyReport
 from ..simulate.callbacks import FlowCallback
@@ -43,7 +44,7 @@ class RunResult:
 
 def fit(settings: Settings, data, *, plan: RunPlan | None = None, config: FlowConfig | None = None,
         callbacks: Sequence[FlowCallback] = (), run_config: dict | None = None, progress: bool = False,
-        threads: int | None = None, part_of_larger: bool = False) -> RunResult:
+        threads: int | None = None, part_of_larger: bool = False, communicator: OneProcess = LOCAL) -> RunResult:
     """Run ``settings`` on the private rows ``data`` (m, d): spend the budget once.
 
     ``plan`` defaults to ``settings.plan(m, d)`` and a flow's ``config`` to ``settings.flow_config(plan)``;
@@ -51,11 +52,15 @@ def fit(settings: Settings, data, *, plan: RunPlan | None = None, config: FlowCo
     is added to the report's record of the run. ``threads``: torch threads while the steps run
     (:mod:`swflow.simulate.threads`; None leaves the process's setting alone). ``part_of_larger``: ``data`` is one
     part (a class) of a data set of ``plan.dataset_size`` rows whose own size stays private (histogram
-    releases only, :mod:`swflow.pipeline.conditional`)."""
+    releases only, :mod:`swflow.pipeline.conditional`). ``communicator``: a flow's particles sharded over
+    torch.distributed ranks (:class:`swflow.simulate.distributed.ProcessGroup`; ``data`` is then this rank's
+    shard and ``plan`` is resolved on all the rows); the result's particles are all of them, on every rank."""
     from ..privacy import privacy_report
 
     plan = plan or settings.plan(*data.shape)
     if method_spec(settings.method).kind == "generator":
+        if communicator.sharded:
+            raise ValueError(f"{settings.method} is a generator: only flows run sharded over processes")
         from ..methods.generators import make_generator
 
         model = make_generator(settings.method, data, privacy=settings.privacy, steps=plan.steps,
@@ -71,8 +76,9 @@ def fit(settings: Settings, data, *, plan: RunPlan | None = None, config: FlowCo
 
     flow = build_flow(data, plan, privacy=settings.privacy, config=config or settings.flow_config(plan),
                       privacy_seed=settings.privacy_seed, callbacks=callbacks, progress=progress,
-                      part_of_larger=part_of_larger)
+                      part_of_larger=part_of_larger, communicator=communicator)
     with torch_threads(threads):
         result = flow.run()
-    return RunResult(plan, flow.privacy_report(settings.method, run_config), particles=result.particles,
+    particles = flow.gather_particles() if communicator.sharded else result.particles
+    return RunResult(plan, flow.privacy_report(settings.method, run_config), particles=particles,
                      diagnostics=result.diagnostics)

@@ -58,15 +58,15 @@ class ShardedTarget(PrivateTarget):
 
 
 class FixedNoiseTarget(PrivateTarget):
-    """Projections of every row plus N(0, σ²) with a fixed σ: a smoothing knob for experiments, not a
-    privacy mechanism (no calibration, no ledger entries, ε = ∞ in its report)."""
+    """Projections of a batch of ``batch_size`` rows (None: every row) plus N(0, σ²) with a fixed σ: swf's
+    smoothing (004 §4.1), not a privacy mechanism (no calibration, no ledger entries, ε = ∞ in its report)."""
 
-    def __init__(self, data: Tensor, noise_std: float, *, seed: int):
-        super().__init__(data, None, noise=NoiseSource(seed), ledger=PrivacyLedger())
+    def __init__(self, data: Tensor, noise_std: float, *, seed: int | None, batch_size: int | None = None):
+        super().__init__(data, None, noise=NoiseSource(seed), ledger=PrivacyLedger(), batch_size=batch_size)
         self.noise_std_value = float(noise_std)
 
     def release(self, theta: Tensor) -> tuple[Tensor, float]:
-        values = project(self._data, theta.to(device=self._data.device, dtype=self._data.dtype))
+        values = project(self._batch(), theta.to(device=self._data.device, dtype=self._data.dtype))
         values = values + self._noise.gaussian(tuple(values.shape), self.noise_std_value, device=values.device,
                                                dtype=values.dtype)
         return sort_rows(values)[0], self.noise_std_value

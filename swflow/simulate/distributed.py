@@ -22,8 +22,10 @@ mass); the sampled estimator (``smoothing='sampled'``) needs global ranks, in on
 Checkpoints: one file, written by rank 0, holds every rank's state (:class:`GatheredCheckpointer`), so
 a run folder has one writer; a resumed run hands each rank its own state back.
 
-Run under ``torchrun --nproc-per-node N``; ``init_process_group`` is the caller's (see
-experiments/bench_distributed.py).
+Run under ``torchrun --nproc-per-node N``; ``init_process_group`` is the caller's. A sharded run is an
+ordinary one with this communicator: ``fit(settings, rows[lo:hi], plan=plan,
+communicator=ProcessGroup(n_particles))``, with ``plan`` resolved on all the rows (see
+experiments/bench_distributed.py and ``torchrun swflow generate``).
 """
 from __future__ import annotations
 
@@ -36,14 +38,10 @@ from torch import Tensor
 
 from ..kernels.drift import DriftResult, pull_back
 from ..kernels.sliced import cdf, quantile, rank_levels, sort_rows
-from ..methods.registry import method
-from ..pipeline.plan import resolve_fixed
-from ..privacy import PrivacySpec, sharded_target
-from .callbacks import FlowCallback, ProgressBar
-from .flow import FlowConfig, ParticleFlow, Resampled
+from .callbacks import FlowCallback
 
-__all__ = ["ProcessGroup", "GatheredCheckpointer", "shard_range", "make_distributed_flow", "exact_levels",
-           "sketch_levels", "level_error_bound"]
+__all__ = ["ProcessGroup", "GatheredCheckpointer", "shard_range", "exact_levels", "sketch_levels",
+           "level_error_bound"]
 
 
 class GatheredCheckpointer(FlowCallback):
@@ -131,12 +129,28 @@ class ProcessGroup:
     particle ranks that 004's one-draw drift needs are global, exact (an all-gather of the sorted shards)
     or from per-rank quantile sketches (``mode='sketch'``, ``sketch`` levels)."""
 
+    sharded = True  # the builders get this rank's contiguous shard of the private rows (shard_range)
+
     def __init__(self, n_particles: int, *, mode: str = "exact", sketch: int = 256):
         if mode not in ("exact", "sketch"):
             raise ValueError(f"mode must be 'exact' or 'sketch', got {mode!r}")
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.n, self.mode, self.sketch = n_particles, mode, sketch
         self.lo, self.hi = shard_range(n_particles, self.rank, self.world)
+
+    def shard(self, n: int) -> tuple[int, int]:
+        """This rank's rows [lo, hi) of ``n`` private rows."""
+        return shard_range(n, self.rank, self.world)
+
+    def shared_privacy_seed(self, seed: int | None) -> tuple[int, bool]:
+        """The privacy seed of every rank (they must draw the same batches) and whether anyone knows it: a
+        typed ``seed`` lets whoever knows it reproduce the noise, so without one rank 0 draws a seed from
+        the OS and broadcasts it, and nobody sees it."""
+        if seed is not None:
+            return seed, True
+        shared = [int.from_bytes(os.urandom(8), "little") >> 1 if self.rank == 0 else None]
+        dist.broadcast_object_list(shared, src=0)
+        return shared[0], False
 
     def keep(self, full: Tensor, dim: int) -> Tensor:
         return full.narrow(dim, self.lo, self.hi - self.lo).clone()  # its own memory, not a view of all n
@@ -179,33 +193,3 @@ class ProcessGroup:
 
     def gather(self, particles: Tensor) -> Tensor:
         return torch.cat(self._gather_sorted(particles.T.contiguous()), dim=1).T.contiguous()
-
-
-def make_distributed_flow(data_shard: Tensor, *, offset: int, dataset_size: int, privacy: PrivacySpec,
-                          config: FlowConfig, n_projections: int, batch_size: int | None = None,
-                          privacy_seed: int = 0, seed_known: bool = True, mode: str = "exact",
-                          sketch: int = 256, callbacks=(), method_name: str = "dpswflow-r",
-                          pool_size: int | None = None, bins: int | None = None,
-                          progress: bool = False) -> ParticleFlow:
-    """A sharded method (registry: ``sharded``; dpswflow-r, swf, dpswflow-hist) with this rank's shard of
-    the private rows. ``progress``: a progress bar on rank 0."""
-    spec = method(method_name)
-    if not spec.sharded:
-        raise ValueError(f"{method_name} does not run sharded over processes")
-    plan = resolve_fixed(method_name, steps=config.steps, n_projections=n_projections, dataset_size=dataset_size,
-                         dim=data_shard.shape[1], privacy=privacy, batch_size=batch_size, pool_size=pool_size,
-                         bins=bins, step_size=config.step_size)
-    if spec.release.of_counts:
-        from ..methods.histogram import simulator_parts
-        from ..privacy.targets import sharded_histogram_target
-
-        target = sharded_histogram_target(data_shard, privacy, plan.release, bins=plan.bins, privacy_seed=privacy_seed,
-                                          seed_known=seed_known)
-        strategy, config = simulator_parts(plan, config)
-    else:
-        target = sharded_target(data_shard, privacy, plan.release, offset=offset, privacy_seed=privacy_seed,
-                                seed_known=seed_known)
-        strategy = Resampled(plan.n_projections)
-    group = ProcessGroup(config.n_particles, mode=mode, sketch=sketch)
-    bar = [ProgressBar()] if progress and group.rank == 0 else []
-    return ParticleFlow(target, strategy, config, callbacks=[*callbacks, *bar], communicator=group)
