@@ -356,3 +356,35 @@ def test_conditional_nearest_public_images_show_their_labels(tmp_path):
 def test_a_synthesizer_refuses_settings_it_cannot_honour():
     with pytest.raises(ValueError, match="no trajectory frames or checkpoints"):
         Synthesizer("swf", checkpoint_every=5)
+
+
+@pytest.mark.parametrize("method", ["dpswflow-hist", "dpswgen"])
+def test_generate_reads_no_flag_once_its_settings_exist(tmp_path, monkeypatch, method):
+    # the flags become the frozen settings and a request; any read of a flag after that is an error here
+    import argparse
+
+    import swflow.cli.generate as generate
+    from swflow.cli import build_parser
+
+    class Watched(argparse.Namespace):
+        def __getattribute__(self, name):
+            if not name.startswith("_") and object.__getattribute__(self, "__dict__").get("_sealed"):
+                raise AssertionError(f"the flag {name} was read after the settings were built")
+            return object.__getattribute__(self, name)
+
+    built = generate.settings
+
+    def settings_then_seal(args, **kwargs):
+        run = built(args, **kwargs)
+        args.__dict__["_sealed"] = True
+        return run
+
+    monkeypatch.setattr(generate, "settings", settings_then_seal)
+    rows = np.random.default_rng(0).normal(size=(300, 4)).astype(np.float32)
+    np.save(tmp_path / "rows.npy", rows / np.linalg.norm(rows, axis=1, keepdims=True))
+    args = build_parser().parse_args(["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere",
+                                      "--method", method, "--epsilon", "5", "--steps", "3", "--n-particles", "50",
+                                      "--quiet", "--out", str(tmp_path / "run")])
+    watched = Watched(**vars(args))
+    assert generate.cmd_generate(watched) == 0 and watched.__dict__["_sealed"]
+    assert json.loads((tmp_path / "run" / "privacy.json").read_text())["method"] == method

@@ -118,10 +118,3 @@ def flow_config_args(p: argparse.ArgumentParser) -> None:
                    "from the OS (under torchrun, drawn by rank 0 and broadcast)")
     g.add_argument("--shard-mode", choices=("exact", "sketch"), default="exact",
                    help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
-
-
-def flow_config(args, settings, plan):
-    """The simulator configuration of ``plan``; --record-every 0 means about 50 frames over the run."""
-    from dataclasses import replace
-
-    return replace(settings.flow_config(plan), record_every=args.record_every or max(1, plan.steps // 50))

@@ -4,15 +4,40 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..methods.registry import METHODS, method
-from ._common import (DATASETS, RunFailed, UsageError, _as_flags, flow_config, flow_config_args, privacy_args, run_plan,
-                      settings, shape_args, staged)
+from ._common import (DATASETS, RunFailed, UsageError, _as_flags, flow_config_args, privacy_args, run_plan, settings,
+                      shape_args, staged)
 from .autoencoder import write_gif
+
+
+@dataclass(frozen=True)
+class Request:
+    """What `swflow generate` is asked besides the run's settings: where the run goes and how it reports.
+    Built once from the flags, beside the settings; nothing reads the flags after these two exist."""
+
+    out: str
+    inputs: tuple  # the private files (--data, --images): an output folder may not hold them
+    overwrite: bool = False
+    resume: bool = False
+    quiet: bool = False
+    conditional: bool = False
+    labels_public: bool = False
+    label_set: tuple[int, ...] = ()  # the public label set of a --conditional --dataset run
+    dataset: str | None = None
+    decoder: str = "autoencoder"
+    shard_mode: str = "exact"
+
+    @classmethod
+    def of(cls, args) -> "Request":
+        return cls(out=args.out, inputs=(args.data, args.images), overwrite=args.overwrite, resume=args.resume,
+                   quiet=args.quiet, conditional=args.conditional, labels_public=args.labels_public,
+                   label_set=_label_set(args) if args.conditional and args.dataset is not None else (),
+                   dataset=args.dataset, decoder=args.decoder, shard_mode=args.shard_mode)
 
 
 def cmd_generate(args) -> int:
@@ -28,7 +53,12 @@ def cmd_generate(args) -> int:
     if args.decoder == "nearest-public" and args.data is not None:
         raise UsageError("--decoder nearest-public picks public images by their codes: it needs --dataset or "
                          "--images (rows of --data have no public images)")
+    if args.labels_public and not args.conditional:
+        raise UsageError("--labels-public applies to --conditional runs only")
+    if args.conditional and method(args.method).kind != "flow":
+        raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     decode, labels, source, norm_bound, private_images = None, None, {"data": str(args.data)}, None, None
+    manifold = "sphere"  # codes of an autoencoder lie on the unit sphere
     if args.dataset is not None:
         from ..io.latents import encoded_split
 
@@ -44,38 +74,38 @@ def cmd_generate(args) -> int:
     elif args.images is not None:
         data, decode, meta, source, private_images = _encode_own_images(args)
     else:
-        norm_bound = _set_manifold_from_domain(args)
+        manifold, norm_bound = _manifold_from_domain(args)
         data = _private_rows(args)
     if args.decoder == "nearest-public":
         from ..io.latents import nearest_public_decoder, run_autoencoder
 
         decode = nearest_public_decoder(run_autoencoder(source)[0], meta, root=args.data_root)
         source["decoder"] = "nearest-public"
-    run = settings(args, manifold="sphere" if args.dataset is not None else "ball", norm_bound=norm_bound)
+    request = Request.of(args)
+    run = settings(args, manifold=manifold, norm_bound=norm_bound)
     plan = run_plan(run, data.shape[0], data.shape[1])
+    if not run.flow.record_every:  # the command's default: about 50 trajectory frames over the run
+        run = replace(run, flow=replace(run.flow, record_every=max(1, plan.steps // 50)))
+    # from here on: the settings, the plan and the request; the flags are not read again
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
     try:
         check_run(method=run.method, settings=run, plan=plan, dim=data.shape[1], image_values=image_values,
-                  out=args.out, streamed_chunk=getattr(data, "chunk_rows", None))
+                  out=request.out, streamed_chunk=getattr(data, "chunk_rows", None))
     except ValueError as err:
         raise UsageError(_as_flags(str(err))) from None
-    if args.labels_public and not args.conditional:
-        raise UsageError("--labels-public applies to --conditional runs only")
-    if args.conditional and method(args.method).kind != "flow":
-        raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: rank 0 owns the run folder
-        return _generate_distributed(args, data, run, plan, decode, source)
+        return _generate_distributed(request, data, run, plan, decode, source)
     if run.adapt.adapt_decoder:
-        if private_images is None or args.decoder != "autoencoder" or args.conditional:
+        if private_images is None or request.decoder != "autoencoder" or request.conditional:
             raise UsageError("--adapt-decoder fine-tunes an autoencoder's sampling decoder on the private images: it "
                              "needs --dataset or --images, the default --decoder, and no --conditional")
-        with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images)) as out:
-            return _generate_adapted(out, args, data, private_images, run, plan, meta, source)
-    with staged(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images)) as out:
-        return _generate_into(out, args, data, labels, run, plan, decode, source)
+        with staged(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs) as out:
+            return _generate_adapted(out, request, data, private_images, run, plan, meta, source)
+    with staged(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs) as out:
+        return _generate_into(out, request, data, labels, run, plan, decode, source)
 
 
-def _generate_adapted(out: Path, args, data, images, run, plan, meta: dict, source: dict) -> int:
+def _generate_adapted(out: Path, request: Request, data, images, run, plan, meta: dict, source: dict) -> int:
     """--adapt-decoder: the histogram flow and a DP-SGD adaptation of the decoder, one budget."""
     from ..io.latents import run_autoencoder
     from ..pipeline.run import run_adapted_flow_to_dir
@@ -83,11 +113,11 @@ def _generate_adapted(out: Path, args, data, images, run, plan, meta: dict, sour
 
     t0 = time.perf_counter()
     model, meta = run_autoencoder(source)
-    config = flow_config(args, run, plan)
+    config = run.flow_config(plan)
     report = run_adapted_flow_to_dir(run, data, images, out, plan=plan, config=config, model=model, meta=meta,
-                                     run_config=source, progress=not args.quiet,
+                                     run_config=source, progress=not request.quiet,
                                      threads=step_threads(config.n_particles, plan.n_projections))
-    print(f"{report.statement}\nwrote {args.out}/ (privacy.json with both releases, the adapted decoder decoder.pt, "
+    print(f"{report.statement}\nwrote {request.out}/ (privacy.json with both releases, the adapted decoder decoder.pt, "
           f"samples.h5, trajectory.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -117,7 +147,6 @@ def _encode_own_images(args):
                              "from the private images, or retrain the autoencoder without them")
     if args.manifold not in (None, "sphere"):
         raise UsageError("the autoencoder's codes lie on the unit sphere: --images runs use --manifold sphere")
-    args.manifold = "sphere"
     print(f"{args.images}: {len(images)} private images, encoded by {meta['name']} ({meta['architecture']}, "
           f"latent {meta['latent']}, trained on {meta.get('source', {}).get('path', meta['dataset'])})")
     where = Path(args.checkpoint)
@@ -143,57 +172,56 @@ def _private_rows(args):
     return torch.from_numpy(load_array(args.data))
 
 
-def _set_manifold_from_domain(args) -> float | None:
-    """--data: the manifold the file declares (swflow encode writes 'sphere'), else the one the user states; returns
-    the bound R the file declares on its rows' norms (None: it declares none, and R = 1). The rows' norms are
-    private, so neither is ever guessed from them."""
+def _manifold_from_domain(args) -> tuple[str, float | None]:
+    """--data: the manifold the file declares (swflow encode writes 'sphere'), else the one the user states (a typed
+    --manifold wins either way), and the bound R the file declares on its rows' norms (None: it declares none, and
+    R = 1). The rows' norms are private, so neither is ever guessed from them."""
     from ..io.data import declared_domain
 
     domain = declared_domain(args.data)
     if args.manifold is None and domain is not None:
-        args.manifold = domain["domain"]
         print(f"{args.data} declares its rows on the {domain['domain']} (R = {domain['norm_bound']:g}"
               + (f", encoded by {domain['autoencoder']}" if "autoencoder" in domain else "") + f"): --manifold "
-              f"{args.manifold}")
+              f"{domain['domain']}")
     elif args.manifold is None and method(args.method).kind == "flow":
         raise UsageError(f"{args.data} does not say where its rows live: pass --manifold sphere (rows on the unit "
                          "sphere, such as autoencoder latents) or --manifold ball (rows anywhere in the ball of "
                          "radius R). Files from `swflow encode` declare it themselves")
-    return None if domain is None else domain["norm_bound"]
+    return ("ball" if domain is None else domain["domain"]), (None if domain is None else domain["norm_bound"])
 
 
-def _generate_into(out: Path, args, data, labels, run, plan, decode, source: dict) -> int:
+def _generate_into(out: Path, request: Request, data, labels, run, plan, decode, source: dict) -> int:
     from ..pipeline.run import run_flow_to_dir, run_generator_to_dir
     from ..simulate.threads import step_threads
 
     t0 = time.perf_counter()
     if method(run.method).kind == "generator":
-        report = run_generator_to_dir(run, data, out, plan=plan, decoder=decode, progress=not args.quiet,
+        report = run_generator_to_dir(run, data, out, plan=plan, decoder=decode, progress=not request.quiet,
                                       checkpoint_every=run.flow.checkpoint_every,
                                       run_config={**source, "steps": plan.steps, "batch_size": plan.rows_per_step,
                                                   **run.option_values()})
-        print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) "
+        print(f"{report.statement}\nwrote {request.out}/ (privacy.json, samples.h5, samples.png) "
               f"in {time.perf_counter() - t0:.1f} s")
         return 0
-    config = flow_config(args, run, plan)
+    config = run.flow_config(plan)
     threads = step_threads(config.n_particles, plan.n_projections)
-    if args.conditional:
+    if request.conditional:
         from ..pipeline.conditional import run_conditional_to_dir
 
-        if args.dataset is None:
+        if request.dataset is None:
             raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
-        report = run_conditional_to_dir(run, data, labels, out, classes=_label_set(args), plan=plan, config=config,
-                                        labels_public=args.labels_public, decoder=decode, run_config=source,
-                                        progress=not args.quiet, threads=threads)
+        report = run_conditional_to_dir(run, data, labels, out, classes=request.label_set, plan=plan, config=config,
+                                        labels_public=request.labels_public, decoder=decode, run_config=source,
+                                        progress=not request.quiet, threads=threads)
         print(f"{report.statement}\n  {report.notes.get('labels_note', '')}\n"
-              f"wrote {args.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
+              f"wrote {request.out}/ (privacy.json, samples.h5 with labels, samples.png; one flow per class in "
               f"classes/) in {time.perf_counter() - t0:.1f} s")
         return 0
     report = run_flow_to_dir(run, data, out, plan=plan, config=config, decoder=decode, run_config=source,
-                             progress=not args.quiet, threads=threads).report
+                             progress=not request.quiet, threads=threads).report
     if decode is not None:
         write_gif(out, decode)
-    print(f"{report.statement}\nwrote {args.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
+    print(f"{report.statement}\nwrote {request.out}/ (privacy.json, samples.h5, trajectory.h5, samples.png) "
           f"in {time.perf_counter() - t0:.1f} s")
     return 0
 
@@ -211,7 +239,7 @@ def _label_set(args) -> tuple[int, ...]:
     return LABEL_SETS[args.dataset]
 
 
-def _generate_distributed(args, data, run, plan, decode, source) -> int:
+def _generate_distributed(request: Request, data, run, plan, decode, source) -> int:
     """`torchrun --nproc-per-node N swflow generate ...`: particles and private rows sharded over the
     ranks (gloo on CPU, NCCL on CUDA), exact global ranks. Rank 0 owns the run folder: it alone checks
     it, takes its lock, writes the one checkpoint (every rank's state, gathered) and the outputs; the
@@ -230,7 +258,7 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
     if not method(run.method).sharded:
         sharded = ", ".join(name for name, spec in METHODS.items() if spec.sharded)
         raise UsageError(f"under torchrun only {sharded} are sharded, not {run.method}")
-    if args.conditional:
+    if request.conditional:
         raise UsageError("--conditional runs one flow per class in one process; run it without torchrun")
     if run.privacy.secure_noise:
         raise UsageError("under torchrun the ranks must draw the same batches from one shared privacy seed, "
@@ -243,7 +271,7 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
     run_dir, out, refusal = None, None, None
     if rank == 0:
         try:
-            run_dir = RunDir(args.out, overwrite=args.overwrite, resume=args.resume, inputs=(args.data, args.images))
+            run_dir = RunDir(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs)
             out = run_dir.open()
         except ValueError as err:
             refusal = str(err)
@@ -256,12 +284,12 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
     try:
         # the plan is resolved on all the rows; each rank gets its shard, and the ranks share one privacy
         # seed (ProcessGroup.shared_privacy_seed: the typed one, or one rank 0 draws from the OS)
-        config = replace(flow_config(args, run, plan), record_every=0)
-        group = ProcessGroup(config.n_particles, mode=args.shard_mode)
+        config = replace(run.flow_config(plan), record_every=0)
+        group = ProcessGroup(config.n_particles, mode=request.shard_mode)
         lo, hi = group.shard(data.shape[0])
-        result = fit(run, data[lo:hi], plan=plan, config=config, communicator=group, progress=not args.quiet,
+        result = fit(run, data[lo:hi], plan=plan, config=config, communicator=group, progress=not request.quiet,
                      callbacks=[GatheredCheckpointer(None if out is None else out / "checkpoint.pt")],
-                     run_config={**source, "world_size": world, "shard_mode": args.shard_mode})
+                     run_config={**source, "world_size": world, "shard_mode": request.shard_mode})
         if rank == 0:
             report = result.report
             write_outputs(out, result.particles.cpu().numpy(), report, decode)
@@ -276,7 +304,7 @@ def _generate_distributed(args, data, run, plan, decode, source) -> int:
         raise
     if rank == 0:
         run_dir.commit()
-        print(f"{report.statement}\nwrote {args.out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
+        print(f"{report.statement}\nwrote {request.out}/ on {world} ranks in {time.perf_counter() - t0:.1f} s")
     dist.destroy_process_group()
     return 0
 
