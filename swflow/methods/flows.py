@@ -93,11 +93,14 @@ def build_central(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, co
     release = method_spec(plan.method).release
     strategy = (Resampled(plan.n_projections) if release.per_step  # fresh each step
                 else Presampled(plan.release.n_projections, plan.n_projections))  # steps pick from the released pool
+    smoothed = not release.private and bool(config.smoothing_std)
+    if communicator.sharded and smoothed:
+        raise ValueError("swf with a smoothing_std (both projected sets smoothed) runs in one process")
     if communicator.sharded:  # data: this rank's rows; every rank draws the same batches from one seed
         seed, known = communicator.shared_privacy_seed(privacy_seed)
         target = sharded_target(data, privacy, plan.release, offset=communicator.shard(plan.dataset_size)[0],
                                 privacy_seed=seed, seed_known=known)
-    elif not release.private and config.smoothing_std:
+    elif smoothed:
         target = FixedNoiseTarget(data if config.device is None else data.to(config.device), config.smoothing_std,
                                   seed=privacy_seed, batch_size=plan.release.sample_size)
     else:
