@@ -36,6 +36,7 @@ class MethodSpec:
         "package.module:function"
     noise_on : what the Gaussian noise is added to: 'projections' or 'gradient'
     default_projections : directions per step when the run does not say
+    default_batch : rows per step when the run does not say
     """
 
     name: str
@@ -46,6 +47,7 @@ class MethodSpec:
     module: str
     noise_on: str = "projections"
     default_projections: int = 70
+    default_batch: int = 250
     # runs under torchrun with the private rows sharded over the ranks (swflow.simulate.distributed)
     sharded: bool = False
     options: str | None = None  # "module:Dataclass" whose fields with a help text are the method's own options
@@ -79,6 +81,12 @@ class MethodSpec:
         if n_projections is not None and n_projections < 1:
             raise ValueError(f"n_projections must be >= 1, got {n_projections}")
         return self.default_projections if n_projections is None else n_projections
+
+    def batch_rows(self, batch_size: int | None) -> int:
+        """Rows per step asked for: the run's, else the method's default (a full batch when it covers every row)."""
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        return self.default_batch if batch_size is None else batch_size
 
     def step_size(self, *, dataset_size: int, privacy) -> float:
         """The step size h when the run does not give one (the release's rule)."""
@@ -143,8 +151,10 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 25),
                "swflow.methods.generators.dpsgd_sw", noise_on="gradient",
                options="swflow.pipeline.config:ClippedGradientOptions"),
+    # batches of 1000: exact OT between minibatches is biased, less so for larger ones (generator_defaults.py)
     MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "
-               "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.methods.generators.ldp_sinkhorn"),
+               "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.methods.generators.ldp_sinkhorn",
+               default_batch=1000),
 )}
 
 def method(name: str) -> MethodSpec:

@@ -127,9 +127,10 @@ class RunShape:
                 "of the released histogram (default: a rule of n and epsilon)"})
     bins: int | None = field(default=None, metadata={
         "help": "dpswflow-hist: bins B per direction on [-R, R] (default: a rule of n and epsilon)"})
-    batch_size: int = field(default=250, metadata={
-        "help": "private rows per step (dpswflow-r, swf, the LDP flow and generators); a batch that covers "
-                "every row is a full batch, and dpswflow always releases every row once"})
+    batch_size: int | None = field(default=None, metadata={
+        "help": "private rows per step (dpswflow-r, swf, the LDP flow and generators; default: the method's, 250, "
+                "or 1000 for ldp-sinkhorn-gen); a batch that covers every row is a full batch, and dpswflow always "
+                "releases every row once"})
 
 
 def _option(default, help: str, choices: tuple | None = None):

@@ -68,8 +68,9 @@ class Synthesizer:
         :class:`~swflow.pipeline.config.SimulatorSettings` (n_particles, step_size, manifold, smoothing, seed, device,
         ...) and the method's own options, as keywords; ``privacy_seed`` (reproducible noise, for experiments
         only) and ``sketch`` (flows: quantile levels kept per released direction). Defaults are those of the
-        command line: steps from the method's default length, batches of 250. ``autoencoder``: fit on images
-        (see the module's docstring); its codes lie on the unit sphere, so the flow runs there.
+        command line: steps from the method's default length, its default batch (250; ldp-sinkhorn-gen 1000).
+        ``autoencoder``: fit on images (see the module's docstring); its codes lie on the unit sphere, so the flow
+        runs there.
         ``conditional``, ``classes`` (the public label set), ``labels_public``: one flow per class. The resolved
         :class:`~swflow.pipeline.settings.Settings` is ``self.settings``; bad settings fail here, before any data."""
         from .settings import from_keywords

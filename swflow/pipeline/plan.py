@@ -55,18 +55,17 @@ def resolve(method_name: str, shape: RunShape, *, dataset_size: int, dim: int, p
         raise ValueError(f"a run needs at least one private row, got {dataset_size}")
     if dim < 1:
         raise ValueError(f"rows need at least one coordinate, got dim = {dim}")
-    if shape.batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {shape.batch_size}")
+    batch_size = spec.batch_rows(shape.batch_size)
     steps = spec.run_length(steps=shape.steps, epochs=shape.epochs, dataset_size=dataset_size,
-                            batch_size=shape.batch_size)
+                            batch_size=batch_size)
     if spec.kind == "flow" and step_size is None:
         step_size = spec.step_size(dataset_size=dataset_size, privacy=privacy)
     n_projections = spec.projections(shape.n_projections)
     release, bins = (None, None) if spec.local else spec.release.resolve(
         steps=steps, dataset_size=dataset_size, dim=dim, n_projections=n_projections, privacy=privacy,
-        batch_size=shape.batch_size, pool_size=shape.pool_size, bins=shape.bins)
+        batch_size=batch_size, pool_size=shape.pool_size, bins=shape.bins)
     return RunPlan(method=method_name, dataset_size=dataset_size, dim=dim, steps=steps,
-                   batch_size=spec.batch(shape.batch_size, dataset_size), n_projections=n_projections,
+                   batch_size=spec.batch(batch_size, dataset_size), n_projections=n_projections,
                    step_size=step_size if spec.kind == "flow" else None, release=release, bins=bins)
 
 
