@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..methods.registry import METHODS, method
+from ..methods.registry import method, sharded_methods
 from ._common import (DATASETS, RunFailed, UsageError, _as_flags, flow_config_args, privacy_args, run_plan, settings,
                       shape_args, staged)
 from .autoencoder import write_gif
@@ -27,8 +27,7 @@ class Request:
     quiet: bool = False
     conditional: bool = False
     labels_public: bool = False
-    label_set: tuple[int, ...] = ()  # the public label set of a --conditional --dataset run
-    dataset: str | None = None
+    label_set: tuple[int, ...] = ()  # the public label set of a --conditional run
     decoder: str = "autoencoder"
     shard_mode: str = "exact"
 
@@ -36,8 +35,8 @@ class Request:
     def of(cls, args) -> "Request":
         return cls(out=args.out, inputs=(args.data, args.images), overwrite=args.overwrite, resume=args.resume,
                    quiet=args.quiet, conditional=args.conditional, labels_public=args.labels_public,
-                   label_set=_label_set(args) if args.conditional and args.dataset is not None else (),
-                   dataset=args.dataset, decoder=args.decoder, shard_mode=args.shard_mode)
+                   label_set=_label_set(args) if args.conditional else (), decoder=args.decoder,
+                   shard_mode=args.shard_mode)
 
 
 def cmd_generate(args) -> int:
@@ -57,6 +56,8 @@ def cmd_generate(args) -> int:
         raise UsageError("--labels-public applies to --conditional runs only")
     if args.conditional and method(args.method).kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
+    if args.conditional and args.dataset is None:
+        raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
     decode, labels, source, norm_bound, private_images = None, None, {"data": str(args.data)}, None, None
     manifold = "sphere"  # codes of an autoencoder lie on the unit sphere
     if args.dataset is not None:
@@ -207,9 +208,6 @@ def _generate_into(out: Path, request: Request, data, labels, run, plan, decode,
     threads = step_threads(config.n_particles, plan.n_projections)
     if request.conditional:
         from ..pipeline.conditional import run_conditional_to_dir
-
-        if request.dataset is None:
-            raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
         report = run_conditional_to_dir(run, data, labels, out, classes=request.label_set, plan=plan, config=config,
                                         labels_public=request.labels_public, decoder=decode, run_config=source,
                                         progress=not request.quiet, threads=threads)
@@ -256,8 +254,7 @@ def _generate_distributed(request: Request, data, run, plan, decode, source) -> 
 
     t0 = time.perf_counter()
     if not method(run.method).sharded:
-        sharded = ", ".join(name for name, spec in METHODS.items() if spec.sharded)
-        raise UsageError(f"under torchrun only {sharded} are sharded, not {run.method}")
+        raise UsageError(f"under torchrun only {', '.join(sharded_methods())} are sharded, not {run.method}")
     if request.conditional:
         raise UsageError("--conditional runs one flow per class in one process; run it without torchrun")
     if run.privacy.secure_noise:

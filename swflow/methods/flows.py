@@ -12,7 +12,7 @@ from ..pipeline.plan import RunPlan, resolve_fixed
 from ..privacy import FixedNoiseTarget, PrivacySpec, check_rows, local_target, private_target, sharded_target
 from ..simulate.callbacks import FlowCallback, ProgressBar
 from ..simulate.flow import FlowConfig, ParticleFlow, Presampled, Resampled
-from .registry import METHODS, method as method_spec
+from .registry import method as method_spec, sharded_methods
 
 __all__ = ["make_flow", "build_flow", "build_central", "build_local"]
 
@@ -52,7 +52,7 @@ def build_flow(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, confi
     spec = _check(plan.method, data, privacy, part_of_larger=part_of_larger)
     if communicator.sharded and not spec.sharded:
         raise ValueError(f"{plan.method} does not run sharded over processes; these do: "
-                         f"{', '.join(name for name, s in METHODS.items() if s.sharded)}")
+                         f"{', '.join(sharded_methods())}")
     return _build(spec, data, plan, privacy=privacy, config=config, privacy_seed=privacy_seed, callbacks=callbacks,
                   progress=progress and communicator.rank == 0, part_of_larger=part_of_larger,
                   communicator=communicator)
