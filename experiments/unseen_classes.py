@@ -8,8 +8,9 @@ fashion-mnist --exclude-classes 5 7 9``, then ``swflow train-decoder``). The pri
 * the free sample: the public split through the no-footwear autoencoder (no footwear at all);
 * frozen unseen: ``dpswflow-hist`` through the no-footwear autoencoder;
 * adapted: the same, with ``--adapt-decoder`` (DP-SGD on the private footwear, one total budget);
-* seen classes: ``dpswflow-hist`` through the default autoencoder ``fashion-mnist`` (its public split has
-  footwear), with its pixel-loss decoder as the unseen checkpoint has;
+* seen classes: ``dpswflow-hist`` through ``--seen`` (default ``fashion-mnist``: its public split has footwear,
+  and it decodes with a pixel-loss decoder as ``fashion-mnist-no-footwear`` does; give a sampling-decoder pair,
+  ``--unseen fashion-mnist-no-footwear-adv --seen fashion-mnist-adv2``, to compare sharp decoders);
 * reconstructions of the private footwear through the no-footwear autoencoder: the best a frozen
   decoder can do. Computed from private images, so scored for the docs only and never drawn.
 
@@ -19,7 +20,7 @@ autoencoder's space), class TV (a logistic regression on public images reads the
 footwear is 1/3 each) and the copy rate (``swflow evaluate``). Cells are cached in --out and a rerun
 continues; a figure per row (no private image in it).
 
-    python experiments/unseen_classes.py [--epsilons 1 10] [--n-fid 3000] [--json]
+    python experiments/unseen_classes.py [--unseen CKPT] [--seen CKPT] [--epsilons 1 10] [--n-fid 3000] [--json]
 """
 from __future__ import annotations
 
@@ -34,18 +35,19 @@ import numpy as np
 from swflow.cli import main as swflow
 
 POPULATION = "footwear"
-RUNS = {  # row -> (checkpoint, extra generate arguments). Both autoencoders decode with their pixel-loss decoder,
-    # so the rows differ only in what the public split held (a sampling decoder for the unseen checkpoint would
-    # need its own GAN training, about an hour on 2 cores)
+RUNS = {  # row -> (checkpoint, extra generate arguments). Compare checkpoints of one decoder kind (both pixel-loss
+    # or both sampling), so that the rows differ only in what the public split held
     "frozen unseen": ("{unseen}", []),
     "adapted": ("{unseen}", ["--adapt-decoder"]),
-    "seen classes": ("{dataset}", []),
+    "seen classes": ("{seen}", []),
 }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--unseen", default="fashion-mnist-no-footwear", help="the checkpoint that never saw footwear")
+    ap.add_argument("--seen", help="the seen-classes checkpoint (default: the dataset's pixel-loss one, "
+                    "fashion-mnist)")
     ap.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--n", type=int, default=3_000, help="samples per row")
     ap.add_argument("--n-fid", type=int, default=3_000, help="FID/KID samples (0: skip)")
@@ -81,7 +83,7 @@ def main() -> None:
             save()
     for row in args.rows:
         checkpoint, row_extra = RUNS[row]
-        checkpoint = checkpoint.format(unseen=args.unseen, dataset=dataset)
+        checkpoint = checkpoint.format(unseen=args.unseen, seen=args.seen or dataset)
         for eps in args.epsilons:
             key = f"{row} eps={eps:g}"
             run = out / f"{row.replace(' ', '-')}-eps{eps:g}"

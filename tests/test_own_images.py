@@ -75,6 +75,8 @@ def test_own_images_end_to_end(collections, tmp_path, capsys):
     meta = json.loads((models / "shapes.json").read_text())
     assert meta["dataset"] == "images" and meta["source"]["count"] == 240
     assert meta["split"]["private_size"] == 0 and meta["decoder"]["kind"].startswith("conditional GAN")
+    # both stages record what they cost: the pixel-loss encoder's and the decoder's wall time
+    assert meta["cost"]["wall_seconds"] > 0 and meta["encoder_from"]["cost"]["wall_seconds"] > 0
 
     checkpoint = str(models / "shapes.pt")
     # the public images themselves are refused as private data; --images needs its autoencoder

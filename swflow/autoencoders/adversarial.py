@@ -253,7 +253,8 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
     meta = {**{k: base_meta[k] for k in ("dataset", "channels", "image_shape", "latent", "latent_norm", "split",
                                          "source", "excluded_classes") if k in base_meta},
             "name": name, "architecture": f"{base_meta['architecture']}-adv", "trained_on": "public split only",
-            "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"]},
+            "encoder_from": {"name": base_meta["name"], "weights_sha256": base_meta["weights_sha256"],
+                             **({"cost": base_meta["cost"]} if "cost" in base_meta else {})},
             "decoder": {"kind": "conditional GAN, noise input, averaged weights", "noise_dim": config.noise_dim,
                         "width": config.width},
             **({"decoder_init_from": {"name": init_meta["name"], "weights_sha256": init_meta["weights_sha256"]}}

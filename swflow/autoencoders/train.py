@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -87,6 +89,7 @@ def _train_epoch(model: SphereAutoencoder, opt, loss_fn, batches, bar) -> None:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        bar.update()
         bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
 
 
@@ -121,14 +124,20 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
     state = _restore(partial, model, opt, config, split, public_sha256)
     gen = torch.Generator().manual_seed(config.seed + state["epoch"])
     train_t = torch.from_numpy(train)
+    batches = -(-len(train_t) // config.batch_size)
+    # one bar over every epoch's batches, so its ETA is the whole run's (early stopping may end it sooner)
+    bar = tqdm(total=config.epochs * batches, initial=state["epoch"] * batches, disable=not progress,
+               desc=f"{name}", unit="batch")
+    started = time.perf_counter() - state.get("seconds", 0.0)  # wall time summed over resumed sessions
     while state["epoch"] < config.epochs and state["stale"] < config.patience:
         model.train()
         perm = torch.randperm(len(train_t), generator=gen)
-        bar = tqdm(range(0, len(perm), config.batch_size), disable=not progress, leave=False,
-                   desc=f"{name} epoch {state['epoch'] + 1}/{config.epochs}")
-        _train_epoch(model, opt, loss_fn, (train_t[perm[i:i + config.batch_size]] for i in bar), bar)
+        bar.set_description(f"{name} epoch {state['epoch'] + 1}/{config.epochs}")
+        _train_epoch(model, opt, loss_fn, (train_t[perm[i:i + config.batch_size]]
+                                           for i in range(0, len(perm), config.batch_size)), bar)
         val_mse = _mse(model, val)
         state["epoch"] += 1
+        state["seconds"] = time.perf_counter() - started
         state["history"].append(val_mse)
         if val_mse < state["best"]:
             state.update(best=val_mse, stale=0,
@@ -136,12 +145,13 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
         else:
             state["stale"] += 1
         if progress:
-            print(f"{name}: epoch {state['epoch']} validation MSE {val_mse:.5f}")
+            bar.write(f"{name}: epoch {state['epoch']} validation MSE {val_mse:.5f}")
         tmp = partial.with_suffix(".tmp")
         torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state,
                     "config": asdict(config), "split": split.manifest(), "public_sha256": public_sha256,
                     "torch_rng": torch.get_rng_state()}, tmp)
         os.replace(tmp, partial)
+    bar.close()
     model.load_state_dict(state["best_state"])
     meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
             "image_shape": list(images.shape[1:]), "latent": config.latent, "latent_norm": 1.0,
@@ -152,7 +162,9 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
             "epochs_run": state["epoch"], "validation_mse": state["best"],
             "test_mse": _mse(model, test_images) if test_images is not None else None,
             "test_set": "official test split" if test_images is not None else
-            "none (validation MSE is on held-out public rows)"}
+            "none (validation MSE is on held-out public rows)",
+            "cost": {"wall_seconds": round(time.perf_counter() - started, 1), "torch_threads": torch.get_num_threads(),
+                     "machine": platform.machine(), "device": "cpu", "note": "wall time summed over sessions"}}
     meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)
     return meta
