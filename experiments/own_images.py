@@ -9,7 +9,7 @@ user would, and the decoded public images scored against the shipped default che
    through the shipped default (read as the dataset's loader reads them), and scores both with FID against
    the test images (each read the same way as its decoded images). Writes OUT/own_images.json.
 
-    python experiments/own_images.py [--n 10000] [--n-fid 5000] [--out experiments/out/own_images] [-- --decoder-steps 6000]
+    python experiments/own_images.py [--n 10000] [--n-fid 5000] [--out DIR] [-- --decoder-steps 6000]
 
 Measured numbers: docs/decoder.md ("Your own images").
 """
@@ -33,15 +33,6 @@ def write_pngs(images: np.ndarray, folder: Path, crop: int) -> None:
     for i, image in enumerate(images):
         pixels = image[0, crop:image.shape[1] - crop, crop:image.shape[2] - crop]
         Image.fromarray((pixels * 255).round().astype(np.uint8)).save(folder / f"{i:05d}.png")
-
-
-def decoded(model, images: np.ndarray, batch: int = 500) -> np.ndarray:
-    """``images`` through ``model``'s encoder and (sampling) decoder."""
-    import torch
-
-    with torch.no_grad():
-        return np.concatenate([model.decode_images(model.encode_images(images[i:i + batch]))
-                               for i in range(0, len(images), batch)])
 
 
 def main() -> None:
@@ -82,8 +73,6 @@ def main() -> None:
     result = {"dataset": args.dataset, "public_images": len(public), "train_flags": flags,
               "train_seconds_this_session": round(time.perf_counter() - t0, 1),
               "decoder_cost": own_meta.get("cost"), "encoder_cost": own_meta["encoder_from"].get("cost")}
-    pngs = load_images(out / "public", size=size)
-    own_decoded, shipped_decoded = decoded(own, pngs[:args.n_fid or 16]), decoded(shipped, public[:args.n_fid or 16])
     if args.n_fid:
         from swflow.evaluate.metrics import FeatureStats, InceptionFeatures, frechet_distance, reference_features
 
@@ -98,8 +87,11 @@ def main() -> None:
         def fid(fake, real):
             return frechet_distance(FeatureStats.of(real), FeatureStats.of(extractor(fake, progress=True)))
 
-        result.update({"n_fid": args.n_fid, f"fid_{args.name}": fid(own_decoded, test_as_png),
-                       f"fid_{shipped_meta['name']}": fid(shipped_decoded, test_as_loaded)})
+        pngs, loaded = load_images(out / "public", size=size)[:args.n_fid], public[:args.n_fid]
+        result.update({"n_fid": args.n_fid,
+                       f"fid_{args.name}": fid(own.decode_images(own.encode_images(pngs)), test_as_png),
+                       f"fid_{shipped_meta['name']}": fid(shipped.decode_images(shipped.encode_images(loaded)),
+                                                          test_as_loaded)})
     (out / "own_images.json").write_text(json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
 

@@ -24,7 +24,6 @@ and resumes from ``NAME.partial.pt``.
 from __future__ import annotations
 
 import os
-import platform
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -213,7 +212,7 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
     """Fit G(z, u) against ``base``'s frozen encoder on ``images[split.public]`` (or ``rows`` of it: the part its
     encoder was trained on); write ``out_dir/name.pt`` (encoder + new decoder, architecture ``BASE-adv``) and
     ``name.json``; return the metadata."""
-    from .train import public_part, publish_checkpoint
+    from .train import public_part, publish_checkpoint, training_cost
 
     if split.manifest() != base_meta["split"]:
         raise ValueError(f"the split does not match the one {base_meta['name']} was trained with")
@@ -260,9 +259,7 @@ def train_adversarial_decoder(name: str, base: SphereAutoencoder, base_meta: dic
             **({"decoder_init_from": {"name": init_meta["name"], "weights_sha256": init_meta["weights_sha256"]}}
                if init_meta else {}),
             "train_config": asdict(config), "steps_run": state["step"], "validation_curve": state["history"],
-            "cost": {"wall_seconds": round(time.perf_counter() - started, 1), "torch_threads": torch.get_num_threads(),
-                     "machine": platform.machine(), "device": "cpu",
-                     "note": "wall time summed over sessions; steps from a warm start are not included"}}
+            "cost": training_cost(started, "wall time summed over sessions; steps from a warm start are not included")}
     meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)
     return meta

@@ -163,11 +163,17 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
             "test_mse": _mse(model, test_images) if test_images is not None else None,
             "test_set": "official test split" if test_images is not None else
             "none (validation MSE is on held-out public rows)",
-            "cost": {"wall_seconds": round(time.perf_counter() - started, 1), "torch_threads": torch.get_num_threads(),
-                     "machine": platform.machine(), "device": "cpu", "note": "wall time summed over sessions"}}
+            "cost": training_cost(started)}
     meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)
     return meta
+
+
+def training_cost(started: float, note: str = "wall time summed over sessions") -> dict:
+    """What a checkpoint's training cost, for its JSON: wall seconds since ``started`` (a perf_counter reading moved
+    back by the seconds of earlier, resumed sessions), threads and machine."""
+    return {"wall_seconds": round(time.perf_counter() - started, 1), "torch_threads": torch.get_num_threads(),
+            "machine": platform.machine(), "device": "cpu", "note": note}
 
 
 def public_part(split, rows: np.ndarray | None) -> np.ndarray:

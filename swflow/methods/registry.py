@@ -157,6 +157,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                default_batch=1000),
 )}
 
+
 def sharded_methods() -> tuple[str, ...]:
     """The methods that run with their particles and private rows sharded over torch.distributed ranks."""
     return tuple(name for name, spec in METHODS.items() if spec.sharded)
