@@ -43,24 +43,27 @@ __all__ = ["AdversarialConfig", "ProjectionCritic", "train_adversarial_decoder"]
 
 
 class ProjectionCritic(nn.Module):
-    """D(x, z) (n,) for images (n, C, size, size) and codes (n, latent); spectrally normalised.
+    """D(x, z) (n,) for images (n, C, size, size) and codes (n, latent); spectrally normalised unless
+    ``spectral`` is off (Opacus cannot take per-sample gradients through the normalisation's power iteration;
+    the DP critic of swflow/autoencoders/adapt.py is bounded by its gradient clipping instead).
 
     Mirrors :class:`NoisyDecoder`: strided convolutions halve the side down to 4×4, ending at
     4·width channels."""
 
-    def __init__(self, channels: int = 1, latent: int = 8, *, width: int = 64, size: int = 32):
+    def __init__(self, channels: int = 1, latent: int = 8, *, width: int = 64, size: int = 32, spectral: bool = True):
         super().__init__()
+        norm = spectral_norm if spectral else (lambda layer: layer)
         stages = upsampling_stages(size)
         layers: list[nn.Module] = []
         c_in = channels
         for i in range(stages):
             c_out = 4 * width >> (stages - 1 - i)
-            layers += [spectral_norm(nn.Conv2d(c_in, c_out, 4, 2, 1)), nn.LeakyReLU(0.2)]
+            layers += [norm(nn.Conv2d(c_in, c_out, 4, 2, 1)), nn.LeakyReLU(0.2)]
             c_in = c_out
-        self.features = nn.Sequential(*layers, nn.Flatten(), spectral_norm(nn.Linear(4 * width * 16, 4 * width)),
+        self.features = nn.Sequential(*layers, nn.Flatten(), norm(nn.Linear(4 * width * 16, 4 * width)),
                                       nn.LeakyReLU(0.2))
-        self.score = spectral_norm(nn.Linear(4 * width, 1))
-        self.embed = spectral_norm(nn.Linear(latent, 4 * width, bias=False))
+        self.score = norm(nn.Linear(4 * width, 1))
+        self.embed = norm(nn.Linear(latent, 4 * width, bias=False))
 
     def forward(self, x: Tensor, z: Tensor) -> Tensor:
         h = self.features(2 * x - 1)

@@ -236,26 +236,42 @@ class ClippedGradientOptions:
             raise ValueError("activation_clip and jacobian_clip must be > 0")
 
 
+ADAPT_OBJECTIVES = ("pixel", "critic")
+
+
 @dataclass(frozen=True)
 class AdaptSettings:
     """The ``[adapt]`` table: DP adaptation of the public decoder to the private images
     (swflow/autoencoders/adapt.py), part of the same (ε, δ). Off by default; it needs images and an autoencoder with a sampling decoder."""
 
     adapt_decoder: bool = field(default=False, metadata={
-        "help": "fine-tune the decoder on the private images with DP-SGD (Opacus) inside the run's budget: for "
-                "private data the public images never showed (the run's files then hold the adapted decoder)"})
+        "help": "teach the decoder the private images inside the run's budget, against a critic trained on them by "
+                "DP-SGD (Opacus): for private data the public images never showed (the run's files then hold the "
+                "adapted decoder)"})
     adapt_share: float = field(default=0.1, metadata={
         "help": "share of epsilon for the DP-SGD adaptation; the histogram release gets the rest (the composed "
                 "epsilon is computed from both). Default chosen on a public shift (experiments/adapt_share.py)"})
-    adapt_steps: int = field(default=300, metadata={"help": "DP-SGD steps of the adaptation"})
+    adapt_objective: str = field(default="pixel", metadata={
+        "help": "pixel: DP-SGD on the decoder, 4x-pooled L1 to each private image and the code term; critic: DP-SGD "
+                "on a critic of the private images, the decoder learning against it from the released codes. "
+                "pixel is the default: at epsilon <= 10 on 4 500 images the critic's noise cost more than it taught "
+                "(docs/unseen.md)", "choices": ADAPT_OBJECTIVES})
+    adapt_steps: int = field(default=300, metadata={"help": "DP-SGD steps (critic: one decoder step each)"})
     adapt_batch_size: int = field(default=64, metadata={"help": "private images per DP-SGD step"})
-    adapt_lr: float = field(default=2e-4, metadata={"help": "Adam learning rate of the adaptation"})
+    adapt_lr: float = field(default=2e-4, metadata={"help": "Adam learning rate of the decoder"})
+    adapt_critic_lr: float = field(default=1e-3, metadata={
+        "help": "critic objective: Adam learning rate of the critic"})
+    adapt_critic_width: int = field(default=32, metadata={
+        "help": "critic objective: channels of the critic's first layer (its parameter count, and so the norm of "
+                "its DP noise, grows with the square)"})
     adapt_clip: float = field(default=1.0, metadata={"help": "per-image gradient norm bound C (Opacus clipping)"})
 
     def __post_init__(self):
         if not 0 < self.adapt_share < 1:
             raise ValueError(f"adapt_share must be in (0, 1), got {self.adapt_share}")
-        if self.adapt_steps < 1 or self.adapt_batch_size < 1:
-            raise ValueError("adapt_steps and adapt_batch_size must be >= 1")
-        if not (self.adapt_lr > 0 and self.adapt_clip > 0):
-            raise ValueError("adapt_lr and adapt_clip must be > 0")
+        if self.adapt_objective not in ADAPT_OBJECTIVES:
+            raise ValueError(f"adapt_objective must be one of {ADAPT_OBJECTIVES}, got {self.adapt_objective!r}")
+        if self.adapt_steps < 1 or self.adapt_batch_size < 1 or self.adapt_critic_width < 1:
+            raise ValueError("adapt_steps, adapt_batch_size and adapt_critic_width must be >= 1")
+        if not (self.adapt_lr > 0 and self.adapt_critic_lr > 0 and self.adapt_clip > 0):
+            raise ValueError("adapt_lr, adapt_critic_lr and adapt_clip must be > 0")

@@ -94,7 +94,7 @@ class Synthesizer:
         self.classes = None if classes is None else sorted({int(c) for c in classes})
         self._autoencoder_ref = None if autoencoder is None else str(autoencoder)
         self._autoencoder = self._load_autoencoder() if autoencoder is not None else None
-        self._adapted = False  # the decoder was fine-tuned on the private images (inside the budget)
+        self._adapted = False  # the decoder was adapted to the private images (inside the budget)
         self._sampler = None  # FlowModel, a generator network, or {label: FlowModel}
         self._shares = None  # a conditional fit: each class's share of the samples
         self._report = None  # PrivacyReport of the fit
@@ -175,21 +175,22 @@ class Synthesizer:
 
         from ..autoencoders.adapt import adapt_decoder, split_budget
         from ..privacy import NoiseSource, compose
-        from .run import ADAPT_NOTE
+        from .run import adapt_note
 
         s = self.settings
         histogram_spec, multiplier = split_budget(s.privacy, s.plan(*data.shape).release, s.adapt)
         self._sampler, report = self._fit_one(replace(s, privacy=histogram_spec), data, progress)  # its share
         noise = NoiseSource(None if s.privacy_seed is None else s.privacy_seed + 7919, secure=s.privacy.secure_noise)
-        adapted, event, _ = adapt_decoder(self._autoencoder[0], images, multiplier=multiplier, settings=s.adapt,
-                                          adjacency=s.privacy.adjacency, noise=noise, privacy_seed=s.privacy_seed,
-                                          secure=s.privacy.secure_noise, seed=s.flow.seed, progress=progress)
+        codes = self._sampler.sample(s.flow.n_particles, seed=s.flow.seed).cpu().numpy()  # released: post-processing
+        adapted, event, _ = adapt_decoder(self._autoencoder[0], images, codes, multiplier=multiplier,
+                                          settings=s.adapt, adjacency=s.privacy.adjacency, noise=noise,
+                                          privacy_seed=s.privacy_seed, secure=s.privacy.secure_noise, seed=s.flow.seed,
+                                          progress=progress)
         self._autoencoder = (adapted, self._autoencoder[1])
         self._adapted = True
         a = s.adapt
         self._report = compose(report, [event], target_epsilon=s.privacy.epsilon,
-                               note=ADAPT_NOTE.format(steps=a.adapt_steps, batch=event.sample_size, n=event.dataset_size,
-                                                      clip=a.adapt_clip, z=multiplier).replace(
+                               note=adapt_note(s.adapt, event, multiplier).replace(
                                    " (decoder.pt, decoder.json)", " (saved with the Synthesizer)"))
 
     def _fit_conditional(self, data: torch.Tensor, labels: np.ndarray, progress: bool) -> None:

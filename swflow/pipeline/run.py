@@ -44,10 +44,20 @@ def run_flow_to_dir(settings: Settings, data, out: Path, *, plan: RunPlan | None
     return result
 
 
-ADAPT_NOTE = ("the decoder was fine-tuned on the private images by DP-SGD (Opacus): {steps} steps on batches of {batch} "
-              "of {n}, each image's gradient clipped to norm {clip:g} (a replaced image moves a step's sum by 2C), "
-              "Gaussian noise of multiplier {z:.4g} relative to 2C; composed with the release above into the one "
-              "(epsilon, delta). The adapted decoder (decoder.pt, decoder.json) is part of this run's output")
+ADAPT_NOTE = ("the decoder was adapted to the private images by DP-SGD (Opacus) {objective}: {steps} steps on batches "
+              "of {batch} of {n}, each image's gradient clipped to norm {clip:g} (a replaced image moves a step's sum "
+              "by 2C), Gaussian noise of multiplier {z:.4g} relative to 2C; composed with the release above into the "
+              "one (epsilon, delta). The adapted decoder (decoder.pt, decoder.json) is part of this run's output")
+ADAPT_OBJECTIVE_NOTE = {
+    "pixel": "on the decoder's own loss (4x-pooled L1 to each image, code term)",
+    "critic": "on a critic of the private images, which the decoder learned against from the released codes alone "
+              "(post-processing)"}
+
+
+def adapt_note(settings, event, multiplier: float) -> str:
+    """The report's sentence for the adaptation of ``settings`` (AdaptSettings) that released ``event``."""
+    return ADAPT_NOTE.format(objective=ADAPT_OBJECTIVE_NOTE[settings.adapt_objective], steps=settings.adapt_steps,
+                             batch=event.sample_size, n=event.dataset_size, clip=settings.adapt_clip, z=multiplier)
 
 
 def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.ndarray, out: Path, *, plan: RunPlan,
@@ -74,13 +84,12 @@ def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.n
                  threads=threads)
     particles = fitted.particles
     noise = NoiseSource(None if privacy_seed is None else privacy_seed + 7919, secure=spec.secure_noise)
-    adapted, event, _ = adapt_decoder(model, images, multiplier=multiplier, settings=settings.adapt,
-                                      adjacency=spec.adjacency, noise=noise, privacy_seed=privacy_seed,
-                                      secure=spec.secure_noise, seed=config.seed, progress=progress)
+    adapted, event, _ = adapt_decoder(model, images, particles.cpu().numpy(), multiplier=multiplier,
+                                      settings=settings.adapt, adjacency=spec.adjacency, noise=noise,
+                                      privacy_seed=privacy_seed, secure=spec.secure_noise, seed=config.seed,
+                                      progress=progress)
     a = settings.adapt
-    report = compose(fitted.report, [event], target_epsilon=spec.epsilon,
-                     note=ADAPT_NOTE.format(steps=a.adapt_steps, batch=event.sample_size, n=event.dataset_size,
-                                            clip=a.adapt_clip, z=multiplier))
+    report = compose(fitted.report, [event], target_epsilon=spec.epsilon, note=adapt_note(a, event, multiplier))
     from ..autoencoders.train import publish_checkpoint
 
     decoder_meta = {**{key: meta[key] for key in ("dataset", "channels", "image_shape", "latent", "latent_norm",
@@ -89,8 +98,9 @@ def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.n
                     "name": "decoder", "trained_on": (f"the public images of {meta['name']}, then the private images of "
                                                       f"this run by DP-SGD: {report.statement}"),
                     "adapted_from": {"name": meta["name"], "weights_sha256": meta["weights_sha256"]},
-                    "adaptation": {**{key: getattr(a, key) for key in ("adapt_steps", "adapt_batch_size", "adapt_lr",
-                                                                     "adapt_clip", "adapt_share")},
+                    "adaptation": {**{key: getattr(a, key) for key in (
+                                       "adapt_objective", "adapt_steps", "adapt_batch_size", "adapt_lr",
+                                       "adapt_critic_lr", "adapt_critic_width", "adapt_clip", "adapt_share")},
                                    "noise_multiplier": multiplier}}
     decoder_meta = publish_checkpoint(adapted, decoder_meta, out / "decoder.pt")
     report = replace(report, run_config={**report.run_config, "decoder": "adapted",

@@ -195,7 +195,7 @@ def composed_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, share: f
         histogram = (noisy[:, 0, 1] - noisy[:, 0, 0]).numpy()  # mean ±2, variance 2 sigma_h^2
         sigma_h = flow.target.noise_std(theta)
         parameter = torch.nn.Parameter(torch.zeros(trials, dtype=torch.float64))
-        optimizer = dp_sgd_optimizer([parameter], multiplier=z_run, settings=settings, batch=1,
+        optimizer = dp_sgd_optimizer([parameter], multiplier=z_run, settings=settings, batch=1, lr=settings.adapt_lr,
                                      privacy_seed=draw_seed)
         parameter.summed_grad = torch.full((trials,), clip * record, dtype=torch.float64)  # ±C: the pair's sums
         optimizer.add_noise()
