@@ -39,7 +39,8 @@ def test_the_composed_epsilon_is_a_direct_dp_accounting_composition_of_the_ledge
     assert report["target_epsilon"] == 2.0 and "THEN the decoder was adapted to the private images by DP-SGD" in report["release"]
 
 
-def test_the_dp_sgd_part_agrees_with_opacus_own_accountant():
+@pytest.mark.parametrize("objective", ["pixel", "critic"])
+def test_the_dp_sgd_part_agrees_with_opacus_own_accountant(objective):
     import dp_accounting as dpa
     from dp_accounting import rdp
 
@@ -51,14 +52,17 @@ def test_the_dp_sgd_part_agrees_with_opacus_own_accountant():
 
     images, _ = example_images()
     model, _ = load_autoencoder("digits-adv")
-    settings = AdaptSettings(adapt_decoder=True, adapt_steps=5, adapt_batch_size=40)
+    settings = AdaptSettings(adapt_decoder=True, adapt_steps=5, adapt_batch_size=40, adapt_objective=objective)
     codes = model.encode_images(images[:100])  # stand-in for the released particles
-    _, event, opacus = adapt_decoder(model, images, codes, multiplier=1.3, settings=settings, adjacency="replace-one",
+    adapted, event, opacus = adapt_decoder(model, images, codes, multiplier=1.3, settings=settings, adjacency="replace-one",
                                      noise=NoiseSource(0), progress=False)
     # what Opacus's optimizer actually did, from its own accountant: noise multiplier 2z on C, q = b/n, 5 steps
     ((noise_multiplier, sample_rate, steps),) = opacus.history
     assert (noise_multiplier, steps) == (2 * 1.3, 5) and sample_rate == pytest.approx(40 / len(images))
     assert event.noise_multiplier == 1.3 and event.count == 5 and event.sample_size == 40
+    moved = [not torch.equal(a, b) for a, b in zip(adapted.decoder.state_dict().values(),
+                                                    model.decoder.state_dict().values())]
+    assert any(moved)  # the decoder learned (the input checkpoint's own decoder is untouched: a copy was adapted)
     # Opacus's epsilon (Poisson, add/remove) is dp-accounting's for the same events under that relation
     accountant = rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.ADD_OR_REMOVE_ONE)
     accountant.compose(dpa.PoissonSampledDpEvent(sample_rate, dpa.GaussianDpEvent(noise_multiplier)), steps)
@@ -121,3 +125,28 @@ def test_a_synthesizer_adapts_saves_and_loads_with_the_composed_claim(tmp_path):
     assert np.array_equal(np.asarray(x), np.asarray(again))
     with pytest.raises(ValueError, match="adapt_decoder"):
         Synthesizer("dpswflow-hist", epsilon=2.0, delta=1e-5, adapt_decoder=True).fit(torch.randn(50, 3) / 3)
+
+
+def test_the_critic_takes_one_clipped_gradient_per_private_image():
+    """Opacus's per-sample gradients of the critic's loss: row i is the gradient of private image i's hinge term plus
+    that of generated image i (Opacus sums a layer's per-sample gradients over the calls of one backward), clipped
+    as one, which is what the 2C sensitivity assumes. Checked against autograd on each pair alone."""
+    from opacus import GradSampleModule
+
+    from swflow.autoencoders.adversarial import ProjectionCritic
+
+    torch.manual_seed(0)
+    critic = ProjectionCritic(1, 4, width=4, size=8, spectral=False)
+    real, fake = torch.rand(5, 1, 8, 8), torch.rand(5, 1, 8, 8)
+    real_codes, fake_codes = torch.randn(5, 4), torch.randn(5, 4)
+    parameters = [p for p in critic.parameters()]
+    per_image = {}  # the reference, before Opacus hooks the critic
+    for name, images, codes, sign in (("real", real, real_codes, -1), ("fake", fake, fake_codes, 1)):
+        per_image[name] = [torch.autograd.grad(torch.relu(1 + sign * critic(images[i:i + 1], codes[i:i + 1])).sum(),
+                                               parameters) for i in range(5)]
+    sampler = GradSampleModule(critic, batch_first=True, loss_reduction="mean")
+    (torch.relu(1 - sampler(real, real_codes)).mean() + torch.relu(1 + sampler(fake, fake_codes)).mean()).backward()
+    for k, p in enumerate(parameters):
+        expected = torch.stack([real_i[k] + fake_i[k] for real_i, fake_i in zip(per_image["real"], per_image["fake"])])
+        assert torch.allclose(p.grad_sample, expected, atol=1e-5)  # (5, ...): one row per private image
+    sampler._close()

@@ -11,7 +11,8 @@ gradient, clips it to norm C and adds Gaussian noise to the batch's sum, every s
 ``critic``  DP-SGD on a fresh critic of the private images, the decoder learning against it the way it
     learned the public images (swflow/autoencoders/adversarial.py):
 
-        critic    per private image i: ℓ_i = relu(1 − D(x_i, E(x_i))) + relu(1 + D(G(c_i, u_i), c_i))
+        critic    per private image i: ℓ_i = relu(1 − D(x_i, E(x_i))) + relu(1 + D(G(c_i, u_i), c_i)), the
+                  gradient of ℓ_i clipped to C
         decoder   loss = −D(G(c, u), c) + λ_code ‖E(G(c, u)) − c‖²
 
     with c drawn from the codes the run released (the flow's particles) and u public noise: the decoder
@@ -27,7 +28,8 @@ pooled L1 blurs it to the mean), but at the noise of ε ≈ 9 on 4 500 images it
 barely moves a sampling decoder either way.
 
 Privacy. One image's loss enters a step's sum through its gradient clipped to norm C; replacing the image
-(by any image, or by the null record, the zero image) moves the sum by at most 2C. The batch is drawn by the
+(by any image, or by the null record, the zero image) moves the sum by at most 2C (the generated image the
+critic pairs it with does not depend on which private image is held). The batch is drawn by the
 privacy noise source (fixed size without replacement under replace-one, Poisson under zero-out), so a step
 is a sampled Gaussian mechanism of multiplier z = σ / 2C (Opacus's noise multiplier σ / C is 2z). The
 budget is split by a public setting (``adapt_share``): the histogram release is calibrated alone to
@@ -189,22 +191,12 @@ class _PixelObjective:
         return self.decoder.eval()
 
 
-class _PairedHinge(nn.Module):
-    """ℓ_i (b,): the critic's hinge loss on the pair (private image i, generated image i). One loss per private
-    image, so Opacus clips one gradient per image; the generated half is drawn from released codes and public
-    noise, and is the same whichever image sits in slot i."""
-
-    def __init__(self, critic: nn.Module):
-        super().__init__()
-        self.critic = critic
-
-    def forward(self, real: Tensor, real_codes: Tensor, fake: Tensor, fake_codes: Tensor) -> Tensor:
-        return torch.relu(1 - self.critic(real, real_codes)) + torch.relu(1 + self.critic(fake, fake_codes))
-
-
 class _CriticObjective:
-    """DP-SGD on a fresh critic (per private image, its paired hinge loss); the decoder learns against the
-    critic from released codes only, and the published decoder is its moving average."""
+    """DP-SGD on a fresh critic; the decoder learns against it from released codes only, and the published decoder
+    is its moving average. A step's batch pairs private image i with generated image i; Opacus sums a layer's
+    per-sample gradients over the two calls, so row i (private term i plus generated term i) is clipped to C as
+    one. The generated image is drawn from released codes and public noise, the same whichever private image
+    a neighbouring data set holds, so replacing one private image moves a step's sum by at most 2C."""
 
     def __init__(self, encoder, decoder, *, optimizer_for, public: torch.Generator, codes: Tensor, image_shape,
                  settings: AdaptSettings, seed: int):
@@ -218,7 +210,7 @@ class _CriticObjective:
             torch.manual_seed(seed)
             self.critic = ProjectionCritic(image_shape[0], codes.shape[1], width=settings.adapt_critic_width,
                                            size=image_shape[-1], spectral=False)
-        self.grad_sampler = GradSampleModule(_PairedHinge(self.critic), batch_first=True, loss_reduction="mean")
+        self.grad_sampler = GradSampleModule(self.critic, batch_first=True, loss_reduction="mean")
         self.optimizer = optimizer_for(self.grad_sampler.parameters(), BETAS)
         self.decoder_optimizer = torch.optim.Adam(decoder.parameters(), lr=settings.adapt_lr, betas=BETAS)
         self.average = AveragedModel(decoder, multi_avg_fn=get_ema_multi_avg_fn(EMA_DECAY))
@@ -234,7 +226,8 @@ class _CriticObjective:
             fake_codes, fake = self._generate(len(x))
             real_codes = self.encoder(x)
         self.optimizer.zero_grad()
-        self.grad_sampler(x, real_codes, fake, fake_codes).mean().backward()
+        (torch.relu(1 - self.grad_sampler(x, real_codes)).mean()
+         + torch.relu(1 + self.grad_sampler(fake, fake_codes)).mean()).backward()
         self.optimizer.step()
         with _frozen(self.critic, self.grad_sampler):  # the decoder's step reads the critic, not the images
             c, fake = self._generate(batch)

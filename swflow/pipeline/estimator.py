@@ -188,7 +188,6 @@ class Synthesizer:
                                           progress=progress)
         self._autoencoder = (adapted, self._autoencoder[1])
         self._adapted = True
-        a = s.adapt
         self._report = compose(report, [event], target_epsilon=s.privacy.epsilon,
                                note=adapt_note(s.adapt, event, multiplier).replace(
                                    " (decoder.pt, decoder.json)", " (saved with the Synthesizer)"))
