@@ -157,17 +157,24 @@ CODE_WEIGHT = 10.0
 EMA_DECAY = 0.99
 
 
+def _sample(net, decoder: nn.Module, codes: Tensor, public: torch.Generator) -> Tensor:
+    """``net`` (the decoder, or Opacus's wrapper of it) on ``codes``, with public noise when ``decoder`` samples."""
+    if hasattr(decoder, "noise_dim"):
+        return net(codes, torch.randn(len(codes), decoder.noise_dim, generator=public))
+    return net(codes)
+
+
 class _PixelObjective:
     """DP-SGD on the decoder itself: per image, the 4×-pooled L1 between G(E(x), u) and x plus the code term."""
 
-    def __init__(self, encoder, decoder, *, optimizer_for, public: torch.Generator):
+    def __init__(self, encoder, decoder, *, optimizer_for, public: torch.Generator, settings: AdaptSettings):
         from opacus import GradSampleModule
 
         self.encoder, self.decoder, self.public = encoder, decoder, public
         self.swapped = _unfold(decoder)  # Opacus refuses BatchNorm: its eval-mode affine map, folded back at the end
         self.grad_sampler = GradSampleModule(decoder, batch_first=True, loss_reduction="mean")
         self.grad_sampler.train()
-        self.optimizer = optimizer_for(self.grad_sampler.parameters(), (0.9, 0.999))
+        self.optimizer = optimizer_for(self.grad_sampler.parameters(), lr=settings.adapt_lr, betas=(0.9, 0.999))
 
     def step(self, x: Tensor, batch: int) -> None:
         from .adversarial import _lowpass
@@ -175,10 +182,7 @@ class _PixelObjective:
         self.optimizer.zero_grad()
         with torch.no_grad():
             z = self.encoder(x)
-        if hasattr(self.decoder, "noise_dim"):
-            fake = self.grad_sampler(z, torch.randn(len(x), self.decoder.noise_dim, generator=self.public))
-        else:
-            fake = self.grad_sampler(z)
+        fake = _sample(self.grad_sampler, self.decoder, z, self.public)
         per_image = (2.0 * (_lowpass(fake) - _lowpass(x)).abs().flatten(1).mean(1)
                      + CODE_WEIGHT * (self.encoder(fake) - z).square().sum(1))
         per_image.mean().backward()
@@ -210,15 +214,13 @@ class _CriticObjective:
             self.critic = ProjectionCritic(image_shape[0], codes.shape[1], width=settings.adapt_critic_width,
                                            size=image_shape[-1], spectral=False)
         self.grad_sampler = GradSampleModule(self.critic, batch_first=True, loss_reduction="mean")
-        self.optimizer = optimizer_for(self.grad_sampler.parameters(), BETAS)
+        self.optimizer = optimizer_for(self.grad_sampler.parameters(), lr=settings.adapt_critic_lr, betas=BETAS)
         self.decoder_optimizer = torch.optim.Adam(decoder.parameters(), lr=settings.adapt_lr, betas=BETAS)
         self.average = AveragedModel(decoder, multi_avg_fn=get_ema_multi_avg_fn(EMA_DECAY))
 
     def _generate(self, k: int) -> tuple[Tensor, Tensor]:
         c = self.codes[torch.randint(len(self.codes), (k,), generator=self.public)]
-        if hasattr(self.decoder, "noise_dim"):
-            return c, self.decoder(c, torch.randn(k, self.decoder.noise_dim, generator=self.public))
-        return c, self.decoder(c)
+        return c, _sample(self.decoder, self.decoder, c, self.public)
 
     def step(self, x: Tensor, batch: int) -> None:
         with torch.no_grad():
@@ -280,8 +282,7 @@ def adapt_decoder(model, images: np.ndarray, codes: np.ndarray, *, multiplier: f
     public = torch.Generator().manual_seed(seed)
     accountant = RDPAccountant()  # Opacus's own account of its steps (add/remove, Poisson): for cross-checks
 
-    def optimizer_for(parameters, betas):
-        lr = settings.adapt_critic_lr if settings.adapt_objective == "critic" else settings.adapt_lr
+    def optimizer_for(parameters, *, lr: float, betas: tuple[float, float]):
         optimizer = dp_sgd_optimizer(parameters, multiplier=multiplier, settings=settings, batch=batch, lr=lr,
                                      betas=betas, privacy_seed=privacy_seed, secure=secure)
         optimizer.attach_step_hook(accountant.get_optimizer_hook_fn(sample_rate=batch / n))
@@ -291,7 +292,8 @@ def adapt_decoder(model, images: np.ndarray, codes: np.ndarray, *, multiplier: f
         objective = _CriticObjective(encoder, adapted.decoder, optimizer_for=optimizer_for, public=public, codes=codes,
                                      image_shape=model.image_shape, settings=settings, seed=seed)
     else:
-        objective = _PixelObjective(encoder, adapted.decoder, optimizer_for=optimizer_for, public=public)
+        objective = _PixelObjective(encoder, adapted.decoder, optimizer_for=optimizer_for, public=public,
+                                    settings=settings)
     x_all = torch.as_tensor(images, dtype=torch.float32)
     for _ in tqdm(range(settings.adapt_steps), desc=f"DP adaptation of the decoder ({settings.adapt_objective})",
                   disable=not progress):
