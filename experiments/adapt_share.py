@@ -14,6 +14,9 @@ histogram flow on the codes (swflow.pipeline.fitting.fit) and DP-SGD on the deco
 (swflow.autoencoders.adapt.adapt_decoder).
 
     python experiments/adapt_share.py [--shares 0.25 0.5 0.75] [--epsilons 1 10] [--n 2000] [--json]
+    python experiments/adapt_share.py --objective critic --adapt-steps 600 --adapt-lr 5e-4 --shares 0.1 0.5 0.9
+
+``--objective critic`` measures the DP-critic objective (its cells are cached under their own keys).
 """
 from __future__ import annotations
 
@@ -74,12 +77,24 @@ def score(fake: np.ndarray, real_features, extractor) -> dict:
             "kid": kernel_inception_distance(real_features, features)[0]}
 
 
+def _key(eps: float, share: float | None, objective: str, extra: dict) -> str:
+    """A cell's name in the cache: the pixel objective's keep their first form; the critic's name its settings."""
+    if share is None:
+        return f"eps={eps:g} frozen"
+    tail = "" if objective == "pixel" else (f" critic steps={extra.get('adapt_steps', 'default')} "
+                                            f"lr={extra.get('adapt_lr', 'default')}")
+    return f"eps={eps:g} share={share:g}{tail}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--unseen", default="fashion-mnist-no-footwear", help="a checkpoint that never saw some classes")
     ap.add_argument("--shares", type=float, nargs="+", default=[0.25, 0.5, 0.75])
     ap.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     ap.add_argument("--n", type=int, default=2_000, help="stand-in private images, reference images and samples")
+    ap.add_argument("--objective", choices=["pixel", "critic"], default="pixel", help="the adaptation's objective")
+    ap.add_argument("--adapt-steps", type=int, help="DP-SGD steps (default: the library's)")
+    ap.add_argument("--adapt-lr", type=float, help="the decoder's learning rate (default: the library's)")
     ap.add_argument("--out", default="experiments/out/adapt_share")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="digits, a tiny unseen checkpoint, tiny runs (CI)")
@@ -87,13 +102,14 @@ def main() -> None:
     from swflow.autoencoders import load_autoencoder
     from swflow.evaluate.metrics import InceptionFeatures
 
-    extra = {}
+    extra = {"adapt_objective": args.objective, **({"adapt_steps": args.adapt_steps} if args.adapt_steps else {}),
+             **({"adapt_lr": args.adapt_lr} if args.adapt_lr else {})}
     if args.smoke:
         from unseen_classes import _smoke_checkpoint
 
         args.out = tempfile.mkdtemp()
         args.unseen, args.n, args.shares, args.epsilons = _smoke_checkpoint(Path(args.out)), 40, [0.5], [5.0]
-        extra = {"steps": 3, "delta": 1e-4, "adapt_steps": 2, "adapt_batch_size": 8}
+        extra = {**extra, "steps": 3, "delta": 1e-4, "adapt_steps": 2, "adapt_batch_size": 8}
     model, meta = load_autoencoder(args.unseen)
     if not meta.get("excluded_classes"):
         raise SystemExit(f"{args.unseen} names no excluded classes: train it with swflow train-ae --exclude-classes")
@@ -106,7 +122,7 @@ def main() -> None:
     real = None if extractor is None else extractor(reference)
     for eps in args.epsilons:
         for share in [None, *args.shares]:
-            key = f"eps={eps:g} " + ("frozen" if share is None else f"share={share:g}")
+            key = _key(eps, share, args.objective, extra)
             if key in cells and cells[key]["n"] == args.n:
                 continue
             t0 = time.perf_counter()
@@ -119,7 +135,7 @@ def main() -> None:
     if extractor is None:
         print(json.dumps({"cells": cells}))
         return
-    mean_fid = {share: float(np.mean([cells[f"eps={eps:g} share={share:g}"]["fid"] for eps in args.epsilons]))
+    mean_fid = {share: float(np.mean([cells[_key(eps, share, args.objective, extra)]["fid"] for eps in args.epsilons]))
                 for share in args.shares}
     best = min(mean_fid, key=mean_fid.get)
     result = {"checkpoint": meta["name"], "excluded_classes": meta["excluded_classes"], "cells": cells,

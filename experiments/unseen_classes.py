@@ -202,21 +202,24 @@ def _on_sphere(latents: np.ndarray) -> np.ndarray:
 
 
 def _figure(path: Path, fixed: dict, out: Path, args) -> None:
-    """16 samples per row: the free sample and every run (synthetic images only; the reconstructions of private
-    images are never drawn)."""
+    """16 samples a panel: the free sample and every run, a row of panels per method (synthetic images only; the
+    reconstructions of private images are never drawn)."""
     from swflow.cli.autoencoder import run_decoder
     from swflow.evaluate.animate import save_panels
     from swflow.io.hdf5 import read_samples
 
     label = next(k for k in fixed if k.startswith("free sample"))
-    panels = [("free sample (no footwear)", fixed[label][:16])]
+    # a row of panels per method, a column per epsilon; the free sample has no epsilon: alone on the first row
+    panels = [("free sample (no footwear)", fixed[label][:16])] + [("", None)] * (len(args.epsilons) - 1)
     for row in args.rows:
         for eps in args.epsilons:
             run = out / f"{row.replace(' ', '-')}-eps{eps:g}"
             if (run / "samples.h5").exists():
                 decode = run_decoder(json.loads((run / "privacy.json").read_text())["run_config"], run)
                 panels.append((f"{row}, eps = {eps:g}", decode(_on_sphere(read_samples(run / "samples.h5")["latents"][:16]))))
-    save_panels(panels, path, ncol=8)
+            else:
+                panels.append(("", None))  # keeps the columns' epsilons aligned
+    save_panels(panels, path, ncol=4, columns=len(args.epsilons))
 
 
 if __name__ == "__main__":

@@ -82,3 +82,29 @@ def test_the_command_steps_small_flows_on_one_thread_and_gives_the_count_back(tm
         assert seen == [1, 1, 1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
+
+
+def test_pictures_leave_the_callers_matplotlib_backend_and_figures_alone(tmp_path):
+    """In a fresh process with the svg backend chosen by the user: drawing panels, scatters and scatter frames
+    keeps that backend and opens no pyplot figure (pyplot's backend is process-wide)."""
+    import os
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    script = f"""
+import sys, matplotlib, numpy as np
+from swflow.evaluate.animate import save_panels, save_scatter, scatter_frames
+images = np.random.default_rng(0).random((4, 1, 8, 8), dtype=np.float32)
+save_panels([("a", images), ("", None), ("b", images)], r"{tmp_path / 'panels.png'}", ncol=2, columns=2)
+save_scatter(np.random.default_rng(1).normal(size=(50, 2)), r"{tmp_path / 'scatter.png'}")
+scatter_frames(np.random.default_rng(2).normal(size=(3, 20, 2)), np.arange(3), frames=2)
+print(matplotlib.get_backend(), "matplotlib.pyplot" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "MPLBACKEND": "svg"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["svg", "False"]
+    # 3 panels, 2 a row: two rows of 3.6 x 4.0 inches at 110 dpi
+    assert Image.open(tmp_path / "panels.png").size == (792, 880)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from contextlib import contextmanager
 from dataclasses import replace
 
@@ -157,6 +158,15 @@ CODE_WEIGHT = 10.0
 EMA_DECAY = 0.99
 
 
+def _backward(loss: Tensor) -> None:
+    """``loss.backward()`` without torch's notice that a full backward hook fires on a module whose inputs need no
+    gradient: Opacus hooks every layer, and the first layer's input is an image or a code, which never needs one.
+    The filter is scoped to this call; the caller's warning filters are restored on exit."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+        loss.backward()
+
+
 def _sample(net, decoder: nn.Module, codes: Tensor, public: torch.Generator) -> Tensor:
     """``net`` (the decoder, or Opacus's wrapper of it) on ``codes``, with public noise when ``decoder`` samples."""
     if hasattr(decoder, "noise_dim"):
@@ -185,7 +195,7 @@ class _PixelObjective:
         fake = _sample(self.grad_sampler, self.decoder, z, self.public)
         per_image = (2.0 * (_lowpass(fake) - _lowpass(x)).abs().flatten(1).mean(1)
                      + CODE_WEIGHT * (self.encoder(fake) - z).square().sum(1))
-        per_image.mean().backward()
+        _backward(per_image.mean())
         self.optimizer.step()
 
     def finish(self) -> nn.Module:
@@ -227,8 +237,8 @@ class _CriticObjective:
             fake_codes, fake = self._generate(len(x))
             real_codes = self.encoder(x)
         self.optimizer.zero_grad()
-        (torch.relu(1 - self.grad_sampler(x, real_codes)).mean()
-         + torch.relu(1 + self.grad_sampler(fake, fake_codes)).mean()).backward()
+        _backward(torch.relu(1 - self.grad_sampler(x, real_codes)).mean()
+                  + torch.relu(1 + self.grad_sampler(fake, fake_codes)).mean())
         self.optimizer.step()
         with _frozen(self.critic, self.grad_sampler):  # the decoder's step reads the critic, not the images
             c, fake = self._generate(batch)

@@ -29,36 +29,46 @@ def save_grid(images: np.ndarray, path: str | Path, *, ncol: int = 10) -> Path:
     return Path(path)
 
 
-def _pyplot():
-    """matplotlib.pyplot without a display."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _figure(**kwargs):
+    """A matplotlib Figure drawn by the Agg canvas: matplotlib's object API, not pyplot, so the caller's backend
+    and open figures are left alone (pyplot's backend is process-wide)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    return plt
+    fig = Figure(**kwargs)
+    FigureCanvasAgg(fig)
+    return fig
 
 
 def _save_figure(fig, path: str | Path) -> Path:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    _pyplot().close(fig)
     return Path(path)
 
 
-def save_panels(panels: list[tuple[str, np.ndarray]], path: str | Path, *, ncol: int = 10) -> Path:
-    """Labelled image grids side by side on the same scale: [(title, images (n, C, H, W) in [0, 1]), ...]."""
-    fig, axes = _pyplot().subplots(1, len(panels), figsize=(3.6 * len(panels), 4.0))
-    for ax, (title, images) in zip(np.atleast_1d(axes), panels):
+def save_panels(panels: list[tuple[str, np.ndarray | None]], path: str | Path, *, ncol: int = 10,
+                columns: int | None = None) -> Path:
+    """Labelled image grids on the same scale: [(title, images (n, C, H, W) in [0, 1]), ...], ``columns`` panels
+    a row (default: all in one row); a panel whose images are None leaves its place blank."""
+    columns = len(panels) if columns is None else max(1, min(columns, len(panels)))
+    rows = -(-len(panels) // columns)
+    fig = _figure(figsize=(3.6 * columns, 4.0 * rows))
+    axes = fig.subplots(rows, columns, squeeze=False)
+    for ax in axes.flat:
+        ax.axis("off")
+    for ax, (title, images) in zip(axes.flat, panels):
+        if images is None:
+            continue
         ax.imshow(image_grid(images, ncol=ncol), interpolation="nearest", cmap="gray", vmin=0, vmax=255)
         ax.set_title(title, fontsize=10)
-        ax.axis("off")
     return _save_figure(fig, path)
 
 
 def save_scatter(points: np.ndarray, path: str | Path, *, reference: np.ndarray | None = None,
                  title: str = "") -> Path:
     """Scatter of the first two coordinates (reference points in grey underneath); a histogram for 1-D rows."""
-    fig, ax = _pyplot().subplots(figsize=(4.5, 4.5))
+    fig = _figure(figsize=(4.5, 4.5))
+    ax = fig.subplots()
     if points.shape[1] == 1:  # one coordinate: its histogram
         if reference is not None:
             ax.hist(reference[:, 0], bins=50, density=True, color="0.75", label="target")
@@ -102,7 +112,6 @@ def scatter_frames(latents: np.ndarray, steps: np.ndarray, *, frames: int = 50, 
                    size: float = 4.5, max_points: int = 5000) -> list[np.ndarray]:
     """2-D particles at ``frames`` moments over the level sets of a Gaussian KDE of ``reference``
     (held-out or public rows, never the private target)."""
-    plt = _pyplot()
     keep = _frame_indices(len(latents), frames)
     shown = latents[:, :max_points, :2]
     lo, hi = shown.reshape(-1, 2).min(0), shown.reshape(-1, 2).max(0)
@@ -119,7 +128,8 @@ def scatter_frames(latents: np.ndarray, steps: np.ndarray, *, frames: int = 50, 
         contour = (gx, gy, density)
     out = []
     for i in keep:
-        fig, ax = plt.subplots(figsize=(size, size), dpi=100)
+        fig = _figure(figsize=(size, size), dpi=100)
+        ax = fig.subplots()
         if contour is not None:
             ax.contour(*contour, levels=8, cmap="Greys", linewidths=0.8)
         ax.scatter(shown[i, :, 0], shown[i, :, 1], s=2, color="C0", alpha=0.6)
@@ -130,7 +140,6 @@ def scatter_frames(latents: np.ndarray, steps: np.ndarray, *, frames: int = 50, 
         fig.tight_layout()
         fig.canvas.draw()
         out.append(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
-        plt.close(fig)
     return out
 
 

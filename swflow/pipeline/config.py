@@ -245,8 +245,8 @@ class AdaptSettings:
     (swflow/autoencoders/adapt.py), part of the same (ε, δ). Off by default; it needs images and an autoencoder with a sampling decoder."""
 
     adapt_decoder: bool = field(default=False, metadata={
-        "help": "teach the decoder the private images inside the run's budget, against a critic trained on them by "
-                "DP-SGD (Opacus): for private data the public images never showed (the run's files then hold the "
+        "help": "teach the decoder the private images inside the run's budget by DP-SGD (Opacus; see "
+                "adapt_objective): for private data the public images never showed (the run's files then hold the "
                 "adapted decoder)"})
     adapt_share: float = field(default=0.1, metadata={
         "help": "share of epsilon for the DP-SGD adaptation; the histogram release gets the rest (the composed "
