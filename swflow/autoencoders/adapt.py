@@ -52,6 +52,7 @@ from torch import Tensor, nn
 
 from ..pipeline.config import AdaptSettings, PrivacySpec
 from ..privacy.ledger import MechanismEvent
+from .adversarial import AdversarialConfig, ProjectionCritic, _lowpass
 
 __all__ = ["ADAPT_BOUND", "adaptation_event", "split_budget", "dp_sgd_optimizer", "adapt_decoder"]
 
@@ -152,8 +153,9 @@ def dp_sgd_optimizer(parameters, *, multiplier: float, settings: AdaptSettings, 
 
 #: the critic objective's Adam betas, critic and decoder (a low first moment, as GAN training usually takes)
 BETAS = (0.5, 0.9)
-#: weight of the code term ‖E(G(c, u)) − c‖², as in the public decoder's training
-CODE_WEIGHT = 10.0
+#: weights of the code term ‖E(G(c, u)) − c‖² and the 4×-pooled L1, those of the public decoder's training
+CODE_WEIGHT = AdversarialConfig.code_weight
+LOWPASS_WEIGHT = AdversarialConfig.lowpass_weight
 #: decay of the published decoder's moving average (shorter than the public training's 0.999: hundreds of steps)
 EMA_DECAY = 0.99
 
@@ -187,13 +189,11 @@ class _PixelObjective:
         self.optimizer = optimizer_for(self.grad_sampler.parameters(), lr=settings.adapt_lr, betas=(0.9, 0.999))
 
     def step(self, x: Tensor, batch: int) -> None:
-        from .adversarial import _lowpass
-
         self.optimizer.zero_grad()
         with torch.no_grad():
             z = self.encoder(x)
         fake = _sample(self.grad_sampler, self.decoder, z, self.public)
-        per_image = (2.0 * (_lowpass(fake) - _lowpass(x)).abs().flatten(1).mean(1)
+        per_image = (LOWPASS_WEIGHT * (_lowpass(fake) - _lowpass(x)).abs().flatten(1).mean(1)
                      + CODE_WEIGHT * (self.encoder(fake) - z).square().sum(1))
         _backward(per_image.mean())
         self.optimizer.step()
@@ -215,8 +215,6 @@ class _CriticObjective:
                  settings: AdaptSettings, seed: int):
         from opacus import GradSampleModule
         from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
-
-        from .adversarial import ProjectionCritic
 
         self.encoder, self.decoder, self.public, self.codes = encoder, decoder, public, codes
         with torch.random.fork_rng():  # the critic's initialisation: public randomness, seeded; torch's own untouched
