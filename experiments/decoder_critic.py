@@ -100,13 +100,13 @@ def main(argv=None) -> int:
     model, meta = load_autoencoder(args.checkpoint)
     encoder, decoder = model.encoder.eval().requires_grad_(False), model.decoder.eval()
     public = encoded_split(meta["dataset"], "public", checkpoint=args.checkpoint)
-    held = slice(len(public.images) - args.n, None)  # scored, never seen by the critic
-    train = torch.from_numpy(public.images[:len(public.images) - args.n])
-    codes = public.latents[held]
+    train = torch.from_numpy(public.images[:-args.n])  # the critic's rows
+    codes = public.latents[-args.n:]  # scored, never seen by the critic
     reference = load_reference({"dataset": meta["dataset"], "autoencoder": args.checkpoint})
     extractor = InceptionFeatures()
-    held_out = reference.images[:args.n_reference]
-    real = FeatureStats.of(reference_features(held_out, key=f"{reference.key}-{len(held_out)}", extractor=extractor))
+    reference_images = reference.images[:args.n_reference]
+    real = FeatureStats.of(reference_features(reference_images, key=f"{reference.key}-{len(reference_images)}",
+                                              extractor=extractor))
     pool = reference.training if reference.training is not None else public.images
     out = Path(args.out)
     rows = json.loads(out.read_text()) if out.exists() else {}
@@ -114,9 +114,10 @@ def main(argv=None) -> int:
 
     def score(name: str, images: np.ndarray, seconds: float) -> None:
         fid = frechet_distance(real, FeatureStats.of(extractor(images)))
-        rows[f"{setting}/{name}"] = {"fid": fid, "n": len(images), "copy_rate": copy_rate(images, pool, held_out)[0],
-                                     "decode_seconds": seconds, "reference": reference.description}
-        say(f"{name}: FID@{len(images)} {fid:.2f}, copy rate {rows[f'{setting}/{name}']['copy_rate']:.3f}")
+        copies = copy_rate(images, pool, reference_images)[0]
+        rows[f"{setting}/{name}"] = {"fid": fid, "n": len(images), "copy_rate": copies, "decode_seconds": seconds,
+                                     "reference": reference.description}
+        say(f"{name}: FID@{len(images)} {fid:.2f}, copy rate {copies:.3f}")
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(rows, indent=2) + "\n")
 
