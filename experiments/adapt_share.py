@@ -61,7 +61,7 @@ def samples(model, images: np.ndarray, *, epsilon: float, share: float | None, n
     histogram_spec, multiplier = split_budget(settings.privacy, settings.plan(*codes.shape).release, settings.adapt)
     particles = fit(replace(settings, privacy=histogram_spec), codes).particles
     adapted, _, _ = adapt_decoder(model, images, particles.numpy(), multiplier=multiplier, settings=settings.adapt,
-                                  adjacency=settings.privacy.adjacency, noise=NoiseSource(0 + 7919), privacy_seed=0,
+                                  adjacency=settings.privacy.adjacency, noise=NoiseSource(0 + 7919),
                                   progress=False)  # the seeds a run with privacy_seed 0 uses
     return adapted.decode_images(particles.numpy())
 

@@ -51,13 +51,11 @@ import torch
 from torch import Tensor, nn
 
 from ..pipeline.config import AdaptSettings, PrivacySpec
-from ..privacy.ledger import MechanismEvent
+from ..privacy.ledger import ADAPT_BOUND, MechanismEvent
 from .adversarial import AdversarialConfig, ProjectionCritic, _lowpass
 
 __all__ = ["ADAPT_BOUND", "adaptation_event", "split_budget", "dp_sgd_optimizer", "adapt_decoder"]
 
-#: the sensitivity bound a DP-SGD event records
-ADAPT_BOUND = "per-image clipped gradient (Opacus), replaced: 2C"
 
 
 def adaptation_event(*, multiplier: float, settings: AdaptSettings, dataset_size: int, adjacency: str,
@@ -140,12 +138,14 @@ def _fold(swapped) -> None:
 
 
 def dp_sgd_optimizer(parameters, *, multiplier: float, settings: AdaptSettings, batch: int, lr: float,
-                     betas: tuple[float, float] = (0.9, 0.999), privacy_seed: int | None = None, secure: bool = False):
+                     noise, betas: tuple[float, float] = (0.9, 0.999)):
     """Opacus's DPOptimizer (Adam inside) of the adaptation: noise std 2z·C on the sum of per-image gradients
-    clipped to C, i.e. multiplier z relative to the replace sensitivity 2C."""
+    clipped to C, i.e. multiplier z relative to the replace sensitivity 2C. ``noise``: the run's privacy
+    NoiseSource; Opacus draws from the generator it hands out (never torch's global one), in Opacus's secure mode
+    when the source is secure."""
     from opacus.optimizers import DPOptimizer
 
-    generator = None if privacy_seed is None or secure else torch.Generator().manual_seed(privacy_seed + 1)
+    generator, secure = noise.torch_generator(), noise.secure
     adam = torch.optim.Adam(parameters, lr=lr, betas=betas)
     return DPOptimizer(adam, noise_multiplier=2.0 * multiplier, max_grad_norm=settings.adapt_clip,
                        expected_batch_size=batch, loss_reduction="mean", generator=generator, secure_mode=secure)
@@ -267,15 +267,14 @@ def _frozen(module: nn.Module, grad_sampler):
 
 
 def adapt_decoder(model, images: np.ndarray, codes: np.ndarray, *, multiplier: float, settings: AdaptSettings,
-                  adjacency: str, noise, privacy_seed: int | None = None, secure: bool = False, seed: int = 0,
-                  progress: bool = True):
+                  adjacency: str, noise, seed: int = 0, progress: bool = True):
     """A copy of autoencoder ``model`` whose decoder learned the private ``images`` (n, C, H, W) in [0, 1] by the
     objective ``settings.adapt_objective`` (module docstring), and the ledger event of what it released.
     ``codes`` (m, latent): the codes the run released (the critic objective's decoder draws from them);
     ``multiplier``: z relative to the replace sensitivity 2C (Opacus's is 2z); ``noise``: the run's privacy
-    NoiseSource (it draws the batches); the gradient noise is Opacus's, seeded by ``privacy_seed`` when one is
-    typed, from a CSPRNG with ``secure``; ``seed``: the public randomness (the decoder's noise, the critic's
-    initialisation, the codes drawn). Returns (adapted model, MechanismEvent, Opacus accountant of the steps)."""
+    NoiseSource (it draws the batches, and seeds the generator Opacus draws the gradient noise from,
+    :meth:`~swflow.privacy.noise.NoiseSource.torch_generator`); ``seed``: the public randomness (the decoder's
+    noise, the critic's initialisation, the codes drawn). Returns (adapted model, MechanismEvent, Opacus accountant of the steps)."""
     from opacus.accountants import RDPAccountant
     from tqdm.auto import tqdm
 
@@ -292,7 +291,7 @@ def adapt_decoder(model, images: np.ndarray, codes: np.ndarray, *, multiplier: f
 
     def optimizer_for(parameters, *, lr: float, betas: tuple[float, float]):
         optimizer = dp_sgd_optimizer(parameters, multiplier=multiplier, settings=settings, batch=batch, lr=lr,
-                                     betas=betas, privacy_seed=privacy_seed, secure=secure)
+                                     betas=betas, noise=noise)
         optimizer.attach_step_hook(accountant.get_optimizer_hook_fn(sample_rate=batch / n))
         return optimizer
 

@@ -93,10 +93,12 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
                  data_root: str | None = None, device: str = "cpu", seed: int = 0, progress: bool = True) -> dict:
     """Compute the run's metrics and write ``RUN_DIR/metrics.json``; ``n_fid = 0`` skips FID."""
     run_dir = Path(run_dir)
+    from ..privacy.verify import read_verified_report
+
     for name in ("privacy.json", "samples.h5"):
         if not (run_dir / name).exists():
             raise FileNotFoundError(f"{run_dir / name} is missing: is {run_dir} a finished swflow run?")
-    report = json.loads((run_dir / "privacy.json").read_text())
+    report = read_verified_report(run_dir).to_json()  # what metrics.json repeats is re-derived, never copied
     samples = read_samples(run_dir / "samples.h5")
     ref = load_reference(report.get("run_config", {}), reference_file=reference_file, data_root=data_root)
     latents = samples["latents"]
@@ -166,15 +168,18 @@ def _cell(value) -> str:
 
 
 def compare_table(run_dirs: list[str | Path]) -> str:
-    """A markdown table of the runs' metrics.json (ε = ∞ for non-private runs)."""
+    """A markdown table of the runs' metrics.json, with (ε, δ) from each run's verified privacy.json (ε = ∞ for
+    non-private runs)."""
+    from ..privacy.verify import read_verified_report
+
     rows = []
     for d in run_dirs:
         path = Path(d) / "metrics.json"
         if not path.exists():
             raise FileNotFoundError(f"{path} is missing: run `swflow evaluate {d}` first")
         m = json.loads(path.read_text())
-        if m.get("epsilon") is None:
-            m["epsilon"] = math.inf
+        report = read_verified_report(d)  # the claim comes from the verified privacy.json, not from metrics.json
+        m.update(epsilon=math.inf if report.epsilon is None else report.epsilon, delta=report.delta)
         rows.append([str(d)] + [_cell(m.get(key)) for key, _ in COLUMNS])
     header = ["run"] + [title for _, title in COLUMNS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

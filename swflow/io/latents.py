@@ -83,7 +83,7 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
             raise ValueError("the public split is the broad population the autoencoder learned: a population is "
                              "drawn from the private split (or the test part, its reference)")
         rows = population_rows(labels, population)
-        drawn = {**describe(population, rows, labels), "drawn_from": split}
+        drawn = {**describe(population, rows), "drawn_from": split}
         images, labels = images[rows], labels[rows]
     return EncodedSplit(torch.from_numpy(model.encode_images(images)), labels, model.decode_images, halves, meta,
                         drawn, images)

@@ -12,8 +12,6 @@ proportions: they are a property of the data, declared in the run's manifest.
 """
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 __all__ = ["POPULATIONS", "proportions", "population_rows", "describe"]
@@ -54,8 +52,9 @@ def population_rows(labels: np.ndarray, name: str, *, seed: int = 0) -> np.ndarr
     return np.sort(np.concatenate(picked))
 
 
-def describe(name: str, rows: np.ndarray, labels: np.ndarray) -> dict:
-    """The manifest entry of a drawn population: name, declared proportions, size and the rows' hash."""
+def describe(name: str, rows: np.ndarray) -> dict:
+    """The manifest entry of a drawn population: its declaration (name, declared proportions) and its size n, which
+    is public as every run's n is. Never the drawn class counts or a hash of the drawn rows: with private labels
+    those are exact private statistics that the run says it does not publish."""
     return {"population": name, "proportions": {str(c): p for c, p in proportions(name).items()},
-            "size": int(rows.size), "class_counts": {str(c): int((labels[rows] == c).sum()) for c in proportions(name)},
-            "rows_sha256": hashlib.sha256(np.sort(rows).astype(np.int64).tobytes()).hexdigest()}
+            "size": int(rows.size)}

@@ -93,8 +93,8 @@ class FlowModel:
 
             verify_report(report, source="privacy.json")
             release = method(report.method).release
-            verify_releases(report, theta, sigma, releases_per_step=release.per_step,
-                            noisy_counts=public.get("noisy_counts"), counts_expected=release.of_counts)
+            verify_releases(report, theta, sigma, release=release, released=released,
+                            noisy_counts=public.get("noisy_counts"), smoothing_std=config.smoothing_std)
         self.config, self.dim, self.report = config, dim, report
         self.theta, self.released, self.sigma, self.public = theta, released, sigma, public
 
@@ -105,20 +105,15 @@ class FlowModel:
 
     @classmethod
     def from_run_dir(cls, run_dir: str | Path) -> "FlowModel":
+        from ..privacy.verify import read_verified_report
+
         run_dir = Path(run_dir)
         path = run_dir / "model.h5"
         if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: only flow runs (swf, dpswflow-r, dpswflow, ldp-flow) "
-                                    "made with this version record their releases")
-        report = run_dir / "privacy.json"
-        if not report.exists():
-            raise FileNotFoundError(f"{report} is missing: a run's samples carry its privacy report; "
-                                    "regenerate the run")
-        try:
-            parsed = PrivacyReport.from_json(json.loads(report.read_text()))
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"{report} is not a readable privacy report ({err}); regenerate the run") from err
-        return cls.from_file(path, report=parsed)
+            raise FileNotFoundError(f"{path} is missing: only flow runs (swf, dpswflow-r, dpswflow, dpswflow-hist, "
+                                    "ldp-flow) record their releases, and a conditional or torchrun run keeps one per "
+                                    "class or process")
+        return cls.from_file(path, report=read_verified_report(run_dir))
 
     @classmethod
     def from_file(cls, path: str | Path, *, report: PrivacyReport | None = None) -> "FlowModel":

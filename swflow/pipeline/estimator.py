@@ -184,12 +184,11 @@ class Synthesizer:
         codes = self._sampler.sample(s.flow.n_particles, seed=s.flow.seed).cpu().numpy()  # released: post-processing
         adapted, event, _ = adapt_decoder(self._autoencoder[0], images, codes, multiplier=multiplier,
                                           settings=s.adapt, adjacency=s.privacy.adjacency, noise=noise,
-                                          privacy_seed=s.privacy_seed, secure=s.privacy.secure_noise, seed=s.flow.seed,
-                                          progress=progress)
+                                          seed=s.flow.seed, progress=progress)
         self._autoencoder = (adapted, self._autoencoder[1])
         self._adapted = True
         self._report = compose(report, [event], target_epsilon=s.privacy.epsilon,
-                               note=adapt_note(s.adapt, event, multiplier).replace(
+                               note=adapt_note(s.adapt, event, multiplier, secure=s.privacy.secure_noise).replace(
                                    " (decoder.pt, decoder.json)", " (saved with the Synthesizer)"))
 
     def _fit_conditional(self, data: torch.Tensor, labels: np.ndarray, progress: bool) -> None:
@@ -206,7 +205,8 @@ class Synthesizer:
         for run in runs:
             own, own_plan = run.fit_inputs(s, plan)
             models[run.label], report = self._fit_one(own, data[torch.as_tensor(run.rows)], progress, plan=own_plan,
-                                                      part_of_larger=run.dataset_size is not None)
+                                                      part_of_larger=run.dataset_size is not None,
+                                                      run_config={"class": run.label})
             reports.append(report)
         estimates = [] if self.labels_public else [
             estimated_size(models[r.label].public["noisy_counts"]) if rep.private else float(r.rows.sum())
@@ -221,9 +221,10 @@ class Synthesizer:
         self._sampler = models
 
     @staticmethod
-    def _fit_one(settings, data: torch.Tensor, progress: bool, *, plan=None, part_of_larger: bool = False):
-        """One flow or generator (swflow.pipeline.fitting.fit, ``plan`` and ``part_of_larger`` as there): (its sampler,
-        its report). A flow's sampler is a FlowModel of its recorded releases; a generator's, its network."""
+    def _fit_one(settings, data: torch.Tensor, progress: bool, *, plan=None, part_of_larger: bool = False,
+                 run_config: dict | None = None):
+        """One flow or generator (swflow.pipeline.fitting.fit, ``plan``, ``part_of_larger`` and ``run_config`` as
+        there): (its sampler, its report). A flow's sampler is a FlowModel of its recorded releases; a generator's, its network."""
         from ..simulate.callbacks import ReleaseLog, release_sketch
         from .fitting import fit
         from ..methods.model import FlowModel
@@ -233,7 +234,7 @@ class Synthesizer:
             return result.generator.generator, result.report
         with tempfile.TemporaryDirectory() as tmp:
             log = ReleaseLog(Path(tmp) / "model.h5", sketch=release_sketch(settings.method, settings.sketch))
-            report = fit(settings, data, plan=plan, callbacks=[log], progress=progress,
+            report = fit(settings, data, plan=plan, callbacks=[log], progress=progress, run_config=run_config,
                          part_of_larger=part_of_larger).report
             return FlowModel.from_file(Path(tmp) / "model.h5", report=report), report
 
@@ -335,7 +336,7 @@ class Synthesizer:
         if form not in READS:
             raise ValueError(f"{path} is not a saved swflow Synthesizer (format {blob.get('format')!r})")
         from ..privacy import PrivacyReport
-        from ..privacy.verify import verify_report
+        from ..privacy.verify import ClaimMismatch, verify_adapted_decoder, verify_report
         from .settings import build
 
         tables = dict(blob["settings"])
@@ -353,8 +354,17 @@ class Synthesizer:
         if syn._adapted:
             syn._autoencoder[0].decoder.load_state_dict(autoencoder["adapted_decoder"])
         syn._shares = None
-        syn._report = PrivacyReport.from_json(blob["report"])
+        try:
+            syn._report = PrivacyReport.from_json(blob["report"])
+        except (ValueError, TypeError) as err:
+            raise ClaimMismatch(f"{path} holds no readable privacy report ({err}); fit again") from None
         verify_report(syn._report, source=str(path))
+        verify_adapted_decoder(syn._report, adapted=syn._adapted, source=str(path))
+        if syn._report.method != syn.settings.method or (
+                syn._report.private and syn._report.target_epsilon != syn.settings.privacy.epsilon):
+            raise ClaimMismatch(f"{path}: its privacy report ({syn._report.method}, target epsilon "
+                                f"{syn._report.target_epsilon}) is not that of its settings ({syn.settings.method}, "
+                                f"{syn.settings.privacy.epsilon}): the file was edited; fit again")
         state = blob["state"]
         if syn.conditional:
             from ..methods.model import FlowModel

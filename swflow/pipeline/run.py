@@ -54,10 +54,14 @@ ADAPT_OBJECTIVE_NOTE = {
               "(post-processing)"}
 
 
-def adapt_note(settings, event, multiplier: float) -> str:
-    """The report's sentence for the adaptation of ``settings`` (AdaptSettings) that released ``event``."""
-    return ADAPT_NOTE.format(objective=ADAPT_OBJECTIVE_NOTE[settings.adapt_objective], steps=settings.adapt_steps,
+def adapt_note(settings, event, multiplier: float, *, secure: bool = False) -> str:
+    """The report's sentence for the adaptation of ``settings`` (AdaptSettings) that released ``event``; ``secure``:
+    what its noise is under secure_noise."""
+    from ..privacy.noise import SECURE_DP_SGD_CAVEAT
+
+    note = ADAPT_NOTE.format(objective=ADAPT_OBJECTIVE_NOTE[settings.adapt_objective], steps=settings.adapt_steps,
                              batch=event.sample_size, n=event.dataset_size, clip=settings.adapt_clip, z=multiplier)
+    return f"{note}. {SECURE_DP_SGD_CAVEAT}" if secure else note
 
 
 def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.ndarray, out: Path, *, plan: RunPlan,
@@ -86,10 +90,10 @@ def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.n
     noise = NoiseSource(None if privacy_seed is None else privacy_seed + 7919, secure=spec.secure_noise)
     adapted, event, _ = adapt_decoder(model, images, particles.cpu().numpy(), multiplier=multiplier,
                                       settings=settings.adapt, adjacency=spec.adjacency, noise=noise,
-                                      privacy_seed=privacy_seed, secure=spec.secure_noise, seed=config.seed,
-                                      progress=progress)
+                                      seed=config.seed, progress=progress)
     a = settings.adapt
-    report = compose(fitted.report, [event], target_epsilon=spec.epsilon, note=adapt_note(a, event, multiplier))
+    report = compose(fitted.report, [event], target_epsilon=spec.epsilon,
+                     note=adapt_note(a, event, multiplier, secure=spec.secure_noise))
     from ..autoencoders.train import publish_checkpoint
 
     decoder_meta = {**{key: meta[key] for key in ("dataset", "channels", "image_shape", "latent", "latent_norm",

@@ -166,6 +166,7 @@ def composed_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, share: f
     from .audit import split_epsilon_lower_bound
     from ..pipeline.plan import resolve_fixed
     from .histogram import projection_counts
+    from .noise import NoiseSource
 
     settings = AdaptSettings(adapt_decoder=True, adapt_share=share, adapt_steps=1, adapt_batch_size=trials)
     spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
@@ -196,7 +197,7 @@ def composed_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, share: f
         sigma_h = flow.target.noise_std(theta)
         parameter = torch.nn.Parameter(torch.zeros(trials, dtype=torch.float64))
         optimizer = dp_sgd_optimizer([parameter], multiplier=z_run, settings=settings, batch=1, lr=settings.adapt_lr,
-                                     privacy_seed=draw_seed)
+                                     noise=NoiseSource(draw_seed))
         parameter.summed_grad = torch.full((trials,), clip * record, dtype=torch.float64)  # ±C: the pair's sums
         optimizer.add_noise()
         step = parameter.grad.detach().numpy()  # mean ±C, std 2 z_run C

@@ -3,11 +3,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["NOISES", "SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
+__all__ = ["ADAPT_BOUND", "NOISES", "SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
 
 from ..pipeline.config import NOISES  # noqa: E402
 
 SAMPLINGS = ("none", "without-replacement", "poisson")
+#: the sensitivity bound of a DP-SGD event (the decoder's adaptation): the ledger entry an adapted decoder requires
+ADAPT_BOUND = "per-image clipped gradient (Opacus), replaced: 2C"
 
 
 @dataclass(frozen=True)

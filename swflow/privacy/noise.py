@@ -16,6 +16,11 @@ __all__ = ["NoiseSource"]
 SECURE_CAVEAT = ("privacy noise drawn from the OS CSPRNG (os.urandom, Box-Muller in float64); "
                  "floating-point attacks on the Gaussian mechanism (Mironov 2012) are not addressed, "
                  "and runs are not reproducible from a seed")
+#: what a DP-SGD stage's noise is, under secure_noise (Opacus samples it from a torch generator)
+SECURE_DP_SGD_CAVEAT = ("DP-SGD gradient noise: Opacus's secure mode (each coordinate the mean of 4 Gaussian draws, "
+                        "against floating-point attacks) from a torch generator seeded with 64 bits of OS entropy "
+                        "(os.urandom); torch's generator is not a CSPRNG, so this stage is not cryptographically "
+                        "secure")
 
 
 class NoiseSource:
@@ -55,6 +60,16 @@ class NoiseSource:
 
         noisy = discrete_gaussian_measurement(std)([int(c) for c in counts.flatten().tolist()])
         return torch.tensor(noisy, dtype=torch.int64).reshape(counts.shape)
+
+    def torch_generator(self) -> torch.Generator:
+        """A generator for a library that draws privacy noise itself (Opacus): seeded from this stream (so a typed
+        privacy seed reproduces it), or with 64 bits of OS entropy under ``secure``. Never torch's global
+        generator, which any code that calls ``torch.manual_seed`` replays."""
+        if self.secure:
+            seed = int.from_bytes(os.urandom(8), "little") >> 1
+        else:
+            seed = int(torch.randint(0, 2 ** 62, (1,), generator=self._generator))
+        return torch.Generator().manual_seed(seed)
 
     def directions(self, dim: int, count: int) -> torch.Tensor:
         """``count`` directions uniform on the sphere S^{dim-1}, shape (dim, count), float64, secret."""

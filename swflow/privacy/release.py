@@ -37,9 +37,8 @@ def check_rows(data: Tensor, *, name: str = "data", allow_empty: bool = False) -
         raise ValueError(f"{name} is empty: need at least one row")
     bad = ~torch.isfinite(data).all(dim=1)
     if bad.any():
-        rows = torch.nonzero(bad).flatten()[:5].tolist()
-        raise ValueError(f"{name} has {int(bad.sum())} row(s) with NaN or inf (first: {rows}); "
-                         "drop or impute them before the run")
+        # how many, never which: a row's index or value is a private statistic
+        raise ValueError(f"{name} has {int(bad.sum())} row(s) with NaN or inf; drop or impute them before the run")
 
 
 class PrivateTarget:
@@ -98,8 +97,8 @@ class PrivateTarget:
         outside = norms > radius * (1 + 1e-5)
         if outside.any() and not clip:
             raise ValueError(
-                f"{int(outside.sum())} private row(s) have norm above R={radius} (largest "
-                f"{float(norms.max()):.4g}); the sensitivity bound needs every row inside the ball. "
+                f"{int(outside.sum())} private row(s) have norm above R={radius}; the sensitivity bound needs "
+                "every row inside the ball. "
                 "Pass clip=True (CLI: --clip) to clip them, or rescale the data")
         if (norms > radius).any():
             data = data * (radius / norms.clamp(min=radius)).unsqueeze(1)

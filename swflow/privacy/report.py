@@ -32,7 +32,8 @@ HISTOGRAM_RELEASE = (
     "the null record is the zero row, which is counted too (n stays fixed and public). Calibrated once; the "
     "counts' post-processing to CDFs and every flow step after the release are free")
 DISCRETE_NOTE = ("the counts' noise is OpenDP's discrete Gaussian (exact integer sampling from OpenDP's CSPRNG: "
-                 "no floating-point attack surface), accounted by OpenDP's own zCDP privacy map")
+                 "no floating-point attack surface), accounted by dp-accounting's privacy loss distribution of the "
+                 "discrete Gaussian, composed over the 2K counts a record moves")
 
 
 def _num(x: float | None):
@@ -155,7 +156,7 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
                             "DP, and the flow is post-processing")
     if isinstance(target, HistogramTarget):
         notes["release"] = HISTOGRAM_RELEASE.format(k=cal.plan.n_projections, b=target.bins, r=spec.norm_bound)
-        if spec.secure_noise:
+        if spec.secure_noise and cal.plan.noise == "discrete-gaussian":  # float Gaussian counts keep SECURE_CAVEAT
             notes["secure_noise_caveat"] = DISCRETE_NOTE
     if diffusion_gamma is not None:
         notes["amplification_note"] = AMPLIFICATION_NOTE

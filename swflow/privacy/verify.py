@@ -40,14 +40,19 @@ import torch
 
 from .accountants import accountant_for, epsilon_from_events
 from .histogram import histogram_sensitivity
-from .ledger import MechanismEvent
+from .ledger import ADAPT_BOUND, MechanismEvent
 from .sensitivity import adjacency_factor, spectral_bound
 
-__all__ = ["ClaimMismatch", "verify_report", "verify_releases", "verify_counts"]
+__all__ = ["ClaimMismatch", "verify_report", "verify_releases", "verify_counts", "verify_adapted_decoder",
+           "read_verified_report"]
 
 _RTOL = 1e-6
 #: probability that a true histogram release is refused by the χ² test of its counts
 COUNTS_FALSE_REFUSAL = 1e-9
+
+
+#: an ε-mode run's releases reach at least this fraction of its target ε (calibration stops within 0.1%)
+CALIBRATION_REACH = 0.95
 
 
 class ClaimMismatch(ValueError):
@@ -133,8 +138,18 @@ def _check_claim(report, epsilon: float, delta: float, accountant: str, refuse) 
 
 def verify_report(report, *, source: str = "the privacy report") -> None:
     """Refuse ``report`` (a PrivacyReport) unless its ε, δ, derived fields and statement follow from its own
-    ledger (every class's ledger, for a conditional run)."""
+    ledger (every class's ledger, for a conditional run). A malformed field (a number written as a string, a
+    missing part) is refused the same way, never a crash."""
     refuse = _Refusal(source)
+    try:
+        _verify_report(report, refuse)
+    except ClaimMismatch:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as err:
+        refuse(f"a field is malformed ({type(err).__name__}: {err})")
+
+
+def _verify_report(report, refuse) -> None:
     if not report.private:
         if report.ledger or report.epsilon is not None or report.delta is not None:
             refuse("it says 'not private' but carries a budget or releases")
@@ -153,6 +168,14 @@ def verify_report(report, *, source: str = "the privacy report") -> None:
     for field, value in _derived(events).items():
         if not _same(getattr(report, field), value):
             refuse(f"its {field} {getattr(report, field)!r} is not what its ledger gives ({value!r})")
+    main = events[0]
+    if (report.mode == "epsilon" and report.target_epsilon is not None and main.noise_multiplier > 1e-3
+            and epsilon < CALIBRATION_REACH * report.target_epsilon):
+        refuse(f"its releases give epsilon = {epsilon:.4g}, far below the target {report.target_epsilon:g} they were "
+               "calibrated for (calibration stops within 0.1% of its target): the noise was edited")
+    recorded = report.run_config.get("dataset_size")
+    if recorded is not None and recorded != report.dataset_size:
+        refuse(f"its ledger counts {report.dataset_size} private rows, but its run configuration records {recorded}")
 
 
 def _check_conditional_shape(report, refuse) -> list:
@@ -206,24 +229,47 @@ def _verify_conditional(report, refuse) -> None:
     _check_claim(report, epsilon, delta, accountant, refuse)
 
 
-def verify_releases(report, theta: torch.Tensor, sigma: torch.Tensor, *, releases_per_step: bool,
-                    noisy_counts: torch.Tensor | None = None, counts_expected: bool = False,
+def verify_releases(report, theta: torch.Tensor, sigma: torch.Tensor, *, release, released: torch.Tensor | None = None,
+                    noisy_counts: torch.Tensor | None = None, smoothing_std: float | None = None,
                     source: str = "model.h5") -> None:
-    """Check what a flow recorded against ``report``: the per-step σ (steps,) on directions ``theta``
-    (steps, d, k) when ``releases_per_step`` (dpswflow-r, swf; the other kinds replay one release, whose σ
-    the ledger fixes), and a histogram's released ``noisy_counts`` (K, B), required when
-    ``counts_expected`` and the run is private."""
+    """Check what a flow recorded against ``report``, from the recorded arrays, not from the report's labels.
+
+    ``release``: the kind of release the report's method makes (:class:`swflow.methods.releases.Release`: its
+    ``per_step``, ``of_counts`` and ``local``); it must be the kind the ledger records. ``theta`` (steps, d, k),
+    ``sigma`` (steps,) and ``released`` (steps, k, L): the recorded directions, σ and released sketches of each
+    step; ``noisy_counts`` (K, B): a histogram's release, required whenever the ledger holds a histogram event, and
+    χ²-tested; the quantile tables the replay reads are recomputed from those counts and σ and must be the
+    recorded ones. ``smoothing_std``: the flow's particle-side smoothing (a local release smooths with its σ)."""
     if not report.private:
         return
     if report.conditional is not None:
         raise ClaimMismatch(f"{source} belongs to one flow, but its privacy report describes a conditional run")
     events = [MechanismEvent(**e) for e in report.ledger]
-    if counts_expected:
+    main = events[0]
+    histogram = main.sensitivity_bound == "histogram"
+    if histogram != bool(release.of_counts) or (release.per_step and main.count != len(sigma)) or (
+            not release.per_step and main.count != 1):
+        raise ClaimMismatch(f"{source}: the run is labelled {report.method!r}, but its ledger records "
+                            f"{main.count} release(s) bounded by {main.sensitivity_bound!r}, which that method does "
+                            "not make: the report was edited; regenerate the run")
+    if histogram:
         if noisy_counts is None:
             raise ClaimMismatch(f"{source} holds no released counts for this histogram run: it was written by "
                                 "another swflow version or edited; regenerate the run")
         verify_counts(report, noisy_counts, source=source)
-    if not releases_per_step:
+        if released is not None:
+            _check_tables(report, noisy_counts, released, source)
+    if release.local and smoothing_std is not None and not _close(smoothing_std, main.noise_std):
+        raise ClaimMismatch(f"{source}: the flow deconvolves noise of std {smoothing_std:.6g}, but the report claims "
+                            f"the rows were released with std {main.noise_std:.6g}: the file was edited; regenerate "
+                            "the run")
+    if not release.per_step:
+        expected = 0.0 if (histogram or release.local) else main.noise_std
+        off = [t for t in range(len(sigma)) if not _close(float(sigma[t]), expected, 1e-4)]
+        if off:
+            raise ClaimMismatch(f"{source}: step {off[0]} was recorded with noise std {float(sigma[off[0]]):.6g}, but "
+                                f"the release the report claims has {expected:.6g}: the file was edited; regenerate "
+                                "the run")
         return
     if len(sigma) != sum(e.count for e in events):
         raise ClaimMismatch(f"{source} records {len(sigma)} releases but the privacy report accounts for "
@@ -241,9 +287,32 @@ def verify_releases(report, theta: torch.Tensor, sigma: torch.Tensor, *, release
                                 f"calibrated mechanism adds {expected:.6g}: the file was edited; regenerate the run")
 
 
+def _check_tables(report, noisy_counts: torch.Tensor, released: torch.Tensor, source: str) -> None:
+    """Every recorded quantile table row (what the replay reads) must be one that the released counts and the
+    claimed σ give (float32 rounding allowed): edited counts, a changed σ (it sets the threshold) or dropped
+    directions leave rows that no recomputed table has."""
+    from .histogram import TABLE_LEVELS, bin_edges, monotone_cdf, quantile_table
+
+    counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
+    levels = (torch.arange(TABLE_LEVELS, dtype=torch.float64) + 0.5) / TABLE_LEVELS
+    table = quantile_table(monotone_cdf(counts, noise_std=report.noise_std),
+                           bin_edges(counts.shape[1], radius=report.norm_bound), levels).to(torch.float32)
+    released = torch.as_tensor(released, dtype=torch.float32)
+    if released.ndim != 3 or released.shape[-1] != table.shape[1]:
+        raise ClaimMismatch(f"{source}: its released tables have shape {tuple(released.shape)}, not (steps, k, "
+                            f"{table.shape[1]}): regenerate the run")
+    tolerance = 1e-5 * report.norm_bound * math.sqrt(table.shape[1])
+    for t in range(len(released)):
+        nearest = torch.cdist(released[t].double(), table.double()).min(dim=1).values
+        if bool((nearest > tolerance).any()):
+            raise ClaimMismatch(f"{source}: step {t} replays quantile tables that its released counts and the "
+                                f"claimed noise std {report.noise_std:.4g} do not give: the counts, the noise or the "
+                                "directions were edited; regenerate the run")
+
+
 def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5") -> None:
     """The χ² test of a histogram's released counts (K, B) against the report's n and σ (module docstring)."""
-    from scipy.stats import chi2
+    from scipy.stats import chi2, norm
 
     counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
     if counts.ndim != 2 or (counts.shape[0], counts.shape[1]) != (report.n_projections, report.bins):
@@ -254,7 +323,8 @@ def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5
     if not sigma > 0:
         raise ClaimMismatch(f"{source}: a private histogram release with noise std {sigma}")
     if k < 2:
-        return  # one direction: no spread to test
+        raise ClaimMismatch(f"{source}: a histogram on one direction cannot be checked (the counts' test compares "
+                            "directions); swflow does not pass such a claim on. Use at least 2 directions")
     sums = counts.sum(dim=1)
     statistic = float(((sums - sums.mean()) ** 2).sum()) / (b * sigma ** 2)
     low, high = chi2.ppf(COUNTS_FALSE_REFUSAL / 2, k - 1), chi2.isf(COUNTS_FALSE_REFUSAL / 2, k - 1)
@@ -266,3 +336,49 @@ def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5
         raise ClaimMismatch(f"{source}: the released counts' directions disagree on the number of rows by far more "
                             f"than the claimed noise allows (chi-square {statistic:.3g} above {high:.3g}); regenerate "
                             "the run")
+    if "class" in report.run_config:
+        return  # one class of a labels-private run: its number of rows is private, the ledger's n is the whole set's
+    # every direction counts all n rows: the mean row sum is n plus noise of std σ·sqrt(B/K)
+    bound = float(norm.isf(COUNTS_FALSE_REFUSAL / 2)) * sigma * math.sqrt(b / k)
+    if abs(float(sums.mean()) - report.dataset_size) > bound:
+        raise ClaimMismatch(f"{source}: the released counts do not count the {report.dataset_size} rows the report "
+                            "claims (their directions' mean total is further from it than the claimed noise allows): "
+                            "the data set size was edited; regenerate the run")
+
+
+def verify_adapted_decoder(report, *, adapted: bool, source: str) -> None:
+    """A decoder trained on private images is an output of a DP-SGD release: it is used only when the ledger holds
+    that release (``adapted``: the run or the saved Synthesizer carries such a decoder)."""
+    ledgers = [report.ledger] if report.conditional is None else list(report.conditional["ledgers"].values())
+    dp_sgd = any(isinstance(e, dict) and e.get("sensitivity_bound") == ADAPT_BOUND for ledger in ledgers
+                 for e in ledger)
+    if adapted and not dp_sgd:
+        raise ClaimMismatch(f"{source} carries a decoder adapted to private images, but its ledger holds no DP-SGD "
+                            "release: the report was edited; regenerate the run")
+
+
+def read_verified_report(run_dir, *, what: str = "a swflow run directory"):
+    """The PrivacyReport of a run directory's privacy.json, re-derived from its ledger (:func:`verify_report`) and
+    checked against the decoder the run carries; refused with a clear error when it is not readable or does not
+    follow. What evaluate and compare report, and what sample passes on."""
+    import json
+    from pathlib import Path
+
+    from .report import PrivacyReport
+
+    path = Path(run_dir) / "privacy.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: is {run_dir} {what}?")
+    try:
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict):
+            raise ValueError("it is not a JSON object")
+        report = PrivacyReport.from_json(data)
+        if not isinstance(report.run_config, dict):
+            raise ValueError("its run_config is not an object")
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path} is not a readable privacy report ({err}); regenerate the run") from None
+    verify_report(report, source=str(path))
+    adapted = report.run_config.get("decoder") == "adapted" or (Path(run_dir) / "decoder.pt").exists()
+    verify_adapted_decoder(report, adapted=adapted, source=str(path))
+    return report
