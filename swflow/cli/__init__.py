@@ -19,7 +19,7 @@ import argparse
 import os
 import sys
 
-from . import autoencoder, generate, privacy, runs
+from . import autoencoder, generate, privacy, runs, tables
 from ._common import RunFailed
 
 __all__ = ["main", "console", "build_parser"]
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"swflow {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-    for module in (autoencoder, generate, runs, privacy):  # demo, train-ae, encode, generate, sample, ...
+    for module in (autoencoder, generate, runs, privacy, tables):  # demo, train-ae, encode, generate, sample, ...
         module.register(sub)
     return ap
 

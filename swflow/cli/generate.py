@@ -42,11 +42,17 @@ class Request:
 def cmd_generate(args) -> int:
     from ..io.resources import check_device, check_run
 
+    if args.table is not None:
+        from .tables import cmd_generate_table
+
+        return cmd_generate_table(args)
+    if args.schema is not None:
+        raise UsageError("--schema belongs to a --table run")
     check_device(args.device)
     if sum(x is not None for x in (args.data, args.dataset, args.images)) != 1:
         raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder), "
-                         "--images PRIVATE (your private images, encoded by --checkpoint) or --data FILE "
-                         "(.npy/.npz/.h5 rows in the flow's space)")
+                         "--images PRIVATE (your private images, encoded by --checkpoint), --data FILE "
+                         "(.npy/.npz/.h5 rows in the flow's space) or --table PRIVATE --schema SCHEMA.json")
     if args.population is not None and args.dataset is None:
         raise UsageError("--population draws from a dataset's private split: give --dataset")
     if args.decoder == "nearest-public" and args.data is not None:
@@ -317,12 +323,15 @@ def register(sub) -> None:
         "  --images DIR    your private images (a folder, or an .npy/.npz/.h5 image array), encoded by\n"
         "                  --checkpoint, an autoencoder trained on your public images (swflow train-ae --images)\n"
         "  --data FILE     rows of a .npy/.npz/.h5 file, already in the flow's space; rows must lie\n"
-        "                  in the unit ball (the sensitivity bound needs it) unless --clip\n\n"
+        "                  in the unit ball (the sensitivity bound needs it) unless --clip\n"
+        "  --table FILE    a private table (.csv/.parquet) with --schema SCHEMA.json: writes samples.csv\n\n"
         "examples:\n"
         "  swflow generate --config fashion-mnist-dpswflow --out runs/fm     (a shipped config, or a path)\n"
         "  swflow generate --dataset digits --method dpswflow-r --epsilon 5 --epochs 10 --batch-size 100 --out runs/d\n"
         "  swflow generate --data rows.npy --clip --method dpswflow --epsilon 8 --steps 500 \\\n"
-        "      --n-projections 25 --pool-size 31 --out runs/x\n\n"
+        "      --n-projections 25 --pool-size 31 --out runs/x\n"
+        "  swflow generate --table private.csv --schema schema.json --method dpswflow-hist --epsilon 1 \\\n"
+        "      --delta 1e-9 --out runs/t\n\n"
         "Give --epsilon to calibrate the noise, or --noise-multiplier to see the epsilon it buys.")
     p.add_argument("--dataset", choices=DATASETS,
                    help="run on the private split of a dataset, in the latent space of its autoencoder")
@@ -357,6 +366,9 @@ def register(sub) -> None:
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    from .tables import add_table_args
+
+    add_table_args(p)
     shape_args(p, with_data_shape=False)
     privacy_args(p)
     flow_config_args(p)

@@ -45,6 +45,10 @@ def cmd_sample(args) -> int:
 
     import numpy as np
 
+    from .tables import is_table_run, sample_table_run
+
+    if is_table_run(args.run_dir):
+        return sample_table_run(args)
     if args.device is not None:
         check_device(args.device)
     model = FlowModel.from_run_dir(args.run_dir)

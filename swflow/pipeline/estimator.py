@@ -18,6 +18,9 @@ encoder (it saw public images only, so loading it costs nothing), and ``sample``
     >>> x = syn.sample(100, seed=1)    # (100, 1, 8, 8) in [0, 1]; x.latents: their codes
     >>> syn.save("model.pt"); Synthesizer.load("model.pt").sample(10, seed=2)
 
+``schema=`` (a table's public schema: swflow/tables) fits a private DataFrame and samples DataFrames; see
+:mod:`swflow.tables.synthesizer`.
+
 ``conditional=True`` fits one flow per class (``fit(data, labels)``; ``sample`` returns ``.labels``).
 Labels are private by default: declare the public label set with ``classes=`` (dpswflow-hist only;
 see :mod:`swflow.pipeline.conditional`), or pass ``labels_public=True``.
@@ -58,7 +61,14 @@ class Samples(np.ndarray):
 
 
 class Synthesizer:
-    """fit once on private rows or images, then sample as often as you like."""
+    """fit once on private rows, images or a table, then sample as often as you like."""
+
+    def __new__(cls, method: str = "dpswflow-hist", *args, schema=None, **kwargs):
+        if schema is not None:  # a table: its own estimator (swflow/tables/synthesizer.py), the same interface
+            from ..tables.synthesizer import TableSynthesizer
+
+            return TableSynthesizer(method, *args, schema=schema, **kwargs)
+        return super().__new__(cls)
 
     def __init__(self, method: str, *, autoencoder: str | Path | None = None, conditional: bool = False,
                  classes: Sequence[int] | None = None, labels_public: bool = False, privacy_seed: int | None = None,
@@ -330,6 +340,10 @@ class Synthesizer:
 
         blob = load_tensors(path, what="saved Synthesizer", map_location=device)
         form = str(blob.get("format", ""))
+        from ..tables.synthesizer import FORMAT as TABLE_FORMAT, TableSynthesizer
+
+        if form == TABLE_FORMAT:
+            return TableSynthesizer.load(path, blob=blob)
         if form.startswith("swflow-synthesizer-") and form not in READS:
             raise ValueError(f"{path} was saved by another swflow version ({form}; this one reads "
                              f"{', '.join(READS)}): load it with that version, or fit again")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from .accountants import accountant_for
 from .histogram import HistogramTarget
+from .marginals import MARGINAL_RELEASE, MarginalTarget
 from .noise import SECURE_CAVEAT
 from .release import LocallyReleasedTarget, PrivateTarget
 
@@ -154,7 +155,9 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
         notes["release"] = ("local: each record released once as y + N(0, noise_std^2 I) on the identity "
                             "directions (sensitivity 2R); the same (epsilon, delta) holds per record as local "
                             "DP, and the flow is post-processing")
-    if isinstance(target, HistogramTarget):
+    if isinstance(target, MarginalTarget):
+        notes["release"] = MARGINAL_RELEASE.format(k=len(target.pairs), pairs=[list(p) for p in target.pairs])
+    elif isinstance(target, HistogramTarget):
         notes["release"] = HISTOGRAM_RELEASE.format(k=cal.plan.n_projections, b=target.bins, r=spec.norm_bound)
         if spec.secure_noise and cal.plan.noise == "discrete-gaussian":  # float Gaussian counts keep SECURE_CAVEAT
             notes["secure_noise_caveat"] = DISCRETE_NOTE
@@ -201,6 +204,8 @@ def _directions_note(target: PrivateTarget) -> str:
     if target.secret_directions:
         return ("drawn from the secret privacy-noise stream (the probabilistic sensitivity bound needs directions "
                 "independent of the neighbouring pair)")
+    if isinstance(target, MarginalTarget):
+        return "the column pairs of the public schema (a table's sensitivity does not depend on them)"
     if isinstance(target, HistogramTarget):
         return "drawn from the public simulator seed (the histogram's sensitivity does not depend on them)"
     return "drawn from the public simulator seed (the spectral bound holds for any directions)"

@@ -120,13 +120,13 @@ def sharded_histogram_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan
                              seed_known: bool) -> ShardedHistogramTarget:
     """This rank's ``shard`` of a private set of ``plan.dataset_size`` rows behind one histogram release
     (the noise is drawn on rank 0, so OpenDP's sampler and the OS CSPRNG work here too)."""
-    _check_histogram(spec, plan, seed_typed=seed_known)
+    check_histogram(spec, plan, seed_typed=seed_known)
     return ShardedHistogramTarget(shard, calibrate(spec, plan), noise=NoiseSource(privacy_seed, seed_known=seed_known,
                                                                                   secure=spec.secure_noise),
                                   ledger=PrivacyLedger(), bins=bins, dataset_size=plan.dataset_size)
 
 
-def _check_histogram(spec: PrivacySpec, plan: ReleasePlan, *, seed_typed: bool) -> None:
+def check_histogram(spec: PrivacySpec, plan: ReleasePlan, *, seed_typed: bool) -> None:
     if spec.sensitivity_bound != "spectral":
         raise ValueError("the sliced histogram's sensitivity (sqrt(2K)) does not depend on the directions; "
                          f"sensitivity_bound={spec.sensitivity_bound!r} does not apply: leave it unset")
@@ -143,7 +143,7 @@ def histogram_target(data: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins
     """Rows ``data`` (m, d) behind one release of their K×B sliced histogram (K = ``plan.n_projections``),
     with the count noise ``spec.count_noise`` (the plan's). ``dataset_size``: ``data`` is a part, maybe
     empty, of a data set of that public size (one class, when labels are private)."""
-    _check_histogram(spec, plan, seed_typed=privacy_seed is not None)
+    check_histogram(spec, plan, seed_typed=privacy_seed is not None)
     return HistogramTarget(data if device is None else data.to(device), calibrate(spec, plan),
                            noise=NoiseSource(privacy_seed, secure=spec.secure_noise), ledger=PrivacyLedger(),
                            bins=bins, dataset_size=dataset_size)

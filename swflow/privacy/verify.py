@@ -43,8 +43,8 @@ from .histogram import histogram_sensitivity
 from .ledger import ADAPT_BOUND, MechanismEvent
 from .sensitivity import adjacency_factor, spectral_bound
 
-__all__ = ["ClaimMismatch", "verify_report", "verify_releases", "verify_counts", "verify_adapted_decoder",
-           "read_verified_report"]
+__all__ = ["ClaimMismatch", "verify_report", "verify_releases", "verify_counts", "verify_tables",
+           "verify_adapted_decoder", "read_verified_report"]
 
 _RTOL = 1e-6
 #: probability that a true histogram release is refused by the χ² test of its counts
@@ -382,3 +382,57 @@ def read_verified_report(run_dir, *, what: str = "a swflow run directory"):
     adapted = report.run_config.get("decoder") == "adapted" or (Path(run_dir) / "decoder.pt").exists()
     verify_adapted_decoder(report, adapted=adapted, source=str(path))
     return report
+
+
+def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: list[tuple[int, int]], *,
+                  source: str) -> None:
+    """A table release's noisy counts (the K tables of ``pairs`` of columns with ``sizes`` cells, concatenated as
+    :func:`swflow.privacy.marginals.pair_counts` writes them) against the report's n and σ.
+
+    What the true tables must satisfy gives the test pure noise to look at: every table's total is n, and every
+    table that holds column i gives the same one-way counts of i. So (a) each total minus n is noise of variance
+    cells·σ², and (b) for each column i and cell a, the tables holding i estimate the same count with noise of
+    variance (the other column's cells)·σ²: their spread about the inverse-variance mean is pure noise. Both sums
+    of squares over their variances are χ², with K and Σ_i k_i·(T_i − 1) degrees of freedom (T_i: the tables
+    holding i); the test is two-sided at 1e-9. A claim of much more noise than the counts carry (σ × 10 with ε
+    recomputed) lands far in the lower tail, an edited n or edited counts in the upper."""
+    from scipy.stats import chi2
+
+    from .marginals import split_tables
+
+    counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
+    if report.n_projections != len(pairs):
+        raise ClaimMismatch(f"{source}: it holds {len(pairs)} tables, but the report accounts for "
+                            f"{report.n_projections}: regenerate the run")
+    try:
+        tables = split_tables(counts, sizes, pairs)
+    except ValueError as err:
+        raise ClaimMismatch(f"{source}: {err}; regenerate the run") from None
+    sigma = report.noise_std
+    if not sigma > 0:
+        raise ClaimMismatch(f"{source}: a private table release with noise std {sigma}")
+    statistic = sum(float((t.sum() - report.dataset_size) ** 2) / (t.numel() * sigma ** 2) for t in tables)
+    freedom = len(tables)
+    for column in range(len(sizes)):
+        estimates, variances = [], []
+        for (i, j), table in zip(pairs, tables):
+            if column in (i, j):
+                estimates.append(table.sum(dim=1) if column == i else table.sum(dim=0))
+                variances.append(sizes[j if column == i else i] * sigma ** 2)
+        if len(estimates) < 2:
+            continue
+        weights = torch.tensor([1.0 / v for v in variances], dtype=torch.float64)
+        stacked = torch.stack(estimates)  # (T_i, k_i)
+        mean = (weights[:, None] * stacked).sum(dim=0) / weights.sum()
+        statistic += float((weights[:, None] * (stacked - mean) ** 2).sum())
+        freedom += sizes[column] * (len(estimates) - 1)
+    low, high = chi2.ppf(COUNTS_FALSE_REFUSAL / 2, freedom), chi2.isf(COUNTS_FALSE_REFUSAL / 2, freedom)
+    if statistic < low:
+        raise ClaimMismatch(f"{source}: the released tables carry far less noise than the claimed std {sigma:.4g} "
+                            f"(chi-square {statistic:.4g} on {freedom} degrees of freedom, below {low:.4g}): the "
+                            "claim was edited; regenerate the run")
+    if statistic > high:
+        raise ClaimMismatch(f"{source}: the released tables disagree with each other, or with the "
+                            f"{report.dataset_size} rows the report claims, by more than the claimed noise allows "
+                            f"(chi-square {statistic:.4g} on {freedom} degrees of freedom, above {high:.4g}): the "
+                            "counts or the data set size were edited; regenerate the run")

@@ -1,0 +1,119 @@
+"""Tables on the command line: `swflow generate --table`, `swflow schema`, and sampling a table run."""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from ._common import UsageError, staged
+
+MODEL = "model.pt"  # a table run's saved Synthesizer: the released tables, the fitted particles, the report
+
+
+def cmd_generate_table(args) -> int:
+    """`swflow generate --table PRIVATE --schema SCHEMA ...`: RUN/samples.csv (or .parquet, as the input),
+    privacy.json and model.pt."""
+    from ..privacy import write_report
+    from ..tables.files import read_table, write_table
+    from ..tables.synthesizer import METHODS, TableSynthesizer
+
+    if args.schema is None:
+        raise UsageError("--table needs --schema SCHEMA.json, the table's public schema (propose one from PUBLIC "
+                         "rows with `swflow schema PUBLIC.csv`)")
+    if args.method not in METHODS:
+        raise UsageError(f"a table is synthesized by --method {' or '.join(METHODS)} (the sliced histogram on pairs "
+                         f"of columns), not {args.method}")
+    for flag in ("dataset", "data", "images", "population", "checkpoint"):
+        if getattr(args, flag, None) is not None:
+            raise UsageError(f"--table takes no --{flag}")
+    t0 = time.perf_counter()
+    steps = {} if args.steps is None else {"steps": args.steps}
+    syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
+                           noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
+                           count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
+                           seed=args.seed, privacy_seed=args.privacy_seed, **steps)
+    frame = read_table(args.table, schema=syn.schema)
+    suffix = Path(args.table).suffix.lower()
+    with staged(args.out, overwrite=args.overwrite, inputs=(args.table,), resumable=False) as out:
+        syn.fit(frame, progress=not args.quiet)
+        del frame
+        report = syn.privacy_report()
+        write_report(report, out)
+        syn.save(out / MODEL)
+        n = args.n_samples or report.dataset_size  # n is public: it is in the privacy report
+        write_table(syn.sample(n, seed=args.seed), out / f"samples{suffix}")
+    print(report.statement)
+    print(f"wrote {args.out}/ (privacy.json, samples{suffix}, {MODEL}) in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def sample_table_run(args) -> int:
+    """`swflow sample RUN --n N --out DIR` on a table run: N new records from its saved release, no privacy spent."""
+    from ..privacy import write_report
+    from ..privacy.verify import read_verified_report
+    from ..tables.files import write_table
+    from ..tables.synthesizer import TableSynthesizer
+
+    run = Path(args.run_dir)
+    report = read_verified_report(run)
+    syn = TableSynthesizer.load(run / MODEL)
+    if syn.privacy_report().to_json()["ledger"] != report.ledger:
+        raise ValueError(f"{run}: privacy.json and {MODEL} describe different releases; regenerate the run")
+    suffix = ".parquet" if (run / "samples.parquet").exists() else ".csv"
+    with staged(args.out, overwrite=args.overwrite, inputs=(run / MODEL,), resumable=False) as out:
+        write_report(syn.privacy_report(), out)
+        write_table(syn.sample(args.n, seed=args.seed), out / f"samples{suffix}")
+    print(f"{args.n} new records from {run}'s released tables (no privacy spent): {report.statement}\n"
+          f"wrote {args.out}/ (privacy.json, samples{suffix})")
+    return 0
+
+
+def is_table_run(run_dir) -> bool:
+    return (Path(run_dir) / MODEL).exists() and any((Path(run_dir) / f"samples{s}").exists()
+                                                    for s in (".csv", ".parquet"))
+
+
+def cmd_schema(args) -> int:
+    from ..tables import Schema
+    from ..tables.files import read_table
+
+    schema = Schema.propose(read_table(args.public), max_categories=args.max_categories)
+    text = json.dumps(schema.to_json(), indent=2)
+    if args.out:
+        if Path(args.out).exists() and not args.overwrite:
+            raise UsageError(f"{args.out} exists: pass --overwrite to replace it")
+        Path(args.out).write_text(text + "\n")
+        print(f"wrote {args.out}: {len(schema.columns)} columns; read it, then edit bounds and categories to what "
+              "is publicly known")
+    else:
+        print(text)
+    return 0
+
+
+def add_table_args(p: argparse.ArgumentParser) -> None:
+    """generate's table flags."""
+    g = p.add_argument_group("tables (--table; docs/tables.md)")
+    g.add_argument("--table", metavar="PRIVATE", help="a private table (.csv or .parquet): its two-way tables on every "
+                   "pair of columns are released once with --method dpswflow-hist; samples.csv (or .parquet) holds "
+                   "the synthetic records")
+    g.add_argument("--schema", metavar="SCHEMA.json", help="the table's public schema: every column's categories or "
+                   "numeric bounds (never read from the private rows)")
+    g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
+                   "private table has; n is public)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("schema", help="propose a table's schema from PUBLIC rows",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Read a PUBLIC table (.csv or .parquet) and print a schema: numbers with their "
+                       "observed range (integer when every value is whole), other columns with their observed "
+                       "categories (a missing value as the category null). Never run it on private rows: their range "
+                       "and categories are private statistics. Edit the result to what is publicly known, then pass "
+                       "it to `swflow generate --table PRIVATE --schema SCHEMA.json`.")
+    p.add_argument("public", help="a public table: .csv or .parquet")
+    p.add_argument("--out", help="write the schema here (default: print it)")
+    p.add_argument("--max-categories", type=int, default=64,
+                   help="a non-numeric column with more distinct values is refused")
+    p.add_argument("--overwrite", action="store_true")
+    p.set_defaults(func=cmd_schema)

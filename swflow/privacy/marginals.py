@@ -1,0 +1,105 @@
+"""The marginal release of a table: K noisy two-way tables of counts, released once.
+
+A table's records arrive as the codec's rows: one block of cells per column, each record one-hot in every block
+(swflow/tables/codec.py). A direction supported on two blocks, with generic values on their cells, projects every
+record to one atom per pair of cells, so its histogram is that pair's two-way marginal: the sliced histogram on
+pair-block slices IS the set of two-way marginals. This module counts them exactly, as tables, rather than
+through bins on a line (no two cells share a bin, whatever the blocks' sizes).
+
+Sensitivity, with n fixed and public: a replaced record leaves one cell and enters another (or stays) in each
+of the K tables, so at most 2K counts move by one: ℓ2 sensitivity √(2K), as the sliced histogram's (the same
+events, the same accountants). Under zero-out the null record is the zero row, whose every block counts in its
+first cell: again a replacement, √(2K). The pairs come from the public schema alone; the noise does not grow with
+n, and nothing after the release (the particles' fit, any number of samples) touches the rows again.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .histogram import HistogramTarget, histogram_sensitivity
+
+__all__ = ["MarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
+
+MARGINAL_RELEASE = (
+    "one release of the K = {k} two-way tables of counts of the private records' cells, for the column pairs "
+    "{pairs} of the public schema, plus noise of std noise_std on every count. L2 sensitivity sqrt(2K): a changed "
+    "record moves one count between two cells of each table (n stays fixed and public). Calibrated once; the "
+    "particles' fit to the released tables and every sample after it are free")
+
+
+def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]]) -> Tensor:
+    """Exact two-way tables, flattened and concatenated.
+
+    Parameters
+    ----------
+    cells : Tensor, shape (m, C), int64
+        Each record's cell in each of the C columns (0 ≤ cells[:, j] < sizes[j]).
+    sizes : the C columns' numbers of cells
+    pairs : K pairs (i, j), i < j
+
+    Returns
+    -------
+    Tensor, shape (Σ_k sizes[i_k]·sizes[j_k],), int64: table k in row-major order (cell a of column i, b of j at
+    a·sizes[j] + b); every table sums to m.
+    """
+    parts = [torch.bincount(cells[:, i] * sizes[j] + cells[:, j], minlength=sizes[i] * sizes[j]) for i, j in pairs]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
+
+
+class MarginalTarget(HistogramTarget):
+    """Codec rows (m, D) behind ONE release of K two-way tables (the :meth:`release_tables` call).
+
+    ``blocks``: each column's (start, stop) in a row; ``pairs``: the K column pairs. The noise is the sliced
+    histogram's (OpenDP's discrete Gaussian, or the privacy stream's float Gaussian), calibrated for K slices.
+    """
+
+    def __init__(self, data: Tensor, calibration, *, noise, ledger, blocks: list[tuple[int, int]],
+                 pairs: list[tuple[int, int]]):
+        super().__init__(data, calibration, noise=noise, ledger=ledger, bins=2)
+        self.bins = None  # a table's cells are its own; there are no bins on a line
+        self.blocks, self.pairs = [tuple(b) for b in blocks], [tuple(p) for p in pairs]
+        self.sizes = [stop - start for start, stop in self.blocks]
+        if not self.pairs or any(not 0 <= i < j < len(self.sizes) for i, j in self.pairs):
+            raise ValueError(f"pairs must be column pairs (i, j) with i < j < {len(self.sizes)}, got {self.pairs}")
+        if calibration is not None and calibration.plan.n_projections != len(self.pairs):
+            raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} tables, not "
+                             f"{len(self.pairs)}")
+
+    def cells(self) -> Tensor:
+        """(m, C) int64: each record's cell in each column (its block's one coordinate)."""
+        return torch.stack([self._data[:, a:b].argmax(dim=1) for a, b in self.blocks], dim=1)
+
+    def table_noise_std(self) -> float:
+        cal = self._calibration
+        if cal is None:
+            return 0.0
+        return cal.noise_multiplier * histogram_sensitivity(len(self.pairs), adjacency=cal.spec.adjacency).value
+
+    def release_tables(self) -> list[Tensor]:
+        """The K noisy tables (sizes[i] × sizes[j], float64), released once: the ledger event first, then the
+        draw."""
+        self._check_budget()
+        counts = pair_counts(self.cells(), self.sizes, self.pairs)
+        cal = self._calibration
+        if cal is None:
+            noisy = counts.to(torch.float64)
+        else:
+            sens = histogram_sensitivity(len(self.pairs), adjacency=cal.spec.adjacency)
+            self.ledger.record(cal.event(sens, sample_size=self.size))
+            noisy = self._noisy(counts, cal.noise_multiplier * sens.value)
+        del counts
+        self.released_counts = noisy
+        return split_tables(noisy, self.sizes, self.pairs)
+
+    def public_release(self) -> dict:
+        counts = getattr(self, "released_counts", None)
+        return {} if counts is None else {"noisy_counts": counts}
+
+
+def split_tables(flat: Tensor, sizes: list[int], pairs: list[tuple[int, int]]) -> list[Tensor]:
+    """The concatenated tables of :func:`pair_counts` back as K (sizes[i], sizes[j]) tensors."""
+    lengths = [sizes[i] * sizes[j] for i, j in pairs]
+    if flat.ndim != 1 or flat.numel() != sum(lengths):
+        raise ValueError(f"expected {sum(lengths)} released counts for these pairs, got shape {tuple(flat.shape)}")
+    return [part.reshape(sizes[i], sizes[j]) for part, (i, j) in zip(flat.split(lengths), pairs)]

@@ -1,0 +1,88 @@
+"""The particles of a table: relaxed records moved until their two-way marginals are the released ones.
+
+Each of N particles is a relaxed record: per column, a point of the simplex over its cells (the softmax of free
+coordinates). The particles' two-way marginal of a pair (i, j) is the mean of their outer products,
+M_ij = S_iᵀ S_j / N. The particles follow the gradient flow of the squared discrepancy to the released tables,
+
+    L = Σ_k ‖S_iᵀ S_j / N − T_k / n‖²_F,
+
+discretised by Adam (the step each coordinate takes is normalised, so large and small tables move alike). The
+targets are the noisy counts over the public n, unbiased: no clipping or thresholding (measured on the synthetic
+table of experiments/tables_defaults.py, both bias the fit). A sampled record draws one particle, then each
+column's cell from that particle's distribution, independently: the expected two-way marginals of the samples are
+the particles' own. Everything here reads the released tables only: post-processing.
+
+Why not the sliced-Wasserstein drift of the image flows: on one-hot records a pair-block direction's target is a
+set of atoms, and the 1-D transport moved relaxed particles onto the atoms' values without moving them to the
+simplex vertices (measured on Adult without noise: mean 3-way TVD 0.25 after 100 steps, where this flow reaches
+0.08); the marginal discrepancy's gradient does not have that freedom.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["MarginalFlowConfig", "fit_particles", "sample_cells"]
+
+
+@dataclass(frozen=True)
+class MarginalFlowConfig:
+    """n_particles: N relaxed records; steps and lr: Adam's; seed: the public randomness (initial particles)."""
+
+    n_particles: int = 2000
+    steps: int = 1000
+    lr: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.n_particles < 1 or self.steps < 1 or not self.lr > 0:
+            raise ValueError(f"n_particles and steps must be >= 1 and lr > 0, got {self}")
+
+
+def fit_particles(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, int]], *, dataset_size: int,
+                  config: MarginalFlowConfig = MarginalFlowConfig(), progress: bool = False) -> list[Tensor]:
+    """Particles (one (N, sizes[j]) tensor of probabilities per column) whose two-way marginals on ``pairs`` fit
+    the released ``tables`` (each (sizes[i], sizes[j]) noisy counts) divided by the public ``dataset_size``."""
+    from tqdm.auto import tqdm
+
+    generator = torch.Generator().manual_seed(config.seed)
+    offsets = [0]
+    for k in sizes:
+        offsets.append(offsets[-1] + k)
+    # every measured table is a block of one D x D matrix: the particles' second moment S^T S / N holds all their
+    # two-way marginals, so one matrix product per step serves every pair
+    target = torch.zeros(offsets[-1], offsets[-1])
+    measured = torch.zeros_like(target)
+    for (i, j), table in zip(pairs, tables):
+        target[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = table.to(torch.float32) / dataset_size
+        measured[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = 1.0
+    free = torch.randn(config.n_particles, offsets[-1], generator=generator).requires_grad_()
+    optimizer = torch.optim.Adam([free], lr=config.lr)
+    for _ in tqdm(range(config.steps), desc="fitting particles to the released tables", disable=not progress):
+        simplex = _softmax_blocks(free, offsets)
+        loss = (measured * (simplex.T @ simplex / config.n_particles - target)).pow(2).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        simplex = _softmax_blocks(free, offsets)
+        return [simplex[:, a:b].clone() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def _softmax_blocks(free: Tensor, offsets: list[int]) -> Tensor:
+    """(N, D): a softmax within each column's block of coordinates."""
+    return torch.cat([torch.softmax(free[:, a:b], dim=1) for a, b in zip(offsets[:-1], offsets[1:])], dim=1)
+
+
+def sample_cells(particles: list[Tensor], n: int, *, seed: int = 0) -> Tensor:
+    """(n, C) int64 cells: record r takes particle r mod N (every particle used alike), then each column's cell
+    drawn from that particle's probabilities (seeded: public randomness)."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    generator = torch.Generator().manual_seed(seed)
+    count = particles[0].shape[0]
+    owner = torch.arange(n) % count
+    owner = owner[torch.randperm(n, generator=generator)]
+    return torch.stack([torch.multinomial(p[owner], 1, generator=generator).squeeze(1) for p in particles], dim=1)

@@ -1,0 +1,179 @@
+"""Tables in, tables out: ``Synthesizer(method, schema=...)`` on a private DataFrame.
+
+    >>> syn = Synthesizer("dpswflow-hist", epsilon=1.0, delta=1e-9, schema=schema).fit(frame)
+    >>> syn.sample(1000, seed=1)           # a DataFrame: the schema's columns, every row valid
+    >>> syn.save("table.pt"); Synthesizer.load("table.pt")
+
+The run is one path: the frame is checked against the public schema (source), encoded by the
+:class:`~swflow.tables.codec.TableCodec` (codec), its two-way tables on the schema's column pairs are released once
+(:class:`~swflow.privacy.marginals.MarginalTarget`: the sliced histogram on pair-block slices), particles are fitted
+to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to records. Only the release
+touches private rows; its privacy report is every run's (privacy.json).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+
+from .codec import NUMERIC_BINS, TableCodec
+from .flow import MarginalFlowConfig, fit_particles, sample_cells
+from .schema import Schema
+
+__all__ = ["TableSynthesizer", "FORMAT", "METHODS"]
+
+FORMAT = "swflow-table-1"
+#: the methods that take a table: the sliced histogram, whose slices on a table are its column pairs
+METHODS = ("dpswflow-hist",)
+
+
+class TableSynthesizer:
+    """fit once on a private table, then sample records as often as you like (module docstring)."""
+
+    def __init__(self, method: str = "dpswflow-hist", *, schema: Schema | dict | str | Path,
+                 epsilon: float | None = None, delta: float = 1e-9, noise_multiplier: float | None = None, adjacency: str = "replace-one",
+                 count_noise: str = "discrete-gaussian", secure_noise: bool = False, clip: bool = False,
+                 pairs: list[tuple[str, str]] | None = None, numeric_bins: int = NUMERIC_BINS,
+                 n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, seed: int = 0,
+                 privacy_seed: int | None = None):
+        """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
+        pairs whose two-way tables are released (default: every pair, a choice made from the schema alone);
+        ``numeric_bins``: the codec's bins per numeric column; ``n_particles``, ``steps``, ``lr``: the particles'
+        fit (:class:`~swflow.tables.flow.MarginalFlowConfig`); the budget as for every method (``epsilon`` or
+        ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
+        from ..privacy import PrivacySpec
+
+        if method not in METHODS:
+            raise ValueError(f"a table is synthesized by {' or '.join(METHODS)}, not {method!r}: its release is the "
+                             "sliced histogram on pairs of columns")
+        if not isinstance(schema, Schema):
+            schema = Schema.from_json(schema) if isinstance(schema, dict) else Schema.read(schema)
+        self.method, self.schema = method, schema
+        self.codec = TableCodec(schema, numeric_bins=numeric_bins)
+        self.pairs = self._pairs(pairs)
+        self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
+                                   adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
+        self.clip, self.privacy_seed = clip, privacy_seed
+        self.flow = MarginalFlowConfig(n_particles=n_particles, steps=steps, lr=lr, seed=seed)
+        self._particles = self._report = self._counts = None
+
+    def _pairs(self, pairs) -> list[tuple[int, int]]:
+        names = self.schema.names
+        if pairs is None:
+            return list(itertools.combinations(range(len(names)), 2))
+        out = []
+        for pair in pairs:
+            if len(pair) != 2 or any(name not in names for name in pair) or pair[0] == pair[1]:
+                raise ValueError(f"a pair names two different columns of the schema {names}, got {pair!r}")
+            out.append(tuple(sorted(names.index(name) for name in pair)))
+        if len(set(out)) != len(out) or not out:
+            raise ValueError("pairs must be distinct, and at least one")
+        return out
+
+    # -- fit ---------------------------------------------------------------------------------------
+    def fit(self, table, *, progress: bool = False) -> "TableSynthesizer":
+        """Spend the budget once on the private ``table`` (a DataFrame, or a CSV / Parquet file)."""
+        from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan, calibrate, privacy_report
+        from ..privacy.marginals import MarginalTarget, split_tables
+        from ..privacy.targets import check_histogram
+        from .files import read_table
+
+        if self._particles is not None:
+            raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
+                               "make a new one")
+        frame = read_table(table, schema=self.schema) if isinstance(table, (str, Path)) else table
+        rows = torch.from_numpy(self.codec.encode(frame, clip=self.clip))
+        n = len(rows)
+        calibration = None
+        if self.privacy.private:
+            plan = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
+                               dim=self.codec.dim, noise=self.privacy.count_noise)
+            check_histogram(self.privacy, plan, seed_typed=self.privacy_seed is not None)
+            calibration = calibrate(self.privacy, plan)
+        target = MarginalTarget(rows, calibration, noise=NoiseSource(self.privacy_seed,
+                                                                     secure=self.privacy.secure_noise),
+                                ledger=PrivacyLedger(), blocks=self.codec.blocks(), pairs=self.pairs)
+        del rows
+        tables = target.release_tables()
+        self._counts = target.released_counts
+        self._report = privacy_report(self.method, target, run_config=self._run_config(n))
+        self._particles = fit_particles(split_tables(self._counts, target.sizes, self.pairs), target.sizes,
+                                        self.pairs, dataset_size=n, config=self.flow, progress=progress)
+        del tables
+        return self
+
+    def _run_config(self, n: int) -> dict:
+        return {"method": self.method, "table": True, "dataset_size": n, "columns": self.schema.names,
+                "pairs": [[self.schema.names[i], self.schema.names[j]] for i, j in self.pairs],
+                "numeric_bins": self.codec.numeric_bins, **asdict(self.flow)}
+
+    # -- use ---------------------------------------------------------------------------------------
+    def _fitted(self):
+        if self._particles is None:
+            raise RuntimeError("fit the Synthesizer first: fit(table)")
+
+    def sample(self, n: int, *, seed: int = 0):
+        """``n`` new records (a DataFrame with the schema's columns, in its order; every row valid): post-processing
+        of the released tables, no privacy spent."""
+        self._fitted()
+        return self.codec.decode_cells(sample_cells(self._particles, n, seed=seed).numpy(), seed=seed)
+
+    def privacy_report(self):
+        """The :class:`~swflow.privacy.PrivacyReport` of the fit (``.to_json()`` for privacy.json)."""
+        self._fitted()
+        from ..methods.model import POST_PROCESSING_NOTE
+
+        return self._report.with_notes(post_processing=POST_PROCESSING_NOTE)
+
+    # -- persistence -------------------------------------------------------------------------------
+    def save(self, path: str | Path) -> Path:
+        """Everything released (the noisy tables), the fitted particles, the settings and the report: no private
+        row; loads with ``torch.load(weights_only=True)``."""
+        self._fitted()
+        path = Path(path)
+        torch.save({"format": FORMAT, "method": self.method, "schema": self.schema.to_json(),
+                    "privacy": asdict(self.privacy), "clip": self.clip,
+                    "pairs": [list(p) for p in self.pairs], "numeric_bins": self.codec.numeric_bins,
+                    "flow": asdict(self.flow), "report": self._report.to_json(), "noisy_counts": self._counts,
+                    "particles": list(self._particles)}, path)
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path, *, blob: dict | None = None) -> "TableSynthesizer":
+        """A saved table Synthesizer, its claim re-derived from the ledger and the released tables tested against it
+        (:func:`swflow.privacy.verify.verify_tables`); refused when anything disagrees."""
+        from ..io.hdf5 import load_tensors
+        from ..privacy import PrivacyReport
+        from ..privacy.verify import ClaimMismatch, verify_report, verify_tables
+
+        blob = blob if blob is not None else load_tensors(path, what="saved Synthesizer")
+        try:
+            if blob.get("format") != FORMAT:
+                raise ValueError(f"format {blob.get('format')!r}, not {FORMAT}")
+            privacy = dict(blob["privacy"])
+            syn = cls(blob["method"], schema=blob["schema"], clip=blob["clip"], numeric_bins=blob["numeric_bins"],
+                      pairs=[(blob["schema"]["columns"][i]["name"], blob["schema"]["columns"][j]["name"])
+                             for i, j in blob["pairs"]],
+                      **{k: privacy[k] for k in ("epsilon", "delta", "noise_multiplier", "adjacency", "count_noise",
+                                                 "secure_noise")}, **blob["flow"])
+            report = PrivacyReport.from_json(blob["report"])
+            particles = [torch.as_tensor(p, dtype=torch.float32) for p in blob["particles"]]
+            counts = torch.as_tensor(blob["noisy_counts"], dtype=torch.float64)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+            raise ClaimMismatch(f"{path} is not a readable saved table Synthesizer ({err}); fit again") from None
+        verify_report(report, source=str(path))
+        sizes = [b - a for a, b in syn.codec.blocks()]
+        if report.method != syn.method or report.target_epsilon != syn.privacy.epsilon or (
+                report.run_config.get("dataset_size") != report.dataset_size):
+            raise ClaimMismatch(f"{path}: its privacy report is not that of its settings: the file was edited; "
+                                "fit again")
+        if report.private:
+            verify_tables(report, counts, sizes, syn.pairs, source=str(path))
+        if len(particles) != len(sizes) or any(p.ndim != 2 or p.shape[1] != k or not torch.isfinite(p).all()
+                                               or (p < 0).any() for p, k in zip(particles, sizes)):
+            raise ClaimMismatch(f"{path}: its particles do not fit its schema's columns; fit again")
+        syn._report, syn._counts = report, counts
+        syn._particles = [p / p.sum(dim=1, keepdim=True) for p in particles]
+        return syn

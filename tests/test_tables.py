@@ -1,0 +1,253 @@
+"""The table schema and codec (issue 51): declared, never read from private rows; every decoded row valid."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from swflow.tables import Schema, SchemaError, TableCodec
+
+SCHEMA = {"columns": [{"name": "age", "type": "numeric", "min": 17, "max": 90, "integer": True},
+                      {"name": "hours", "type": "numeric", "min": 1, "max": 12, "integer": True},
+                      {"name": "income", "type": "numeric", "min": 0.0, "max": 1000.0},
+                      {"name": "sex", "type": "categorical", "categories": ["Female", "Male"]},
+                      {"name": "job", "type": "categorical", "categories": ["a", "b", "c", None]}]}
+
+
+def _table(n=500, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"age": rng.integers(17, 91, n), "hours": rng.integers(1, 13, n),
+                         "income": rng.uniform(0, 1000, n), "sex": rng.choice(["Female", "Male"], n),
+                         "job": rng.choice(np.array(["a", "b", "c", None], dtype=object), n)})
+
+
+def test_records_become_unit_rows_and_come_back_as_the_same_cells():
+    schema = Schema.from_json(SCHEMA)
+    codec = TableCodec(schema)
+    table = _table()
+    rows = codec.encode(table)
+    assert rows.shape == (500, 16 + 12 + 16 + 2 + 4) and np.allclose(np.linalg.norm(rows, axis=1), 1.0)
+    back = codec.decode(rows)
+    assert list(back.columns) == schema.names
+    # categories and whole-number columns with few values come back exactly; binned numbers stay in their bin
+    assert (back["sex"] == table["sex"]).all() and (back["hours"] == table["hours"]).all()
+    assert all((pd.isna(a) and pd.isna(b)) or a == b for a, b in zip(back["job"], table["job"]))
+    assert np.array_equal(codec.cell_index(schema.check(back)), codec.cell_index(schema.check(table)))
+
+
+def test_any_vector_decodes_to_a_valid_record():
+    schema = Schema.from_json(SCHEMA)
+    codec = TableCodec(schema)
+    noise = np.random.default_rng(1).normal(size=(2000, codec.dim)) * 5
+    back = codec.decode(noise)
+    assert len(schema.check(back)) == 2000  # raises on any invalid value
+    assert back["age"].dtype == np.int64 and back["age"].between(17, 90).all()
+    assert back["income"].between(0, 1000).all() and back["hours"].between(1, 12).all()
+
+
+def test_schema_errors_name_the_column_and_count_rows_without_showing_values():
+    schema = Schema.from_json(SCHEMA)
+    table = _table()
+    table.loc[[3, 9], "age"] = 150
+    with pytest.raises(SchemaError, match=r"column 'age': 2 row\(s\) lie outside \[17, 90\]") as err:
+        schema.check(table)
+    assert "150" not in str(err.value) and "3" not in str(err.value).replace("2 row", "")
+    assert schema.check(table, clip=True)["age"].max() == 90
+    table = _table()
+    table.loc[5, "sex"] = "X"
+    with pytest.raises(SchemaError, match=r"'sex': 1 row\(s\) hold values outside"):
+        schema.check(table)
+    table = _table()
+    table.loc[5, "sex"] = None
+    with pytest.raises(SchemaError, match="missing values, which the schema does not declare"):
+        schema.check(table)
+    with pytest.raises(SchemaError, match="lacks the schema's columns"):
+        schema.check(_table().drop(columns="job"))
+    for bad in ({"columns": []}, {"columns": [{"name": "x", "type": "numeric", "min": 2, "max": 1}]},
+                {"columns": [{"name": "x", "type": "text"}]}, {"columns": [{"name": "x", "type": "numeric"}]},
+                {"columns": [{"name": "x", "type": "categorical", "categories": ["a", "a"]}]}, []):
+        with pytest.raises(SchemaError):
+            Schema.from_json(bad)
+
+
+def test_schema_json_and_table_files_round_trip(tmp_path):
+    schema = Schema.from_json(SCHEMA)
+    assert Schema.read(schema.write(tmp_path / "s.json")) == schema
+    assert json.loads((tmp_path / "s.json").read_text()) == SCHEMA
+    table = schema.check(_table())
+    for suffix in ("csv", "parquet"):
+        path = tmp_path / f"t.{suffix}"
+        (table.to_csv(path, index=False) if suffix == "csv" else table.to_parquet(path, index=False))
+        read = pd.read_csv(path, keep_default_na=True) if suffix == "csv" else pd.read_parquet(path)
+        again = schema.check(read)
+        assert again["age"].tolist() == table["age"].tolist()
+        assert all((pd.isna(a) and pd.isna(b)) or a == b for a, b in zip(again["job"], table["job"]))
+
+
+def test_a_proposed_schema_reads_public_rows_only_and_covers_them():
+    public = _table(seed=3)
+    schema = Schema.propose(public)
+    kinds = {c.name: c.kind for c in schema.columns}
+    assert kinds == {"age": "numeric", "hours": "categorical", "income": "numeric", "sex": "categorical",
+                     "job": "categorical"}
+    assert None in schema.columns[4].categories
+    assert len(schema.check(public)) == len(public)
+
+
+# -- the release: exact without noise, the stated error with it, sensitivity sqrt(2K) ---------------------------------
+def _target(frame, schema, pairs, epsilon=None, seed=0, count_noise="gaussian"):
+    import torch
+
+    from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, ReleasePlan, calibrate
+    from swflow.privacy.marginals import MarginalTarget
+
+    codec = TableCodec(schema)
+    rows = torch.from_numpy(codec.encode(frame))
+    cal = None if epsilon is None else calibrate(
+        PrivacySpec(epsilon=epsilon, delta=1e-6, count_noise=count_noise),
+        ReleasePlan(releases=1, dataset_size=len(rows), sample_size=None, n_projections=len(pairs), dim=codec.dim,
+                    noise=count_noise))
+    return MarginalTarget(rows, cal, noise=NoiseSource(seed), ledger=PrivacyLedger(), blocks=codec.blocks(),
+                          pairs=pairs), codec
+
+
+def test_a_two_column_table_gives_back_its_known_marginal_and_stays_within_the_stated_noise():
+    schema = Schema.from_json({"columns": [SCHEMA["columns"][3], SCHEMA["columns"][4]]})
+    frame = _table(3000)[["sex", "job"]]
+    exact = pd.crosstab(frame["sex"], frame["job"].fillna("<none>"))  # the reference: pandas, not our counting
+    expected = np.array([[exact.loc[s, j] if j in exact.columns else 0 for j in ("a", "b", "c", "<none>")]
+                         for s in ("Female", "Male")])
+    target, _ = _target(frame, schema, [(0, 1)])
+    (table,) = target.release_tables()
+    assert np.array_equal(table.numpy(), expected)
+    # with noise: 400 independent releases of the 8 cells; the error's spread is the stated std (within 10%)
+    errors = []
+    for seed in range(400):
+        noisy_target, _ = _target(frame, schema, [(0, 1)], epsilon=1.0, seed=seed)
+        errors.append(noisy_target.release_tables()[0].numpy() - expected)
+    errors = np.stack(errors)
+    sigma = noisy_target.table_noise_std()
+    assert sigma == pytest.approx(noisy_target.calibration.noise_multiplier * np.sqrt(2))
+    assert abs(errors.mean()) < 4 * sigma / np.sqrt(errors.size)
+    assert errors.std() == pytest.approx(sigma, rel=0.1)
+
+
+def test_replacing_one_record_moves_the_tables_by_at_most_sqrt_2k():
+    import itertools
+
+    import torch
+
+    from swflow.privacy.marginals import pair_counts
+
+    schema = Schema.from_json(SCHEMA)
+    codec = TableCodec(schema)
+    sizes = [b - a for a, b in codec.blocks()]
+    pairs = list(itertools.combinations(range(5), 2))
+    base = torch.from_numpy(codec.cell_index(schema.check(_table(50))))
+    largest = 0.0
+    rng = np.random.default_rng(0)
+    for _ in range(300):  # replace record 0 by any record of the domain
+        other = base.clone()
+        other[0] = torch.tensor([rng.integers(0, k) for k in sizes])
+        diff = (pair_counts(other, sizes, pairs) - pair_counts(base, sizes, pairs)).double()
+        largest = max(largest, float(diff.norm()))
+    assert largest == pytest.approx(np.sqrt(2 * len(pairs)))  # reached: a record differing in every column
+
+
+def test_the_particles_reach_the_tables_without_noise():
+    from swflow.tables import example_table
+    from swflow.tables.synthesizer import TableSynthesizer
+
+    frame, schema = example_table(4000)
+    syn = TableSynthesizer(schema=schema, epsilon=float("inf"), steps=600).fit(frame)
+    assert not syn.privacy_report().private
+    samples = syn.sample(20000, seed=1)
+    codec = syn.codec
+    real, fake = (codec.cell_index(schema.check(f)) for f in (frame, samples))
+    for i, j in syn.pairs:  # every two-way marginal within TV 0.05 (sampling error of 4 000 rows is about 0.02)
+        size = (len(codec.cells[i]), len(codec.cells[j]))
+        def table(cells):
+            return np.bincount(np.ravel_multi_index((cells[:, i], cells[:, j]), size),
+                               minlength=size[0] * size[1]) / len(cells)
+        assert 0.5 * np.abs(table(real) - table(fake)).sum() < 0.05
+
+
+# -- the command line: CSV and Parquet in, the same format out; forgeries refused ------------------------------------
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_a_small_table_runs_end_to_end(tmp_path, suffix, capsys):
+    from swflow.cli import main
+    from swflow.tables import example_table
+
+    frame, schema = example_table(1500)
+    private = tmp_path / f"private.{suffix}"
+    frame.to_csv(private, index=False) if suffix == "csv" else frame.to_parquet(private, index=False)
+    schema.write(tmp_path / "schema.json")
+    run = tmp_path / "run"
+    assert main(["generate", "--table", str(private), "--schema", str(tmp_path / "schema.json"), "--method",
+                 "dpswflow-hist", "--epsilon", "1", "--delta", "1e-6", "--steps", "200", "--quiet",
+                 "--out", str(run)]) == 0
+    samples = pd.read_csv(run / "samples.csv") if suffix == "csv" else pd.read_parquet(run / "samples.parquet")
+    assert list(samples.columns) == schema.names and len(samples) == 1500
+    assert len(schema.check(samples)) == 1500  # every synthetic row valid
+    report = json.loads((run / "privacy.json").read_text())
+    assert report["epsilon"] <= 1.0 and report["n_projections"] == 10 and report["sensitivity"] == pytest.approx(
+        np.sqrt(20))
+    assert "two-way tables" in report["release"]
+    assert main(["sample", str(run), "--n", "30", "--out", str(tmp_path / "more")]) == 0
+    more = tmp_path / "more" / f"samples.{suffix}"
+    assert len(pd.read_csv(more) if suffix == "csv" else pd.read_parquet(more)) == 30
+    # no private row is printed, and a private value outside the schema is refused by count, not shown
+    frame.loc[[1, 2, 3], "age"] = 95
+    frame.to_csv(tmp_path / "bad.csv", index=False)
+    capsys.readouterr()
+    assert main(["generate", "--table", str(tmp_path / "bad.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--method", "dpswflow-hist", "--epsilon", "1", "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'age': 3 row(s) lie outside [18, 80]" in err and "95" not in err
+
+
+def test_a_table_run_claiming_more_noise_or_another_size_is_refused(tmp_path):
+    import torch
+
+    from swflow.privacy import MechanismEvent, epsilon_from_events, statement
+    from swflow.privacy.verify import ClaimMismatch
+    from swflow.tables import example_table
+    from swflow.tables.synthesizer import TableSynthesizer
+
+    frame, schema = example_table(1500)
+    path = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-6, steps=50).fit(frame).save(tmp_path / "t.pt")
+    TableSynthesizer.load(path)  # untouched: accepted
+    for forgery in ("noise x10", "size x10"):
+        blob = torch.load(path, weights_only=True)
+        report = blob["report"]
+        for e in report["ledger"]:
+            if forgery == "noise x10":
+                e["noise_multiplier"] *= 10
+                e["noise_std"] *= 10
+            else:
+                e["dataset_size"] *= 10
+                e["sample_size"] *= 10
+        main_event = report["ledger"][0]
+        report.update(noise_multiplier=main_event["noise_multiplier"], noise_std=main_event["noise_std"],
+                      dataset_size=main_event["dataset_size"])
+        report["run_config"]["dataset_size"] = main_event["dataset_size"]
+        events = tuple(MechanismEvent(**e) for e in report["ledger"])
+        report["epsilon"] = epsilon_from_events(events, delta=report["delta_accountant"], adjacency="replace-one")
+        report["target_epsilon"] = blob["privacy"]["epsilon"] = report["epsilon"]
+        report["statement"] = statement(report["epsilon"], report["delta"], report["accountant"], report["adjacency"])
+        torch.save(blob, tmp_path / "forged.pt")
+        with pytest.raises(ClaimMismatch, match="chi-square"):
+            TableSynthesizer.load(tmp_path / "forged.pt")
+
+
+def test_the_synthesizer_takes_a_schema_and_a_frame():
+    from swflow import Synthesizer
+    from swflow.tables import example_table
+
+    frame, schema = example_table(800)
+    syn = Synthesizer("dpswflow-hist", epsilon=1.0, delta=1e-6, schema=schema, steps=50).fit(frame)
+    out = syn.sample(100, seed=3)
+    assert list(out.columns) == schema.names and out["age"].dtype == np.int64
+    assert out.equals(syn.sample(100, seed=3))  # seeded sampling is reproducible
+    with pytest.raises(ValueError, match="not 'dpswflow-r'"):
+        Synthesizer("dpswflow-r", epsilon=1.0, schema=schema)
