@@ -294,3 +294,73 @@ def test_errors_about_private_rows_show_no_value_and_no_index(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "1 private row(s)" in err or "1 row(s)" in err
         assert secret not in err and "[" not in err
+
+
+# -- 10-12. the probe's crashes, lost work and silently ignored settings ----------------------------------------------
+@pytest.mark.parametrize("flags,expected", [(["--epochs", "0"], "epochs must be a whole number >= 1"),
+                                            (["--batch-size", "0"], "batch_size must be a whole number >= 1"),
+                                            (["--latent", "0"], "latent must be a whole number >= 1")])
+def test_train_ae_refuses_zero_sizes_with_a_clear_error(tmp_path, capsys, flags, expected):
+    assert main(["train-ae", "--dataset", "digits", "--name", "z", "--out-dir", str(tmp_path), *flags]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err and not (tmp_path / "z.pt").exists()
+
+
+def test_train_ae_never_replaces_a_finished_checkpoint_silently(tmp_path, capsys):
+    (tmp_path / "mine.pt").write_bytes(b"finished weights")
+    assert main(["train-ae", "--dataset", "digits", "--name", "mine", "--out-dir", str(tmp_path), "--epochs",
+                 "1"]) == 2
+    assert "--overwrite" in capsys.readouterr().err
+    assert (tmp_path / "mine.pt").read_bytes() == b"finished weights"
+
+
+def test_settings_that_would_be_ignored_are_refused(tmp_path, capsys):
+    from swflow.io.latents import encoded_split
+    from swflow.pipeline.config import AdaptSettings
+
+    with pytest.raises(ValueError, match="adapt_share sets the decoder's adaptation, which is off"):
+        AdaptSettings(adapt_share=0.5)
+    assert AdaptSettings(adapt_decoder=True, adapt_share=0.5).adapt_share == 0.5
+    with pytest.raises(ValueError, match="declared for fashion-mnist, not 'digits'"):
+        encoded_split("digits", "private", population="footwear")
+    rows = _rows(tmp_path / "rows.npy")
+    assert main(["generate", "--data", str(rows), "--manifold", "ball", "--method", "dpswflow-hist", "--epsilon", "1",
+                 "--adapt-share", "0.5", "--out", str(tmp_path / "r")]) == 2
+    assert "turn on --adapt-decoder" in capsys.readouterr().err
+
+
+def test_an_hdf5_group_where_rows_belong_is_a_clear_error(tmp_path, capsys):
+    with h5py.File(tmp_path / "g.h5", "w") as f:
+        f.create_group("data")
+    assert main(["generate", "--data", str(tmp_path / "g.h5"), "--manifold", "ball", "--method", "dpswflow-r",
+                 "--epsilon", "1", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "is an HDF5 group" in err and "Traceback" not in err
+
+
+def test_a_conditional_report_without_its_parts_is_a_clear_error(runs, tmp_path, capsys):
+    run = _copy(runs["dpswflow-hist"], tmp_path)
+    report = json.loads((run / "privacy.json").read_text())
+    report["conditional"] = True
+    (run / "privacy.json").write_text(json.dumps(report))
+    assert main(["sample", str(run), "--n", "5", "--quiet", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable privacy report" in err and "Traceback" not in err
+
+
+def test_a_saved_synthesizer_draws_the_same_images_for_the_same_seed_and_keeps_an_absolute_path(tmp_path,
+                                                                                                 monkeypatch):
+    from swflow.autoencoders import CHECKPOINT_DIR
+    from swflow.io.data import example_images
+    from swflow.pipeline.estimator import Synthesizer
+
+    images, _ = example_images()
+    monkeypatch.chdir(CHECKPOINT_DIR)
+    syn = Synthesizer("dpswflow-hist", epsilon=2.0, delta=1e-5, autoencoder="digits-adv.pt", steps=5,
+                      n_particles=50).fit(images)
+    first, again = syn.sample(20, seed=3, progress=False), syn.sample(20, seed=3, progress=False)
+    assert np.array_equal(first.latents, again.latents) and np.array_equal(np.asarray(first), np.asarray(again))
+    path = syn.save(tmp_path / "s.pt")
+    monkeypatch.chdir(tmp_path)  # another folder: the relative path would no longer resolve
+    loaded = Synthesizer.load(path)
+    assert np.array_equal(np.asarray(loaded.sample(20, seed=3, progress=False)), np.asarray(first))

@@ -46,9 +46,15 @@ class SphereAutoencoder(nn.Module):
                           for i in range(0, len(images), batch_size)]).numpy()
 
     @torch.no_grad()
-    def decode_images(self, latents: np.ndarray) -> np.ndarray:
-        """Images (n, C, H, W) of latents (n, latent), decoded on the sphere (see :meth:`decode`)."""
-        return self.decode(torch.as_tensor(latents)).numpy()
+    def decode_images(self, latents: np.ndarray, *, seed: int | None = None) -> np.ndarray:
+        """Images (n, C, H, W) of latents (n, latent), decoded on the sphere (see :meth:`decode`). ``seed``: a
+        sampling decoder's noise drawn from a generator seeded with it (the same images on every call), instead of
+        the decoder's own running stream."""
+        z = torch.as_tensor(latents)
+        if seed is not None and isinstance(self.decoder, NoisyDecoder):
+            noise = torch.randn(len(z), self.decoder.noise_dim, generator=torch.Generator().manual_seed(seed))
+            return self.decoder(nn.functional.normalize(z, dim=1), noise.to(device=z.device, dtype=z.dtype)).numpy()
+        return self.decode(z).numpy()
 
 
 def upsampling_stages(size: int) -> int:

@@ -50,6 +50,14 @@ class TrainConfig:
     patience: int = 3
     seed: int = 0
 
+    def __post_init__(self):
+        for name in ("latent", "epochs", "batch_size"):
+            if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {getattr(self, name)!r}")
+        if self.patience < 0 or not 0 < self.val_fraction < 1 or not self.lr > 0:
+            raise ValueError(f"need patience >= 0, 0 < val_fraction < 1 and lr > 0, got {self.patience}, "
+                             f"{self.val_fraction}, {self.lr}")
+
 
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()

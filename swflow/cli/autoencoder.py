@@ -160,6 +160,10 @@ def cmd_train_ae(args) -> int:
     out_dir = Path(args.out_dir or ".")
     if args.name is not None:
         _check_name(args.name)
+    finished = out_dir / f"{args.name or args.dataset}.pt"
+    if finished.exists() and not args.overwrite:  # runs made with it check its sha256: replacing it breaks them
+        raise UsageError(f"{finished} exists: a finished checkpoint is replaced only with --overwrite (runs made "
+                         "with it will then refuse the new weights); or choose another --name")
     if args.images is not None:
         return _train_on_images(args, out_dir)
     images, labels = load_dataset(args.dataset, root=args.data_root)
@@ -168,8 +172,9 @@ def cmd_train_ae(args) -> int:
     except (ValueError, FileNotFoundError):
         test = test_labels = None
     arch, latent = AE_DEFAULTS[args.dataset]
-    config = TrainConfig(architecture=args.architecture or arch, latent=args.latent or latent,
-                         epochs=args.epochs, batch_size=args.batch_size, patience=args.patience, seed=args.seed)
+    config = TrainConfig(architecture=args.architecture or arch,
+                         latent=latent if args.latent is None else args.latent, epochs=args.epochs,
+                         batch_size=args.batch_size, patience=args.patience, seed=args.seed)
     split = split_indices(len(images), public_fraction=args.public_fraction, seed=args.split_seed)
     excluded = tuple(args.exclude_classes or ())
     rows = split.public[~np.isin(labels[split.public], excluded)] if excluded else None
@@ -211,7 +216,8 @@ def _train_on_images(args, out_dir: Path) -> int:
           f"{args.size}x{args.size}")
     # every image given is public: the "split" is all of them, and the source's hash says which they were
     split = Split(np.arange(len(images)), np.zeros(0, dtype=np.int64), seed=0)
-    config = TrainConfig(architecture=args.architecture or IMAGE_ARCHITECTURES[args.size], latent=args.latent or 8,
+    config = TrainConfig(architecture=args.architecture or IMAGE_ARCHITECTURES[args.size],
+                         latent=8 if args.latent is None else args.latent,
                          epochs=args.epochs, batch_size=args.batch_size, patience=args.patience, seed=args.seed)
     pixel_name = args.name if args.decoder_steps == 0 else f"{args.name}-mse"
     meta = train_autoencoder(pixel_name, images, split, dataset="images", config=config, out_dir=out_dir,
@@ -314,6 +320,7 @@ def _register_train_ae(sub) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-dir", help="folder for NAME.pt and NAME.json (default: the current directory; never the "
                    "installed package)")
+    p.add_argument("--overwrite", action="store_true", help="replace a finished checkpoint of the same name")
     p.set_defaults(func=cmd_train_ae)
 
 

@@ -101,6 +101,8 @@ def cmd_generate(args) -> int:
     except ValueError as err:
         raise UsageError(_as_flags(str(err))) from None
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # started by torchrun: rank 0 owns the run folder
+        if run.adapt.adapt_decoder:
+            raise UsageError("--adapt-decoder runs on one process (DP-SGD through Opacus): run it without torchrun")
         return _generate_distributed(request, data, run, plan, decode, source)
     if run.adapt.adapt_decoder:
         if private_images is None or request.decoder != "autoencoder" or request.conditional:

@@ -190,7 +190,11 @@ def read_array(path: str | Path) -> np.ndarray:
             import h5py
 
             with h5py.File(path, "r") as f:
-                return np.asarray(f[_only_or_data(path, list(f.keys()), "datasets")][:])
+                name = _only_or_data(path, list(f.keys()), "datasets")
+                if not isinstance(f[name], h5py.Dataset):
+                    raise ValueError(f"{path}: '{name}' is an HDF5 group, not a dataset of rows; store the rows as "
+                                     "a dataset (h5py's create_dataset)")
+                return np.asarray(f[name][:])
     except (OSError, EOFError) as err:
         raise ValueError(f"could not read {path}: {err} (corrupt or truncated file?)") from err
     raise ValueError(f"unsupported file type {suffix!r}; use .npy, .npz or .h5")

@@ -77,8 +77,9 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
         images, labels = images[rows], labels[rows]
     drawn = None
     if population is not None:
-        from .populations import describe, population_rows
+        from .populations import check_population, describe, population_rows
 
+        check_population(population, dataset)
         if split == "public":
             raise ValueError("the public split is the broad population the autoencoder learned: a population is "
                              "drawn from the private split (or the test part, its reference)")

@@ -14,13 +14,26 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["POPULATIONS", "proportions", "population_rows", "describe"]
+__all__ = ["POPULATIONS", "POPULATION_DATASETS", "check_population", "proportions", "population_rows", "describe"]
 
 _RATIO = (0.01 / 0.30) ** (1 / 9)  # class c weighs RATIO**c: 30 : 1 between the first and the last class
 POPULATIONS = {
     "skewed": {c: _RATIO ** c for c in range(10)},
     "footwear": {5: 1.0, 7: 1.0, 9: 1.0},
 }
+
+
+#: the datasets a population is declared for (footwear is Fashion-MNIST's classes 5, 7, 9); None: any labelled set
+POPULATION_DATASETS = {"skewed": None, "footwear": ("fashion-mnist",)}
+
+
+def check_population(name: str, dataset: str) -> None:
+    """Refuse a population that is not declared for ``dataset`` (footwear on digits would draw digits 5, 7, 9)."""
+    proportions(name)
+    allowed = POPULATION_DATASETS.get(name)
+    if allowed is not None and dataset not in allowed:
+        raise ValueError(f"population {name!r} is declared for {', '.join(allowed)}, not {dataset!r}; choose one of "
+                         f"{sorted(n for n, d in POPULATION_DATASETS.items() if d is None or dataset in d)}")
 
 
 def proportions(name: str) -> dict[int, float]:

@@ -269,6 +269,10 @@ class AdaptSettings:
     def __post_init__(self):
         if not 0 < self.adapt_share < 1:
             raise ValueError(f"adapt_share must be in (0, 1), got {self.adapt_share}")
+        changed = [f.name for f in fields(self) if f.name != "adapt_decoder" and getattr(self, f.name) != f.default]
+        if changed and not self.adapt_decoder:  # a setting that would be ignored is a mistake: say so
+            raise ValueError(f"{', '.join(changed)} set{'s' if len(changed) == 1 else ''} the decoder's adaptation, "
+                             "which is off: turn on adapt_decoder, or leave them unset")
         if self.adapt_objective not in ADAPT_OBJECTIVES:
             raise ValueError(f"adapt_objective must be one of {ADAPT_OBJECTIVES}, got {self.adapt_objective!r}")
         if self.adapt_steps < 1 or self.adapt_batch_size < 1 or self.adapt_critic_width < 1:

@@ -42,6 +42,11 @@ FORMAT = "swflow-synthesizer-5"  # 5: images (an autoencoder reference) and cond
 READS = ("swflow-synthesizer-4", FORMAT)  # format 4 files are rows-only unconditional fits: still readable
 
 
+def _chunk_seed(seed: int, index: int) -> int:
+    """The public seed of part ``index`` of a sample drawn with ``seed``."""
+    return int(np.random.SeedSequence([seed, index]).generate_state(1)[0])
+
+
 class Samples(np.ndarray):
     """Samples as an array — rows (n, d), or images (n, C, H, W) in [0, 1] — with ``.latents`` (their codes;
     the rows themselves without an autoencoder) and ``.labels`` (conditional fits; else None)."""
@@ -102,6 +107,8 @@ class Synthesizer:
                              "classes occur is private), or pass labels_public=True")
         self.conditional, self.labels_public = conditional, labels_public
         self.classes = None if classes is None else sorted({int(c) for c in classes})
+        if autoencoder is not None and Path(autoencoder).suffix == ".pt" and Path(autoencoder).exists():
+            autoencoder = Path(autoencoder).resolve()  # a saved Synthesizer finds it again from any folder
         self._autoencoder_ref = None if autoencoder is None else str(autoencoder)
         self._autoencoder = self._load_autoencoder() if autoencoder is not None else None
         self._adapted = False  # the decoder was adapted to the private images (inside the budget)
@@ -278,7 +285,7 @@ class Synthesizer:
             latents = sampler.sample(n, seed=seed).detach().cpu().numpy()
         if self._autoencoder is None:
             return Samples.of(latents, latents, labels)
-        return Samples.of(self._decode(latents, progress), latents, labels)
+        return Samples.of(self._decode(latents, progress, seed=seed), latents, labels)
 
     def _dim(self) -> int:
         return next(iter(self._sampler.values())).dim if isinstance(self._sampler, dict) else self._sampler.dim
@@ -292,13 +299,16 @@ class Synthesizer:
             start += len(part)
         return out
 
-    def _decode(self, latents: np.ndarray, progress: bool) -> np.ndarray:
+    def _decode(self, latents: np.ndarray, progress: bool, *, seed: int) -> np.ndarray:
+        """Images of ``latents``; a sampling decoder's noise is seeded from ``seed`` (chunk i from (seed, i)), so
+        ``sample(n, seed=s)`` gives the same images on every call."""
         from tqdm.auto import tqdm
 
         model, _ = self._autoencoder
         chunk = 4096
-        parts = [model.decode_images(latents[i:i + chunk]) for i in tqdm(
-            range(0, len(latents), chunk), desc="decoding", unit="chunk", disable=not progress or len(latents) <= chunk)]
+        starts = tqdm(range(0, len(latents), chunk), desc="decoding", unit="chunk",
+                      disable=not progress or len(latents) <= chunk)
+        parts = [model.decode_images(latents[i:i + chunk], seed=_chunk_seed(seed, i)) for i in starts]
         return np.clip(np.concatenate(parts), 0.0, 1.0)
 
     def privacy_report(self):

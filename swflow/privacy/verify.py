@@ -376,8 +376,9 @@ def read_verified_report(run_dir, *, what: str = "a swflow run directory"):
         report = PrivacyReport.from_json(data)
         if not isinstance(report.run_config, dict):
             raise ValueError("its run_config is not an object")
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path} is not a readable privacy report ({err}); regenerate the run") from None
+    except (ValueError, TypeError, KeyError) as err:
+        raise ValueError(f"{path} is not a readable privacy report ({type(err).__name__}: {err}); regenerate the "
+                         "run") from None
     verify_report(report, source=str(path))
     adapted = report.run_config.get("decoder") == "adapted" or (Path(run_dir) / "decoder.pt").exists()
     verify_adapted_decoder(report, adapted=adapted, source=str(path))
