@@ -66,26 +66,12 @@ def read_adult(directory: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 # -- scores ------------------------------------------------------------------------------------------------------------
 class Scorer:
-    """Scores of synthetic frames against the held-out rows (module docstring)."""
+    """Scores of synthetic frames against the held-out rows (module docstring; swflow.tables.metrics)."""
 
     def __init__(self, schema, private: pd.DataFrame, held_out: pd.DataFrame, target: str):
-        self.schema, self.target = schema, target
-        self.edges = {c.name: np.unique(np.quantile(held_out[c.name].astype(float), np.linspace(0.1, 0.9, 9)))
-                      for c in schema.columns if c.kind == "numeric"}
-        self.held = self._codes(held_out)
-        self.held_frame = held_out
+        self.schema, self.target, self.held_out = schema, target, held_out
         self.private_keys = set(map(tuple, self._exact(private)))
         self.held_copy_rate = self._copy_rate(held_out)
-
-    def _codes(self, frame: pd.DataFrame) -> np.ndarray:
-        out = []
-        for c in self.schema.columns:
-            if c.kind == "numeric":
-                out.append(np.digitize(frame[c.name].astype(float), self.edges[c.name]))
-            else:
-                lookup = {v: i for i, v in enumerate(c.categories)}
-                out.append(np.array([lookup.get(None if pd.isna(v) else v, -1) for v in frame[c.name]]))
-        return np.stack(out, axis=1)
 
     def _exact(self, frame: pd.DataFrame) -> np.ndarray:
         return frame[self.schema.names].astype(str).to_numpy()
@@ -93,40 +79,12 @@ class Scorer:
     def _copy_rate(self, frame: pd.DataFrame) -> float:
         return float(np.mean([tuple(row) in self.private_keys for row in self._exact(frame)]))
 
-    def marginals(self, codes: np.ndarray) -> dict:
-        sizes = self.held.max(axis=0) + 2
-        out = {}
-        for k in (1, 2, 3):
-            errors = []
-            for cols in itertools.combinations(range(codes.shape[1]), k):
-                shape = [int(sizes[c]) for c in cols]
-                def hist(z):
-                    key = np.ravel_multi_index(np.clip(z[:, cols], 0, np.array(shape) - 1).T, shape)
-                    return np.bincount(key, minlength=int(np.prod(shape))) / len(z)
-                errors.append(0.5 * np.abs(hist(codes) - hist(self.held)).sum())
-            out[f"tvd_{k}way"] = float(np.mean(errors))
-        return out
-
-    def efficacy(self, frame: pd.DataFrame) -> dict:
-        from sklearn.ensemble import HistGradientBoostingClassifier
-        from sklearn.metrics import roc_auc_score
-
-        features = [i for i, n in enumerate(self.schema.names) if n != self.target]
-        t = self.schema.names.index(self.target)
-        codes = self._codes(frame)
-        y = codes[:, t] == self.held[:, t].max()  # the last category of the held-out target (Adult: >50K)
-        if y.all() or not y.any():
-            return {"accuracy": None, "auc": None}
-        model = HistGradientBoostingClassifier(categorical_features=[True] * len(features), random_state=0)
-        model.fit(np.maximum(codes[:, features], 0), y)
-        x_held = np.maximum(self.held[:, features], 0)
-        y_held = self.held[:, t] == self.held[:, t].max()
-        return {"accuracy": float(model.score(x_held, y_held)),
-                "auc": float(roc_auc_score(y_held, model.predict_proba(x_held)[:, 1]))}
-
     def __call__(self, frame: pd.DataFrame) -> dict:
-        return {**self.marginals(self._codes(frame)), **self.efficacy(frame), "copy_rate": self._copy_rate(frame),
-                "held_out_copy_rate": self.held_copy_rate}
+        from swflow.tables.metrics import efficacy, marginal_tvd
+
+        return {**marginal_tvd(self.schema, frame, self.held_out),
+                **efficacy(self.schema, frame, self.held_out, self.target),
+                "copy_rate": self._copy_rate(frame), "held_out_copy_rate": self.held_copy_rate}
 
 
 # -- methods -----------------------------------------------------------------------------------------------------------

@@ -1,0 +1,99 @@
+"""How close a synthetic table is to a reference table: marginals, associations, a downstream classifier.
+
+Numbers are read in 10 bins at the reference's deciles, categories as declared (a missing value is a category):
+the scoring protocol of docs/tables.md. Pure functions of two frames and the schema.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+__all__ = ["discretize", "marginal_tvd", "associations", "efficacy"]
+
+
+def decile_edges(schema, reference) -> dict:
+    """Per numeric column, the inner edges of 10 bins at the reference's deciles."""
+    return {c.name: np.unique(np.quantile(reference[c.name].astype(float), np.linspace(0.1, 0.9, 9)))
+            for c in schema.columns if c.kind == "numeric"}
+
+
+def discretize(schema, frame, edges: dict) -> np.ndarray:
+    """(n, C) int codes: numbers by ``edges`` (decile_edges), categories by their declared position (-1: not
+    declared)."""
+    import pandas as pd
+
+    out = []
+    for c in schema.columns:
+        if c.kind == "numeric":
+            out.append(np.digitize(frame[c.name].astype(float), edges[c.name]))
+        else:
+            lookup = {v: i for i, v in enumerate(c.categories)}
+            out.append(np.array([lookup.get(None if pd.isna(v) else v, -1) for v in frame[c.name]]))
+    return np.stack(out, axis=1)
+
+
+def _sizes(schema, edges: dict) -> list[int]:
+    return [len(edges[c.name]) + 1 if c.kind == "numeric" else len(c.categories) for c in schema.columns]
+
+
+def marginal_tvd(schema, synthetic, reference, *, ways=(1, 2, 3)) -> dict:
+    """Mean total variation distance between the two frames' k-way marginals over all k-subsets of columns, for
+    each k in ``ways``: {'tvd_1way': ..., ...}."""
+    edges = decile_edges(schema, reference)
+    sizes = np.array(_sizes(schema, edges))
+    a, b = discretize(schema, synthetic, edges), discretize(schema, reference, edges)
+    a, b = np.clip(a, 0, sizes - 1), np.clip(b, 0, sizes - 1)
+    out = {}
+    for k in ways:
+        errors = []
+        for cols in itertools.combinations(range(len(sizes)), k):
+            shape = sizes[list(cols)]
+
+            def hist(z):
+                return np.bincount(np.ravel_multi_index(z[:, cols].T, shape), minlength=int(np.prod(shape))) / len(z)
+            errors.append(0.5 * np.abs(hist(a) - hist(b)).sum())
+        out[f"tvd_{k}way"] = float(np.mean(errors))
+    return out
+
+
+def associations(schema, frame, edges: dict) -> np.ndarray:
+    """(C, C) Cramér's V between every pair of columns (numbers in their decile bins); 1 on the diagonal."""
+    codes = discretize(schema, frame, edges)
+    sizes = _sizes(schema, edges)
+    n, count = len(codes), len(sizes)
+    v = np.eye(count)
+    for i, j in itertools.combinations(range(count), 2):
+        table = np.zeros((sizes[i], sizes[j]))
+        np.add.at(table, (np.clip(codes[:, i], 0, sizes[i] - 1), np.clip(codes[:, j], 0, sizes[j] - 1)), 1)
+        table = table[table.sum(1) > 0][:, table.sum(0) > 0]
+        if min(table.shape) < 2:
+            continue
+        expected = table.sum(1, keepdims=True) * table.sum(0, keepdims=True) / n
+        chi2 = float(((table - expected) ** 2 / expected).sum())
+        v[i, j] = v[j, i] = np.sqrt(chi2 / (n * (min(table.shape) - 1)))
+    return v
+
+
+def efficacy(schema, synthetic, reference, target: str) -> dict:
+    """A gradient-boosted classifier trained on ``synthetic`` predicts ``target``'s last declared category (or
+    bin) on ``reference``: accuracy and AUC (None when the synthetic rows hold one class only)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import roc_auc_score
+
+    names = [c.name for c in schema.columns]
+    if target not in names:
+        raise ValueError(f"target {target!r} is not a column of the schema {names}")
+    edges = decile_edges(schema, reference)
+    t = names.index(target)
+    features = [i for i in range(len(names)) if i != t]
+    train, test = discretize(schema, synthetic, edges), discretize(schema, reference, edges)
+    positive = int(test[:, t].max())
+    y, y_test = train[:, t] == positive, test[:, t] == positive
+    if y.all() or not y.any():
+        return {"accuracy": None, "auc": None}
+    model = HistGradientBoostingClassifier(categorical_features=[True] * len(features), random_state=0)
+    model.fit(np.maximum(train[:, features], 0), y)
+    x_test = np.maximum(test[:, features], 0)
+    return {"accuracy": float(model.score(x_test, y_test)),
+            "auc": float(roc_auc_score(y_test, model.predict_proba(x_test)[:, 1]))}
