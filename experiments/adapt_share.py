@@ -53,6 +53,8 @@ def samples(model, images: np.ndarray, *, epsilon: float, share: float | None, n
     """``n`` images of a dpswflow-hist run on ``images`` at total ``epsilon``: with the frozen decoder
     (``share`` None) or with the decoder adapted on ``share`` of epsilon."""
     adapt = {} if share is None else {"adapt_decoder": True, "adapt_share": share}
+    if share is None:  # the frozen decoder: no adaptation settings (they would be refused as ignored)
+        extra = {k: v for k, v in extra.items() if not k.startswith("adapt_")}
     settings = from_keywords("dpswflow-hist", epsilon=epsilon, **{"delta": 1e-5, **extra}, count_noise="gaussian",
                              n_particles=n, manifold="sphere", privacy_seed=0, **adapt)
     codes = torch.from_numpy(model.encode_images(images))

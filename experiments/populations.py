@@ -63,7 +63,7 @@ def main() -> None:
     args = ap.parse_args()
     extra = []
     if args.smoke:
-        args.dataset, args.populations, args.epsilons, args.n, args.out = "digits", ["footwear"], [5.0], 60, \
+        args.dataset, args.populations, args.epsilons, args.n, args.out = "digits", ["classes-579"], [5.0], 60, \
             tempfile.mkdtemp()
         extra = ["--steps", "3", "--delta", "1e-4"]
     from swflow.autoencoders import default_checkpoint, load_autoencoder

@@ -305,3 +305,32 @@ def test_the_owners_report_is_written_apart_and_says_it_is_not_private(tmp_path,
                       .sub(binned(held, c).value_counts(normalize=True), fill_value=0).abs().sum())
                for c in schema.names]
     assert metrics["tvd_1way"] == pytest.approx(np.mean(one_way))
+
+
+def test_a_file_is_counted_chunk_by_chunk_as_it_would_be_in_memory(tmp_path):
+    import itertools
+
+    import torch
+
+    from swflow.privacy import PrivacyLedger
+    from swflow.privacy.marginals import MarginalTarget
+    from swflow.privacy.noise import NoiseSource
+    from swflow.tables import example_table
+    from swflow.tables.files import TableRows
+
+    frame, schema = example_table(1234)
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    codec = TableCodec(schema)
+    pairs = list(itertools.combinations(range(5), 2))
+
+    def counts(data):
+        target = MarginalTarget(data, None, noise=NoiseSource(0), ledger=PrivacyLedger(), blocks=codec.blocks(),
+                                pairs=pairs)
+        return torch.cat([t.flatten() for t in target.release_tables()])
+
+    in_memory = counts(torch.from_numpy(codec.encode(frame)))
+    for name in ("t.csv", "t.parquet"):
+        rows = TableRows(tmp_path / name, codec, chunk_rows=100)
+        assert rows.shape == (1234, codec.dim) and [o for o, _ in rows.chunks()][:3] == [0, 100, 200]
+        assert torch.equal(counts(rows), in_memory)

@@ -15,7 +15,7 @@ def cmd_generate_table(args) -> int:
     """`swflow generate --table PRIVATE --schema SCHEMA ...`: RUN/samples.csv (or .parquet, as the input),
     privacy.json and model.pt."""
     from ..privacy import write_report
-    from ..tables.files import read_table, write_table
+    from ..tables.files import write_table
     from ..tables.synthesizer import METHODS, TableSynthesizer
 
     if args.schema is None:
@@ -33,11 +33,9 @@ def cmd_generate_table(args) -> int:
                            noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
                            count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
                            seed=args.seed, privacy_seed=args.privacy_seed, **steps)
-    frame = read_table(args.table, schema=syn.schema)
     suffix = Path(args.table).suffix.lower()
     with staged(args.out, overwrite=args.overwrite, inputs=(args.table,), resumable=False) as out:
-        syn.fit(frame, progress=not args.quiet)
-        del frame
+        syn.fit(args.table, progress=not args.quiet)  # read in chunks: memory flat in the file's length
         report = syn.privacy_report()
         write_report(report, out)
         syn.save(out / MODEL)

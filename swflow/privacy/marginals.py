@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from .histogram import HistogramTarget, histogram_sensitivity
+from .release import PrivateTarget
 
 __all__ = ["MarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
 
@@ -56,8 +57,11 @@ class MarginalTarget(HistogramTarget):
 
     def __init__(self, data: Tensor, calibration, *, noise, ledger, blocks: list[tuple[int, int]],
                  pairs: list[tuple[int, int]]):
-        super().__init__(data, calibration, noise=noise, ledger=ledger, bins=2)
-        self.bins = None  # a table's cells are its own; there are no bins on a line
+        # the histogram's noise, accounting and state, but not its bins on a line: a table's cells are its own
+        PrivateTarget.__init__(self, data, calibration, noise=noise, ledger=ledger)
+        if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
+            raise ValueError("a table release is made once, from every record")
+        self.bins, self.radius = None, 1.0
         self.blocks, self.pairs = [tuple(b) for b in blocks], [tuple(p) for p in pairs]
         self.sizes = [stop - start for start, stop in self.blocks]
         if not self.pairs or any(not 0 <= i < j < len(self.sizes) for i, j in self.pairs):
@@ -66,9 +70,22 @@ class MarginalTarget(HistogramTarget):
             raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} tables, not "
                              f"{len(self.pairs)}")
 
-    def cells(self) -> Tensor:
-        """(m, C) int64: each record's cell in each column (its block's one coordinate)."""
-        return torch.stack([self._data[:, a:b].argmax(dim=1) for a, b in self.blocks], dim=1)
+    def cells(self, rows: Tensor | None = None) -> Tensor:
+        """(m, C) int64: each record's cell in each column (its block's one coordinate), of ``rows`` (default: the
+        private rows held in memory)."""
+        rows = self._data if rows is None else rows
+        return torch.stack([rows[:, a:b].argmax(dim=1) for a, b in self.blocks], dim=1)
+
+    def _counts(self) -> Tensor:
+        """The exact tables, concatenated: of the rows in memory, or summed chunk by chunk over rows on disk (each
+        chunk checked and encoded by its source before it is counted; nothing is released before the last)."""
+        if isinstance(self._data, Tensor):
+            return pair_counts(self.cells(), self.sizes, self.pairs)
+        total = None
+        for _, rows in self._data.chunks():
+            counts = pair_counts(self.cells(rows), self.sizes, self.pairs)
+            total = counts if total is None else total + counts
+        return total
 
     def table_noise_std(self) -> float:
         cal = self._calibration
@@ -80,7 +97,7 @@ class MarginalTarget(HistogramTarget):
         """The K noisy tables (sizes[i] × sizes[j], float64), released once: the ledger event first, then the
         draw."""
         self._check_budget()
-        counts = pair_counts(self.cells(), self.sizes, self.pairs)
+        counts = self._counts()
         cal = self._calibration
         if cal is None:
             noisy = counts.to(torch.float64)

@@ -74,17 +74,20 @@ class TableSynthesizer:
 
     # -- fit ---------------------------------------------------------------------------------------
     def fit(self, table, *, progress: bool = False) -> "TableSynthesizer":
-        """Spend the budget once on the private ``table`` (a DataFrame, or a CSV / Parquet file)."""
+        """Spend the budget once on the private ``table``: a DataFrame, or a CSV / Parquet file, which is read in
+        chunks (:class:`~swflow.tables.files.TableRows`: memory stays flat in the file's length)."""
         from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan, calibrate, privacy_report
         from ..privacy.marginals import MarginalTarget, split_tables
         from ..privacy.targets import check_histogram
-        from .files import read_table
+        from .files import TableRows
 
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
-        frame = read_table(table, schema=self.schema) if isinstance(table, (str, Path)) else table
-        rows = torch.from_numpy(self.codec.encode(frame, clip=self.clip))
+        if isinstance(table, (str, Path)):
+            rows = TableRows(table, self.codec, clip=self.clip)
+        else:
+            rows = torch.from_numpy(self.codec.encode(table, clip=self.clip))
         n = len(rows)
         calibration = None
         if self.privacy.private:
