@@ -173,3 +173,22 @@ def test_an_adapted_decoder_without_its_dp_sgd_release_is_refused(adapted_run, t
     (edited / "privacy.json").write_text(json.dumps(report))
     assert main(["sample", str(edited), "--n", "20", "--quiet", "--out", str(tmp_path / "x")]) == 2
     assert "no DP-SGD release" in capsys.readouterr().err
+
+
+def test_the_budget_split_is_reported_as_the_accountant_composes_it(adapted_run):
+    """Issue 53: at adapt_share 0.1 the histogram alone was charged 1.956 of 2.0 under the run's RDP composition, so
+    DP-SGD got about 2 % of epsilon, not 10 %: the report now says what each release costs, recomputed here from the
+    ledger with the run's own accountant and the histogram's exact one."""
+    from swflow.privacy import MechanismEvent, accountant_for, epsilon_from_events
+
+    report = json.loads((adapted_run / "privacy.json").read_text())
+    histogram, dp_sgd = (MechanismEvent(**e) for e in report["ledger"])
+    delta = report["delta_accountant"]
+    alone = epsilon_from_events((histogram,), delta=delta, adjacency=report["adjacency"])
+    composed = accountant_for((histogram, dp_sgd), adjacency=report["adjacency"])
+    charged = composed.epsilon((histogram,), delta=delta)
+    both = composed.epsilon((histogram, dp_sgd), delta=delta)
+    note = report["budget_split"]
+    assert f"alone it would claim {alone:.4f}" in note and f"charges the histogram {charged:.4f}" in note
+    assert f"the DP-SGD stage adds {both - charged:.4f}" in note and composed.name in note
+    assert both == pytest.approx(report["epsilon"], rel=1e-4) and charged > alone

@@ -346,8 +346,8 @@ def register(sub) -> None:
 
     p.add_argument("--population", choices=sorted(POPULATIONS),
                    help="with --dataset: the private data is a declared sub-population of the private split "
-                   "(skewed: all classes, 32%% down to 1%%; footwear: Fashion-MNIST classes 5, 7, 9; classes-579: classes "
-                   "5, 7, 9 of any dataset), scored "
+                   "(skewed: all classes, 32%% down to 1%%; footwear: Fashion-MNIST classes 5, 7, 9; classes-579: "
+                   "classes 5, 7, 9 of any dataset), scored "
                    "against the same population of the test part; the autoencoder keeps the broad public split")
     p.add_argument("--decoder", choices=("autoencoder", "nearest-public"), default="autoencoder",
                    help="how particles become images. autoencoder: its sampling decoder (new images); "

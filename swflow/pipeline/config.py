@@ -249,8 +249,10 @@ class AdaptSettings:
                 "adapt_objective): for private data the public images never showed (the run's files then hold the "
                 "adapted decoder)"})
     adapt_share: float = field(default=0.1, metadata={
-        "help": "share of epsilon for the DP-SGD adaptation; the histogram release gets the rest (the composed "
-                "epsilon is computed from both). Default chosen on a public shift (experiments/adapt_share.py)"})
+        "help": "the histogram release is calibrated alone to (1 - share) x epsilon, then the DP-SGD adaptation gets "
+                "the smallest noise whose composition with it stays within epsilon. Composition is not additive: the "
+                "DP-SGD stage's part of the composed epsilon can be far below share x epsilon, and privacy.json "
+                "states it (budget_split). Default chosen on a public shift (experiments/adapt_share.py)"})
     adapt_objective: str = field(default="pixel", metadata={
         "help": "pixel: DP-SGD on the decoder, 4x-pooled L1 to each private image and the code term; critic: DP-SGD "
                 "on a critic of the private images, the decoder learning against it from the released codes. "

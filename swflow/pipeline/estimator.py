@@ -192,7 +192,7 @@ class Synthesizer:
 
         from ..autoencoders.adapt import adapt_decoder, split_budget
         from ..privacy import NoiseSource, compose
-        from .run import adapt_note
+        from .run import adapt_note, with_budget_split
 
         s = self.settings
         histogram_spec, multiplier = split_budget(s.privacy, s.plan(*data.shape).release, s.adapt)
@@ -204,9 +204,10 @@ class Synthesizer:
                                           seed=s.flow.seed, progress=progress)
         self._autoencoder = (adapted, self._autoencoder[1])
         self._adapted = True
-        self._report = compose(report, [event], target_epsilon=s.privacy.epsilon,
-                               note=adapt_note(s.adapt, event, multiplier, secure=s.privacy.secure_noise).replace(
-                                   " (decoder.pt, decoder.json)", " (saved with the Synthesizer)"))
+        composed = compose(report, [event], target_epsilon=s.privacy.epsilon,
+                           note=adapt_note(s.adapt, event, multiplier, secure=s.privacy.secure_noise).replace(
+                               " (decoder.pt, decoder.json)", " (saved with the Synthesizer)"))
+        self._report = with_budget_split(report, composed, s.adapt.adapt_share)
 
     def _fit_conditional(self, data: torch.Tensor, labels: np.ndarray, progress: bool) -> None:
         from .conditional import combine, estimated_size, plan_classes

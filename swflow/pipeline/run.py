@@ -54,6 +54,26 @@ ADAPT_OBJECTIVE_NOTE = {
               "(post-processing)"}
 
 
+def with_budget_split(histogram: PrivacyReport, composed: PrivacyReport, share: float) -> PrivacyReport:
+    """``composed`` with a note of what each release of an adapted run costs, as its accountant composes them.
+    adapt_share sets the histogram's own target, (1 − share)·ε, under the histogram's exact accountant; the run's ε
+    composes both releases under another (RDP), which charges the histogram more on its own, so the DP-SGD stage's
+    part of the cost is not share·ε. Both figures are stated."""
+    from ..privacy import MechanismEvent, accountant_for
+
+    events = tuple(MechanismEvent(**e) for e in composed.ledger)
+    accountant = accountant_for(events, adjacency=composed.adjacency)
+    charged = accountant.epsilon(events[:1], delta=composed.delta_accountant)
+    added = composed.epsilon - charged
+    note = (f"adapt_share = {share:g} calibrates the histogram alone to (1 - {share:g}) x epsilon = "
+            f"{(1 - share) * composed.target_epsilon:.4g} under its own exact accountant (alone it would claim "
+            f"{histogram.epsilon:.4f}). The run's epsilon composes both releases under {accountant.name}, which "
+            f"charges the histogram {charged:.4f} on its own; the DP-SGD stage adds {added:.4f}, "
+            f"{100 * added / composed.epsilon:.1f}% of the composed {composed.epsilon:.4f}. The share sets the "
+            "histogram's target, not the DP-SGD stage's part of the cost")
+    return composed.with_notes(budget_split=note)
+
+
 def adapt_note(settings, event, multiplier: float, *, secure: bool = False) -> str:
     """The report's sentence for the adaptation of ``settings`` (AdaptSettings) that released ``event``; ``secure``:
     what its noise is under secure_noise."""
@@ -92,8 +112,9 @@ def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.n
                                       settings=settings.adapt, adjacency=spec.adjacency, noise=noise,
                                       seed=config.seed, progress=progress)
     a = settings.adapt
-    report = compose(fitted.report, [event], target_epsilon=spec.epsilon,
-                     note=adapt_note(a, event, multiplier, secure=spec.secure_noise))
+    report = with_budget_split(fitted.report, compose(fitted.report, [event], target_epsilon=spec.epsilon,
+                                                      note=adapt_note(a, event, multiplier, secure=spec.secure_noise)),
+                               a.adapt_share)
     from ..autoencoders.train import publish_checkpoint
 
     decoder_meta = {**{key: meta[key] for key in ("dataset", "channels", "image_shape", "latent", "latent_norm",

@@ -312,7 +312,7 @@ def _check_tables(report, noisy_counts: torch.Tensor, released: torch.Tensor, so
 
 def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5") -> None:
     """The χ² test of a histogram's released counts (K, B) against the report's n and σ (module docstring)."""
-    from scipy.stats import chi2, norm
+    from scipy.stats import norm
 
     counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
     if counts.ndim != 2 or (counts.shape[0], counts.shape[1]) != (report.n_projections, report.bins):
@@ -327,15 +327,9 @@ def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5
                             "directions); swflow does not pass such a claim on. Use at least 2 directions")
     sums = counts.sum(dim=1)
     statistic = float(((sums - sums.mean()) ** 2).sum()) / (b * sigma ** 2)
-    low, high = chi2.ppf(COUNTS_FALSE_REFUSAL / 2, k - 1), chi2.isf(COUNTS_FALSE_REFUSAL / 2, k - 1)
-    if statistic < low:
-        raise ClaimMismatch(f"{source}: the released counts carry far less noise than the claimed std {sigma:.4g} "
-                            f"(chi-square {statistic:.3g} on {k - 1} degrees of freedom, below {low:.3g}): the claim "
-                            "was edited; regenerate the run")
-    if statistic > high:
-        raise ClaimMismatch(f"{source}: the released counts' directions disagree on the number of rows by far more "
-                            f"than the claimed noise allows (chi-square {statistic:.3g} above {high:.3g}); regenerate "
-                            "the run")
+    _chi_square(statistic, k - 1, sigma=sigma, released="counts", source=source,
+                disagreement="the released counts' directions disagree on the number of rows by far more than the "
+                             "claimed noise allows")
     if "class" in report.run_config:
         return  # one class of a labels-private run: its number of rows is private, the ledger's n is the whole set's
     # every direction counts all n rows: the mean row sum is n plus noise of std σ·sqrt(B/K)
@@ -397,8 +391,6 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     of squares over their variances are χ², with K and Σ_i k_i·(T_i − 1) degrees of freedom (T_i: the tables
     holding i); the test is two-sided at 1e-9. A claim of much more noise than the counts carry (σ × 10 with ε
     recomputed) lands far in the lower tail, an edited n or edited counts in the upper."""
-    from scipy.stats import chi2
-
     from .marginals import split_tables
 
     counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
@@ -427,13 +419,23 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
         mean = (weights[:, None] * stacked).sum(dim=0) / weights.sum()
         statistic += float((weights[:, None] * (stacked - mean) ** 2).sum())
         freedom += sizes[column] * (len(estimates) - 1)
+    _chi_square(statistic, freedom, sigma=sigma, released="tables", source=source,
+                disagreement=f"the released tables disagree with each other, or with the {report.dataset_size} rows "
+                             "the report claims, by more than the claimed noise allows: the counts or the data set "
+                             "size were edited")
+
+
+def _chi_square(statistic: float, freedom: int, *, sigma: float, released: str, disagreement: str,
+                source: str) -> None:
+    """Refuse a χ² ``statistic`` of ``freedom`` degrees of freedom outside its two-sided 1 − COUNTS_FALSE_REFUSAL
+    range: below it, the release carries far less noise than claimed; above it, ``disagreement``."""
+    from scipy.stats import chi2
+
     low, high = chi2.ppf(COUNTS_FALSE_REFUSAL / 2, freedom), chi2.isf(COUNTS_FALSE_REFUSAL / 2, freedom)
     if statistic < low:
-        raise ClaimMismatch(f"{source}: the released tables carry far less noise than the claimed std {sigma:.4g} "
+        raise ClaimMismatch(f"{source}: the released {released} carry far less noise than the claimed std {sigma:.4g} "
                             f"(chi-square {statistic:.4g} on {freedom} degrees of freedom, below {low:.4g}): the "
                             "claim was edited; regenerate the run")
     if statistic > high:
-        raise ClaimMismatch(f"{source}: the released tables disagree with each other, or with the "
-                            f"{report.dataset_size} rows the report claims, by more than the claimed noise allows "
-                            f"(chi-square {statistic:.4g} on {freedom} degrees of freedom, above {high:.4g}): the "
-                            "counts or the data set size were edited; regenerate the run")
+        raise ClaimMismatch(f"{source}: {disagreement} (chi-square {statistic:.4g} on {freedom} degrees of freedom, "
+                            f"above {high:.4g}); regenerate the run")

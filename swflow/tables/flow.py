@@ -12,7 +12,8 @@ below 2σ as zero (the image histogram's rule), scored within 0.001 of them in m
 table at ε = 1 and 10 (experiments/tables_defaults.py), so the unbiased targets stay.
 
 A sampled record draws one particle, then each column's cell from that particle's distribution, independently:
-the expected two-way marginals of the samples are the particles' own. Everything here reads the released tables only: post-processing.
+the expected two-way marginals of the samples are the particles' own. Everything here reads the released tables
+only: post-processing.
 
 Why not the sliced-Wasserstein drift of the image flows: on one-hot records a pair-block direction's target is a
 set of atoms, and the 1-D transport moved relaxed particles onto the atoms' values without moving them to the

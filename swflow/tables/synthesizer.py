@@ -33,7 +33,8 @@ class TableSynthesizer:
     """fit once on a private table, then sample records as often as you like (module docstring)."""
 
     def __init__(self, method: str = "dpswflow-hist", *, schema: Schema | dict | str | Path,
-                 epsilon: float | None = None, delta: float = 1e-9, noise_multiplier: float | None = None, adjacency: str = "replace-one",
+                 epsilon: float | None = None, delta: float = 1e-9, noise_multiplier: float | None = None,
+                 adjacency: str = "replace-one",
                  count_noise: str = "discrete-gaussian", secure_noise: bool = False, clip: bool = False,
                  pairs: list[tuple[str, str]] | None = None, numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, seed: int = 0,
