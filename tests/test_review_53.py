@@ -364,3 +364,22 @@ def test_a_saved_synthesizer_draws_the_same_images_for_the_same_seed_and_keeps_a
     monkeypatch.chdir(tmp_path)  # another folder: the relative path would no longer resolve
     loaded = Synthesizer.load(path)
     assert np.array_equal(np.asarray(loaded.sample(20, seed=3, progress=False)), np.asarray(first))
+
+
+# -- 8. every entry point refuses what one of them refuses ---------------------------------------------------------
+def test_a_dataset_checkpoints_public_images_are_refused_as_private_by_the_command(tmp_path, capsys):
+    from swflow.autoencoders import load_autoencoder
+    from swflow.io.latents import dataset_split
+    from swflow.pipeline.estimator import Synthesizer
+
+    _, meta = load_autoencoder("digits-adv")
+    images, _, halves = dataset_split("digits", meta)
+    public = images[halves.public][:200]
+    np.save(tmp_path / "pub.npy", public)
+    assert main(["generate", "--images", str(tmp_path / "pub.npy"), "--checkpoint", "digits-adv", "--method",
+                 "dpswflow-hist", "--epsilon", "1", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "200 of the 200 images" in err and "public images digits-adv was trained on" in err
+    assert not (tmp_path / "r").exists()
+    with pytest.raises(ValueError, match="200 of the 200 images"):  # the Synthesizer, through the same check
+        Synthesizer("dpswflow-hist", epsilon=1.0, autoencoder="digits-adv").fit(public)

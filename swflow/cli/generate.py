@@ -138,7 +138,7 @@ def _encode_own_images(args):
 
     from ..autoencoders import load_autoencoder
 
-    from ..io.images import load_images
+    from ..io.images import load_images, refuse_public
 
     if args.checkpoint is None:
         raise UsageError("--images needs --checkpoint NAME or PATH.pt: the autoencoder trained on your public images "
@@ -146,14 +146,7 @@ def _encode_own_images(args):
     model, meta = load_autoencoder(args.checkpoint)
     channels, size = meta["image_shape"][0], meta["image_shape"][-1]
     images = load_images(args.images, size=size, channels=channels)
-    if meta.get("source") is not None:  # a user's public collection: refuse any of its images as "private"
-        from ..io.images import overlap_with_public
-
-        shared = overlap_with_public(images, meta)
-        if shared:
-            raise UsageError(f"{shared} of the {len(images)} images in {args.images} are public images {meta['name']} "
-                             "was trained on (pixel for pixel): a record is public or private, not both. Remove them "
-                             "from the private images, or retrain the autoencoder without them")
+    refuse_public(images, meta, where=str(args.images))  # as Synthesizer.fit does, for any checkpoint
     if args.manifold not in (None, "sphere"):
         raise UsageError("the autoencoder's codes lie on the unit sphere: --images runs use --manifold sphere")
     print(f"{args.images}: {len(images)} private images, encoded by {meta['name']} ({meta['architecture']}, "

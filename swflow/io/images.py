@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["IMAGE_SUFFIXES", "load_images", "image_source", "image_hashes", "is_image_collection",
-           "overlap_with_public", "public_hashes", "write_public_hashes"]
+           "overlap_with_public", "public_hashes", "refuse_public", "write_public_hashes"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 _GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
@@ -112,6 +112,17 @@ def public_hashes(meta: dict) -> np.ndarray:
 def overlap_with_public(images: np.ndarray, meta: dict) -> int:
     """How many of ``images`` are, pixel for pixel, public images of checkpoint ``meta``."""
     return int(np.isin(image_hashes(images), public_hashes(meta)).sum())
+
+
+def refuse_public(images: np.ndarray, meta: dict, *, where: str = "the private images") -> None:
+    """Refuse private ``images`` of which any is, pixel for pixel, a public image checkpoint ``meta`` was trained on
+    (a user's collection or a dataset's public split): a record is public or private, not both. Every entry point
+    (the command, the Synthesizer) calls this one check."""
+    shared = overlap_with_public(images, meta)
+    if shared:
+        raise ValueError(f"{shared} of the {len(images)} images in {where} are public images {meta['name']} was "
+                         "trained on (pixel for pixel): a record is public or private, not both. Remove them from the "
+                         "private images, or retrain the autoencoder without them")
 
 
 #: grey modes whose pixels are wider than 8 bits, and the value of white in each (Pillow's "I" holds 16-bit PNGs)

@@ -176,14 +176,11 @@ class Synthesizer:
 
     def _images(self, data) -> np.ndarray:
         """The private images as the autoencoder reads them, refused when any is one of its public images."""
-        from ..io.images import load_images, overlap_with_public
+        from ..io.images import load_images, refuse_public
 
         _, meta = self._autoencoder
         images = load_images(data, size=meta["image_shape"][-1], channels=meta["image_shape"][0])
-        shared = overlap_with_public(images, meta)
-        if shared:
-            raise ValueError(f"{shared} of the {len(images)} images are public images {meta['name']} was trained on "
-                             "(pixel for pixel): a record is public or private, not both; remove them")
+        refuse_public(images, meta)
         return images
 
     def _fit_adapted(self, data: torch.Tensor, images: np.ndarray, progress: bool) -> None:
