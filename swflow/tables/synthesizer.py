@@ -22,9 +22,12 @@ from .codec import NUMERIC_BINS, TableCodec
 from .flow import MarginalFlowConfig, fit_particles, sample_cells
 from .schema import Schema
 
-__all__ = ["TableSynthesizer", "FORMAT", "METHODS"]
+__all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE"]
 
 FORMAT = "swflow-table-1"
+POST_PROCESSING_NOTE = ("records drawn from particles fitted to the run's released two-way tables (model.pt): "
+                        "post-processing of that run's differentially private output, so its (epsilon, delta) covers "
+                        "them and no further privacy was spent")
 #: the methods that take a table: the sliced histogram, whose slices on a table are its column pairs
 METHODS = ("dpswflow-hist",)
 
@@ -127,8 +130,6 @@ class TableSynthesizer:
     def privacy_report(self):
         """The :class:`~swflow.privacy.PrivacyReport` of the fit (``.to_json()`` for privacy.json)."""
         self._fitted()
-        from ..methods.model import POST_PROCESSING_NOTE
-
         return self._report.with_notes(post_processing=POST_PROCESSING_NOTE)
 
     # -- persistence -------------------------------------------------------------------------------
