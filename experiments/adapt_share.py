@@ -9,9 +9,9 @@ total epsilon, the frozen decoder (the whole budget on the histogram) and the ad
 the default is the share with the lowest FID averaged over the epsilons.
 
 The Synthesizer refuses public images as private data (a record is public or private, not both), so this
-script calls the same steps it takes: the budget split (swflow.autoencoders.adapt.split_budget), the
+script calls the same steps it takes: the budget split (autoencoders.adapt.split_budget), the
 histogram flow on the codes (swflow.pipeline.fitting.fit) and DP-SGD on the decoder
-(swflow.autoencoders.adapt.adapt_decoder).
+(autoencoders.adapt.adapt_decoder).
 
     python experiments/adapt_share.py [--shares 0.25 0.5 0.75] [--epsilons 1 10] [--n 2000] [--json]
     python experiments/adapt_share.py --objective critic --adapt-steps 600 --adapt-lr 5e-4 --shares 0.1 0.5 0.9
@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swflow.autoencoders.adapt import adapt_decoder, split_budget
+from autoencoders.adapt import adapt_decoder, split_budget
 from swflow.pipeline.fitting import fit
 from swflow.pipeline.settings import from_keywords
 from swflow.privacy import NoiseSource
@@ -39,7 +39,7 @@ from swflow.privacy import NoiseSource
 def stand_in(dataset: str, meta: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
     """(stand-in private images, reference images): the public split's images of the classes the checkpoint
     never saw, shuffled (seeded) and cut in two halves of at most ``n``."""
-    from swflow.io.latents import dataset_split
+    from swflow.io.splits import dataset_split
 
     images, labels, halves = dataset_split(dataset, meta)
     public, public_labels = images[halves.public], labels[halves.public]
@@ -101,7 +101,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--smoke", action="store_true", help="digits, a tiny unseen checkpoint, tiny runs (CI)")
     args = ap.parse_args()
-    from swflow.autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
     from swflow.evaluate.metrics import InceptionFeatures
 
     extra = {"adapt_objective": args.objective, **({"adapt_steps": args.adapt_steps} if args.adapt_steps else {}),

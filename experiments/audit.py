@@ -1,4 +1,4 @@
-"""Privacy audits: the white-box and black-box canary tables of docs/results.md (swflow/privacy/audit_runs.py).
+"""Privacy audits: the white-box and black-box canary tables of docs/results.md (swflow/pipeline/audits.py).
 
     python experiments/audit.py [--runs 300] [--trials 1000000] [--json]
 """
@@ -8,7 +8,7 @@ import argparse
 import json
 import math
 
-from swflow.privacy.audit_runs import WHITEBOX_DELTA, audit, whitebox_audit
+from swflow.pipeline.audits import WHITEBOX_DELTA, audit, whitebox_audit
 
 
 def main() -> None:

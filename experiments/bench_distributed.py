@@ -20,7 +20,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from swflow.methods.flows import build_flow
-from swflow.pipeline.plan import resolve_fixed
+from swflow.methods.plan import resolve_fixed
 from swflow.privacy import PrivacySpec
 from swflow.simulate.distributed import ProcessGroup
 from swflow.simulate.flow import FlowConfig

@@ -36,10 +36,10 @@ def main() -> None:
     if args.smoke:
         args.speed_sizes, steps = "1000", 5
     torch.set_num_threads(2)
-    from swflow.io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
 
     private, _, _, split, _ = tuple(encoded_split("digits", "private"))[:5]
-    from swflow.autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
     from swflow.io.data import load_digits
 
     model, _ = load_autoencoder("digits")

@@ -33,9 +33,9 @@ def toy(n: int, gen: torch.Generator) -> torch.Tensor:
 
 
 def digits_latents() -> tuple[torch.Tensor, torch.Tensor]:
-    from swflow.autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
     from swflow.io.data import load_dataset
-    from swflow.io.latents import dataset_split
+    from swflow.io.splits import dataset_split
 
     images, _ = load_dataset("digits")
     model, meta = load_autoencoder("digits")

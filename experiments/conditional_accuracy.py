@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from swflow.autoencoders import default_checkpoint, load_autoencoder
+from autoencoders import default_checkpoint, load_autoencoder
 from swflow.cli import main as swflow
 from swflow.evaluate.metrics import downstream_accuracy
 from swflow.io.data import load_dataset
-from swflow.io.latents import dataset_split
+from swflow.io.splits import dataset_split
 
 CONFIG = Path(__file__).parents[1] / "swflow" / "configs" / "fashion-mnist-dpswflow-r.toml"
 

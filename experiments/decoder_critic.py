@@ -88,12 +88,12 @@ def main(argv=None) -> int:
 
     from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, update_bn
 
-    from swflow.autoencoders import load_autoencoder
-    from swflow.autoencoders.adversarial import AdversarialConfig, ProjectionCritic
+    from autoencoders import load_autoencoder
+    from autoencoders.adversarial import AdversarialConfig, ProjectionCritic
     from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, copy_rate, frechet_distance,
                                          reference_features)
     from swflow.evaluate.runs import load_reference
-    from swflow.io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
 
     say = (lambda *_: None) if args.json else (lambda text: print(text, flush=True))
     torch.manual_seed(args.seed)

@@ -49,7 +49,7 @@ def sphere_mixture(n: int, *, dim: int, clusters: int = 10, spread: float = 0.25
 
 def fashion_public() -> tuple[torch.Tensor, torch.Tensor]:
     """(pool of pretend-private rows, held-out reference): encoded public split only."""
-    from swflow.io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
 
     rows = encoded_split("fashion-mnist", "public").latents
     return rows[:20_000], rows[20_000:30_000]

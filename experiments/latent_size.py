@@ -9,7 +9,7 @@ official test images, TF-Inception pool3):
   decoded by the checkpoint.
 Each cell also gives latent SW to the encoded test split, so codes of one size can be compared
 without Inception. ``--decoder nearest-public`` decodes every cell to the public image with the nearest
-code instead (swflow.io.latents.NearestPublicDecoder: public data only, no privacy cost), and records how
+code instead (autoencoders.nearest.NearestPublicDecoder: public data only, no privacy cost), and records how
 many distinct public images a cell used. A larger code is easier to decode and harder to match privately; this script
 measures both at once. Finished cells are kept in the JSON, so an interrupted run resumes.
 
@@ -26,11 +26,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from swflow.autoencoders import load_autoencoder
+from autoencoders import load_autoencoder
 from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
                                      latent_sw, reference_features)
 from swflow.evaluate.runs import load_reference
-from swflow.io.latents import encoded_split
+from autoencoders.encoded import encoded_split
 from swflow.pipeline.fitting import fit
 from swflow.pipeline.settings import from_keywords
 
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
         real = reference_features(real_images, key=f"{reference.key}-{len(real_images)}", extractor=extractor)
         decode, nearest = model.decode_images, None
         if args.decoder == "nearest-public":
-            from swflow.io.latents import nearest_public_decoder
+            from autoencoders.nearest import nearest_public_decoder
 
             nearest = nearest_public_decoder(model, meta)
             decode = nearest

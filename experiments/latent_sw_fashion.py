@@ -37,10 +37,10 @@ def trivial_answers(seed: int = 0) -> dict:
     from swflow.evaluate.metrics import latent_sw
     from swflow.evaluate.runs import load_reference
 
-    from swflow.autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
 
     from swflow.io.data import load_dataset
-    from swflow.io.latents import dataset_split
+    from swflow.io.splits import dataset_split
 
     model, meta = load_autoencoder("fashion-mnist")
     ref = load_reference({"dataset": "fashion-mnist", "autoencoder": meta["name"],

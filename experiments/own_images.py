@@ -50,11 +50,11 @@ def main() -> None:
         args.dataset, args.n, args.n_fid, args.out, size, crop = "digits", 200, 0, tempfile.mkdtemp(), 8, 0
         flags = ["--epochs", "1", "--decoder-steps", "3", *flags]
 
-    from swflow.autoencoders import default_checkpoint, load_autoencoder
+    from autoencoders import default_checkpoint, load_autoencoder
     from swflow.cli import main as swflow
     from swflow.io.data import load_dataset
     from swflow.io.images import load_images
-    from swflow.io.latents import dataset_split
+    from swflow.io.splits import dataset_split
 
     out = Path(args.out)
     shipped, shipped_meta = load_autoencoder(default_checkpoint(args.dataset))

@@ -82,9 +82,10 @@ def _population_benchmarks(args):
     sys.path.insert(0, str(HERE))
     from populations import _classifier, _score
 
-    from swflow.autoencoders import default_checkpoint, load_autoencoder
+    from autoencoders import default_checkpoint, load_autoencoder
     from swflow.evaluate.runs import load_reference
-    from swflow.io.latents import dataset_split, encoded_split
+    from swflow.io.splits import dataset_split
+    from autoencoders.encoded import encoded_split
     from swflow.io.populations import proportions
 
     model, meta = load_autoencoder(default_checkpoint("fashion-mnist"))

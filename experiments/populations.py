@@ -66,10 +66,10 @@ def main() -> None:
         args.dataset, args.populations, args.epsilons, args.n, args.out = "digits", ["classes-579"], [5.0], 60, \
             tempfile.mkdtemp()
         extra = ["--steps", "3", "--delta", "1e-4"]
-    from swflow.autoencoders import default_checkpoint, load_autoencoder
+    from autoencoders import default_checkpoint, load_autoencoder
 
     from swflow.evaluate.runs import load_reference
-    from swflow.io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
     from swflow.io.populations import population_rows, proportions
 
     out = Path(args.out)
@@ -78,14 +78,14 @@ def main() -> None:
     cells = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     model, meta = load_autoencoder(default_checkpoint(args.dataset))
     public = encoded_split(args.dataset, "public")
-    from swflow.io.latents import dataset_split
+    from swflow.io.splits import dataset_split
 
     train, train_labels, halves = dataset_split(args.dataset, meta)
     public_rows = halves.public
     classifier = _classifier(train[public_rows], train_labels[public_rows])
     decode, suffix = model.decode_images, ""
     if args.decoder == "nearest-public":
-        from swflow.io.latents import nearest_public_decoder
+        from autoencoders.nearest import nearest_public_decoder
 
         decode, suffix = nearest_public_decoder(model, meta), " | nearest-public"
     rng = np.random.default_rng(0)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from swflow.autoencoders import load_autoencoder
+from autoencoders import load_autoencoder
 from swflow.evaluate.animate import save_panels
 from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
                                      reference_features)

@@ -145,11 +145,11 @@ def floors(out: Path, *, dataset: str, n_fid: int, device: str, data_root: str |
     """References that need no private data, against the first ``n_fid`` test images: real public-split
     images, the same images through the autoencoder, and the test images' own reconstructions. Each
     row is saved when done, so an interrupted run keeps the finished ones."""
-    from swflow.autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
     from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, frechet_distance, kernel_inception_distance,
                                          reference_features)
     from swflow.io.data import load_dataset
-    from swflow.io.latents import dataset_split
+    from swflow.io.splits import dataset_split
 
     path = out / f"floors-{n_fid}.json"
     rows = json.loads(path.read_text()) if path.exists() else []
@@ -233,7 +233,7 @@ def main() -> None:
         args.out, args.seeds, args.n_fid, args.n_particles = tempfile.mkdtemp(), 1, 20, 20
         args.rows, args.noise, args.no_extra = "dpswflow", "honest", True
         SMOKE_FLAGS.extend(["--steps", "3"])
-    from swflow.autoencoders import default_checkpoint
+    from autoencoders import default_checkpoint
 
     checkpoint = args.checkpoint or default_checkpoint(args.dataset)
     if args.n_fid > args.n_particles:

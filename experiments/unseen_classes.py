@@ -67,7 +67,7 @@ def main() -> None:
         extra, adapt_extra = ["--steps", "3", "--delta", "1e-4"], ["--adapt-steps", "2", "--adapt-batch-size", "8"]
         POPULATION = "classes-579"  # footwear's classes, declared for any dataset: the digits stand-in
         args.unseen = _smoke_checkpoint(Path(args.out))
-    from swflow.autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -131,8 +131,8 @@ def _public_classifier(dataset: str):
     """Logistic regression on the full public split (an instrument of the benchmark, not part of a run)."""
     from sklearn.linear_model import LogisticRegression
 
-    from swflow.autoencoders import default_checkpoint, load_autoencoder
-    from swflow.io.latents import dataset_split
+    from autoencoders import default_checkpoint, load_autoencoder
+    from swflow.io.splits import dataset_split
 
     _, meta = load_autoencoder(default_checkpoint(dataset))
     train, labels, halves = dataset_split(dataset, meta)
@@ -141,7 +141,7 @@ def _public_classifier(dataset: str):
 
 
 def _fixed_rows(dataset: str, checkpoint: str, model, meta, n: int) -> dict[str, np.ndarray]:
-    from swflow.io.latents import dataset_split
+    from swflow.io.splits import dataset_split
     from swflow.io.populations import population_rows
 
     train, labels, halves = dataset_split(dataset, meta)

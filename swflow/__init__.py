@@ -10,7 +10,7 @@ __all__ = ["METHODS", "Synthesizer", "FlowConfig", "FlowResult", "ParticleFlow",
            "make_flow", "random_directions", "sliced_wasserstein", "smoothed_sliced_wasserstein",
            "wasserstein_1d"]
 
-_HOMES = {"Synthesizer": "pipeline.estimator", "FlowConfig": "pipeline.config", "FlowResult": "simulate.flow",
+_HOMES = {"Synthesizer": "pipeline.estimator", "FlowConfig": "core.config", "FlowResult": "simulate.flow",
           "ParticleFlow": "simulate.flow", "Presampled": "simulate.flow", "Resampled": "simulate.flow",
           "make_flow": "methods.flows", "METHODS": "methods.registry", "random_directions": "kernels.sliced",
           "sliced_wasserstein": "kernels.sliced", "smoothed_sliced_wasserstein": "kernels.sliced",

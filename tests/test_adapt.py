@@ -44,10 +44,10 @@ def test_the_dp_sgd_part_agrees_with_opacus_own_accountant(objective):
     import dp_accounting as dpa
     from dp_accounting import rdp
 
-    from swflow.autoencoders import load_autoencoder
-    from swflow.autoencoders.adapt import adapt_decoder
+    from autoencoders import load_autoencoder
+    from autoencoders.adapt import adapt_decoder
     from swflow.io.data import example_images
-    from swflow.pipeline.config import AdaptSettings
+    from swflow.core.config import AdaptSettings
     from swflow.privacy import NoiseSource
 
     images, _ = example_images()
@@ -75,7 +75,7 @@ def test_the_dp_sgd_part_agrees_with_opacus_own_accountant(objective):
 
 
 def test_the_adapted_decoder_is_an_output_that_says_what_it_saw(adapted_run, tmp_path, capsys):
-    from swflow.autoencoders import CHECKPOINT_DIR, load_autoencoder
+    from autoencoders import CHECKPOINT_DIR, load_autoencoder
     from swflow.io.data import example_images
 
     meta = json.loads((adapted_run / "decoder.json").read_text())
@@ -102,7 +102,7 @@ def test_the_adapted_decoder_is_an_output_that_says_what_it_saw(adapted_run, tmp
 
 
 def test_composed_whitebox_audit_stays_below_the_claim_and_flags_halved_dp_sgd_noise():
-    from swflow.privacy.audit_runs import composed_whitebox_audit
+    from swflow.pipeline.audits import composed_whitebox_audit
 
     for eps in (1.0, 2.0):
         # 4 million trials: at 1 million the lower bound of one draw spreads over 0.36-0.55 at eps = 1 (seeds 0-3)
@@ -134,7 +134,7 @@ def test_the_critic_takes_one_clipped_gradient_per_private_image():
     as one, which is what the 2C sensitivity assumes. Checked against autograd on each pair alone."""
     from opacus import GradSampleModule
 
-    from swflow.autoencoders.adversarial import ProjectionCritic
+    from autoencoders.adversarial import ProjectionCritic
 
     torch.manual_seed(0)
     critic = ProjectionCritic(1, 4, width=4, size=8, spectral=False)

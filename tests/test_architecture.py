@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from swflow import FlowConfig, make_flow
-from swflow.pipeline.plan import resolve_fixed
+from swflow.methods.plan import resolve_fixed
 from swflow.privacy import PrivacySpec
 
 

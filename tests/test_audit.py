@@ -6,7 +6,7 @@ from scipy.stats import binomtest
 
 from swflow.privacy.audit import clopper_pearson, epsilon_lower_bound, split_epsilon_lower_bound
 
-from swflow.privacy import audit_runs as audit
+from swflow.pipeline import audits as audit
 
 
 @pytest.mark.parametrize("k,n", [(0, 50), (3, 50), (50, 50), (17, 200)])

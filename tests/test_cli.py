@@ -247,9 +247,9 @@ def test_encoded_files_declare_their_domain_and_plain_files_must_say(tmp_path, c
 
 
 def test_one_run_plan_for_every_entry_point(capsys):
-    """`privacy`, `generate` and the Synthesizer agree on steps and batch, because they all ask swflow.pipeline.plan."""
+    """`privacy`, `generate` and the Synthesizer agree on steps and batch, because they all ask swflow.methods.plan."""
     from swflow.methods.registry import RunShape
-    from swflow.pipeline.plan import resolve
+    from swflow.methods.plan import resolve
     from swflow.privacy import PrivacySpec
 
     spec = PrivacySpec(epsilon=5.0)
@@ -314,8 +314,8 @@ def test_flags_a_toml_file_and_keywords_build_one_settings_tree(tmp_path, capsys
 def test_nearest_public_decoder_outputs_only_public_images(tmp_path):
     """--decoder nearest-public: every decoded sample, at generate and at sample time, is an image of the public
     split (checked by brute force against the split), and the run records the decoder."""
-    from swflow.autoencoders import load_autoencoder
-    from swflow.io.latents import dataset_split
+    from autoencoders import load_autoencoder
+    from swflow.io.splits import dataset_split
 
     out = tmp_path / "g"
     assert main(["generate", "--dataset", "digits", "--method", "dpswflow-hist", "--epsilon", "8", "--delta", "1e-5",
@@ -335,8 +335,8 @@ def test_nearest_public_decoder_outputs_only_public_images(tmp_path):
 
 def test_conditional_nearest_public_images_show_their_labels(tmp_path):
     """With --conditional, a sample labelled c is decoded among the public images of class c."""
-    from swflow.autoencoders import load_autoencoder
-    from swflow.io.latents import dataset_split
+    from autoencoders import load_autoencoder
+    from swflow.io.splits import dataset_split
 
     out = tmp_path / "c"
     assert main(["generate", "--dataset", "digits", "--conditional", "--method", "dpswflow-hist", "--epsilon", "8",

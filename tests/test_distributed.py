@@ -10,7 +10,7 @@ import torch.multiprocessing as mp
 
 from swflow.kernels.sliced import quantile, rank_levels
 from swflow.methods.flows import build_flow, make_flow
-from swflow.pipeline.plan import resolve_fixed
+from swflow.methods.plan import resolve_fixed
 from swflow.privacy import PrivacySpec
 from swflow.pipeline.fitting import fit
 from swflow.pipeline.settings import from_keywords

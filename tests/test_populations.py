@@ -31,7 +31,7 @@ def test_skewed_proportions_fall_from_30_to_1_percent():
 
 def test_population_cli_records_the_population_and_refuses_the_public_split(tmp_path, capsys):
     from swflow.cli import main
-    from swflow.io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
 
     with pytest.raises(ValueError, match="public split is the broad population"):
         encoded_split("digits", "public", population="skewed")

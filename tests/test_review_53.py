@@ -79,8 +79,8 @@ def test_every_untouched_run_passes_its_checks(runs, tmp_path):
 # -- 1. DP-SGD noise never comes from torch's global generator -------------------------------------------------
 @pytest.mark.parametrize("secure", [False, True])
 def test_dp_sgd_noise_is_not_replayed_by_a_global_torch_seed(secure):
-    from swflow.autoencoders.adapt import dp_sgd_optimizer
-    from swflow.pipeline.config import AdaptSettings
+    from autoencoders.adapt import dp_sgd_optimizer
+    from swflow.core.config import AdaptSettings
     from swflow.privacy import NoiseSource
 
     def noise_of_one_step():
@@ -242,7 +242,7 @@ def test_a_population_run_with_private_labels_records_no_class_count(tmp_path):
 # -- 3. the demo shows only what is released, or public --------------------------------------------------------
 def test_no_demo_picture_comes_from_a_noiseless_fit_on_private_rows(tmp_path, monkeypatch):
     import swflow.pipeline.fitting as fitting
-    from swflow.io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
 
     private = encoded_split("digits", "private").latents
     fits, real_fit = [], fitting.fit
@@ -315,8 +315,8 @@ def test_train_ae_never_replaces_a_finished_checkpoint_silently(tmp_path, capsys
 
 
 def test_settings_that_would_be_ignored_are_refused(tmp_path, capsys):
-    from swflow.io.latents import encoded_split
-    from swflow.pipeline.config import AdaptSettings
+    from autoencoders.encoded import encoded_split
+    from swflow.core.config import AdaptSettings
 
     with pytest.raises(ValueError, match="adapt_share sets the decoder's adaptation, which is off"):
         AdaptSettings(adapt_share=0.5)
@@ -350,7 +350,7 @@ def test_a_conditional_report_without_its_parts_is_a_clear_error(runs, tmp_path,
 
 def test_a_saved_synthesizer_draws_the_same_images_for_the_same_seed_and_keeps_an_absolute_path(tmp_path,
                                                                                                  monkeypatch):
-    from swflow.autoencoders import CHECKPOINT_DIR
+    from autoencoders import CHECKPOINT_DIR
     from swflow.io.data import example_images
     from swflow.pipeline.estimator import Synthesizer
 
@@ -368,8 +368,8 @@ def test_a_saved_synthesizer_draws_the_same_images_for_the_same_seed_and_keeps_a
 
 # -- 8. every entry point refuses what one of them refuses ---------------------------------------------------------
 def test_a_dataset_checkpoints_public_images_are_refused_as_private_by_the_command(tmp_path, capsys):
-    from swflow.autoencoders import load_autoencoder
-    from swflow.io.latents import dataset_split
+    from autoencoders import load_autoencoder
+    from swflow.io.splits import dataset_split
     from swflow.pipeline.estimator import Synthesizer
 
     _, meta = load_autoencoder("digits-adv")

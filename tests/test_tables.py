@@ -258,7 +258,7 @@ def test_the_synthesizer_takes_a_schema_and_a_frame():
 def test_the_table_release_audits_below_its_claim_and_above_it_with_half_the_noise(eps, count_noise):
     """White-box audit of the real MarginalTarget (worst-case pair, 4 x 10^6 draws a side): the lower bound stays at or
     below the claim, reaches half of it, and exceeds it when the same code draws half the noise."""
-    from swflow.privacy.audit_runs import table_whitebox_audit
+    from swflow.pipeline.audits import table_whitebox_audit
 
     trials = 4_000_000  # at 10^6 the bound of one draw sits near half the claim at eps = 1 (0.496, seed 0)
     honest = table_whitebox_audit(eps, count_noise=count_noise, trials=trials)["audited_epsilon_lower_bound"]

@@ -56,7 +56,7 @@ def test_generator_checkpoint(plant, tmp_path):
 
 
 def test_autoencoder_partial(plant, tmp_path):
-    from swflow.autoencoders import TrainConfig, train_autoencoder
+    from autoencoders import TrainConfig, train_autoencoder
     from swflow.io.data import split_indices
 
     plant(tmp_path / "tiny.partial.pt")

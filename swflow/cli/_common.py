@@ -5,7 +5,7 @@ import argparse
 from contextlib import contextmanager
 
 from ..methods.registry import METHODS, method
-from ..pipeline.config import PrivacySpec, RunShape, SimulatorSettings
+from ..core.config import PrivacySpec, RunShape, SimulatorSettings
 from ..pipeline.options import add_options, values
 
 
@@ -83,7 +83,7 @@ def _as_flags(message: str) -> str:
 
 
 def run_plan(settings, n: int, dim: int):
-    """The run's :class:`~swflow.pipeline.plan.RunPlan` (steps, batch, directions, step size, release) for n rows of
+    """The run's :class:`~swflow.methods.plan.RunPlan` (steps, batch, directions, step size, release) for n rows of
     dimension dim."""
     try:
         return settings.plan(n, dim)

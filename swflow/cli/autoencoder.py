@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from ..pipeline.config import PrivacySpec
+from ..core.config import PrivacySpec
 from ._common import DATASETS, UsageError, staged
 
 
@@ -30,10 +30,11 @@ def run_decoder(run_config: dict, run_dir: Path):
     or the nearest public image; None for --data runs."""
     if "autoencoder" not in run_config:
         return None
-    from ..io.latents import nearest_public_decoder, run_autoencoder
+    from autoencoders.nearest import nearest_public_decoder
+    from autoencoders.encoded import run_autoencoder
 
     if run_config.get("decoder") == "adapted":
-        from ..autoencoders import load_autoencoder
+        from autoencoders import load_autoencoder
 
         return load_autoencoder(Path(run_dir) / "decoder.pt",
                                 expected_sha256=run_config["decoder_sha256"])[0].decode_images
@@ -54,7 +55,7 @@ def cmd_demo(args) -> int:
 
 def _demo_into(out: Path, args) -> None:
     from ..io.data import write_manifest
-    from ..io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
     from ..pipeline.run import run_flow_to_dir
     from ..pipeline.settings import from_keywords
     from ..simulate.threads import step_threads
@@ -96,7 +97,7 @@ def _privacy_cost_picture(path: Path, particles, split, decode, settings, epsilo
 
     import torch
 
-    from ..autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
 
     public_images = load_dataset("digits")[0][split.public]
     model, _ = load_autoencoder("digits")
@@ -117,7 +118,7 @@ def cmd_encode(args) -> int:
     out = Path(args.out)
     if out.exists() and not args.overwrite:
         raise UsageError(f"{out} exists: pass --overwrite to replace it, or choose another --out")
-    from ..io.latents import encoded_split
+    from autoencoders.encoded import encoded_split
 
     encoded = encoded_split(args.dataset, args.split, root=args.data_root, checkpoint=args.checkpoint)
     latents, meta = encoded.latents, encoded.meta
@@ -150,7 +151,7 @@ def _check_name(name: str) -> None:
 def cmd_train_ae(args) -> int:
     import numpy as np
 
-    from ..autoencoders import TrainConfig, train_autoencoder
+    from autoencoders import TrainConfig, train_autoencoder
 
     from ..io.data import load_dataset, split_indices
 
@@ -194,8 +195,8 @@ def _train_on_images(args, out_dir: Path) -> int:
     unless --decoder-steps 0, the sampling decoder of `train-decoder` on the same images."""
     import numpy as np
 
-    from ..autoencoders import TrainConfig, load_autoencoder, train_autoencoder
-    from ..autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
+    from autoencoders import TrainConfig, load_autoencoder, train_autoencoder
+    from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
 
     from ..io.data import Split
     from ..io.images import image_source, load_images, write_public_hashes
@@ -239,16 +240,16 @@ def _print_checkpoint(meta: dict) -> None:
 
 
 def cmd_train_decoder(args) -> int:
-    from ..autoencoders import load_autoencoder
-    from ..autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
+    from autoencoders import load_autoencoder
+    from autoencoders.adversarial import AdversarialConfig, train_adversarial_decoder
 
-    from ..io.latents import dataset_split
+    from ..io.splits import dataset_split
 
     base, base_meta = load_autoencoder(args.base)
     if base_meta["dataset"] == "images":
         raise UsageError(f"{args.base} was trained on your own images: train its sampling decoder with "
                          "`swflow train-ae --images PUBLIC --decoder-steps N`")
-    from ..io.latents import public_rows
+    from ..io.splits import public_rows
 
     images, labels, split = dataset_split(base_meta["dataset"], base_meta, root=args.data_root)
     config = AdversarialConfig(steps=args.steps, batch_size=args.batch_size, seed=args.seed,
@@ -329,7 +330,7 @@ def _register_train_decoder(sub) -> None:
                        description="Keep a checkpoint's encoder (so private latents and flow runs are unchanged) "
                        "and train a new decoder G(z, u) on the same public split: a conditional GAN with a "
                        "projection critic, a code-consistency term through the frozen encoder and a low-pass L1 "
-                       "term (swflow/autoencoders/adversarial.py). Writes checkpoints/NAME.pt + NAME.json; an "
+                       "term (autoencoders/adversarial.py). Writes checkpoints/NAME.pt + NAME.json; an "
                        "interrupted run resumes from NAME.partial.pt, and rerunning with a smaller --steps "
                        "finishes it from its last save.",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)

@@ -67,7 +67,7 @@ def cmd_generate(args) -> int:
     decode, labels, source, norm_bound, private_images = None, None, {"data": str(args.data)}, None, None
     manifold = "sphere"  # codes of an autoencoder lie on the unit sphere
     if args.dataset is not None:
-        from ..io.latents import encoded_split
+        from autoencoders.encoded import encoded_split
 
         encoded = encoded_split(args.dataset, "private", root=args.data_root, checkpoint=args.checkpoint,
                                 population=args.population)
@@ -84,7 +84,8 @@ def cmd_generate(args) -> int:
         manifold, norm_bound = _manifold_from_domain(args)
         data = _private_rows(args)
     if args.decoder == "nearest-public":
-        from ..io.latents import nearest_public_decoder, run_autoencoder
+        from autoencoders.nearest import nearest_public_decoder
+        from autoencoders.encoded import run_autoencoder
 
         decode = nearest_public_decoder(run_autoencoder(source)[0], meta, root=args.data_root)
         source["decoder"] = "nearest-public"
@@ -96,7 +97,7 @@ def cmd_generate(args) -> int:
     # from here on: the settings, the plan and the request; the flags are not read again
     image_values = 0 if decode is None else int(np.prod(meta["image_shape"]))
     try:
-        check_run(method=run.method, settings=run, plan=plan, dim=data.shape[1], image_values=image_values,
+        check_run(spec=method(run.method), settings=run, plan=plan, dim=data.shape[1], image_values=image_values,
                   out=request.out, streamed_chunk=getattr(data, "chunk_rows", None))
     except ValueError as err:
         raise UsageError(_as_flags(str(err))) from None
@@ -116,7 +117,7 @@ def cmd_generate(args) -> int:
 
 def _generate_adapted(out: Path, request: Request, data, images, run, plan, meta: dict, source: dict) -> int:
     """--adapt-decoder: the histogram flow and a DP-SGD adaptation of the decoder, one budget."""
-    from ..io.latents import run_autoencoder
+    from autoencoders.encoded import run_autoencoder
     from ..pipeline.run import run_adapted_flow_to_dir
     from ..simulate.threads import step_threads
 
@@ -136,9 +137,10 @@ def _encode_own_images(args):
     images are read at the checkpoint's size and channels; nothing about them is recorded but the path."""
     import torch
 
-    from ..autoencoders import load_autoencoder
+    from autoencoders import load_autoencoder
 
-    from ..io.images import load_images, refuse_public
+    from ..io.images import load_images
+    from ..io.splits import refuse_public
 
     if args.checkpoint is None:
         raise UsageError("--images needs --checkpoint NAME or PATH.pt: the autoencoder trained on your public images "
@@ -165,7 +167,7 @@ def _private_rows(args):
     are counted: the private data may be larger than memory)."""
     import torch
 
-    from ..io.data import h5_dataset_name, load_array
+    from ..io.arrays import h5_dataset_name, load_array
 
     if method(args.method).release.of_counts and Path(args.data).suffix.lower() in (".h5", ".hdf5"):
         from ..privacy.rows import StreamedRows
@@ -178,7 +180,7 @@ def _manifold_from_domain(args) -> tuple[str, float | None]:
     """--data: the manifold the file declares (swflow encode writes 'sphere'), else the one the user states (a typed
     --manifold wins either way), and the bound R the file declares on its rows' norms (None: it declares none, and
     R = 1). The rows' norms are private, so neither is ever guessed from them."""
-    from ..io.data import declared_domain
+    from ..io.arrays import declared_domain
 
     domain = declared_domain(args.data)
     if args.manifold is None and domain is not None:
@@ -368,7 +370,7 @@ def register(sub) -> None:
     shape_args(p, with_data_shape=False)
     privacy_args(p)
     flow_config_args(p)
-    from ..pipeline.config import AdaptSettings
+    from ..core.config import AdaptSettings
     from ..pipeline.options import add_options
 
     add_options(p.add_argument_group("DP adaptation of the decoder (dpswflow-hist with --dataset or --images)"),

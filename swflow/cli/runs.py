@@ -102,7 +102,7 @@ def cmd_animate(args) -> int:
     import numpy as np
 
     from ..evaluate.animate import animate_trajectory
-    from ..io.data import load_array
+    from ..io.arrays import load_array
 
     run_dir = Path(args.run_dir)
     trajectory = run_dir / "trajectory.h5"

@@ -38,9 +38,9 @@ class Reference:
 
 def load_reference(run_config: dict, *, reference_file: str | None = None, data_root: str | None = None) -> Reference:
     """The held-out data for a run: ``reference_file`` rows, or the run's dataset (test part / public split)."""
-    from ..io.data import load_array
+    from ..io.arrays import load_array
     from ..io.images import image_source, is_image_collection, load_images
-    from ..io.latents import run_autoencoder
+    from autoencoders.encoded import run_autoencoder
 
     if reference_file is not None:
         if "autoencoder" in run_config and is_image_collection(reference_file):
@@ -69,7 +69,7 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
         training = load_dataset(dataset, root=data_root)[0]
         training_description = f"the {len(training)} images of the {dataset} training part (public and private)"
     except ValueError:  # no test part (digits): the public split is held out from the private run
-        from ..io.latents import dataset_split
+        from ..io.splits import dataset_split
 
         everything, all_labels, halves = dataset_split(dataset, meta, root=data_root)
         images, labels = everything[halves.public], all_labels[halves.public]

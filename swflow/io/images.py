@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["IMAGE_SUFFIXES", "load_images", "image_source", "image_hashes", "is_image_collection",
-           "overlap_with_public", "public_hashes", "refuse_public", "write_public_hashes"]
+__all__ = ["HASHES_SUFFIX", "IMAGE_SUFFIXES", "load_images", "image_source", "image_hashes", "is_image_collection",
+           "write_public_hashes"]
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 _GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
@@ -21,7 +21,7 @@ _GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
 
 def is_image_collection(path: str | Path) -> bool:
     """A folder, or an array file whose array is not 2-D rows (images are (n, H, W) or 4-D)."""
-    from .data import read_array
+    from .arrays import read_array
 
     path = Path(path)
     return path.is_dir() or (path.exists() and read_array(path).ndim in (3, 4))
@@ -50,7 +50,7 @@ def load_images(source, *, size: int, channels: int | None = None) -> np.ndarray
         return _load_folder(path, size, channels)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; give a folder of images or an .npy/.npz/.h5 image array")
-    from .data import read_array
+    from .arrays import read_array
 
     return _resize(_as_images(read_array(path), channels, what=str(path)), size)
 
@@ -83,46 +83,6 @@ def write_public_hashes(images: np.ndarray, weights: Path) -> dict:
         np.save(f, np.unique(image_hashes(images)), allow_pickle=False)
     tmp.replace(path)
     return {"file": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
-
-
-def public_hashes(meta: dict) -> np.ndarray:
-    """The fingerprints of the public images checkpoint ``meta`` (as :func:`swflow.autoencoders.load_autoencoder`
-    returns it) was trained on: a user's checkpoint recorded them beside itself (refused when that file is
-    missing or not the recorded one); a dataset's checkpoint has them computed from its public split (empty
-    when the dataset's files are not on this machine: then no image of it can be given either)."""
-    if meta.get("source") is None and meta.get("dataset") not in (None, "images"):
-        from .latents import dataset_split
-
-        try:
-            images, _, halves = dataset_split(meta["dataset"], meta)
-        except FileNotFoundError:
-            return np.zeros(0, dtype=np.uint64)
-        return np.unique(image_hashes(images[halves.public]))
-    record = (meta.get("source") or {}).get("image_hashes")
-    if record is None:
-        raise ValueError(f"checkpoint {meta['name']} records no fingerprints of its public images (made by an older "
-                         "swflow): retrain it with `swflow train-ae --images PUBLIC`")
-    path = Path(meta["checkpoint_path"]).parent / record["file"]
-    if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != record["sha256"]:
-        raise ValueError(f"{path}, the fingerprints of {meta['name']}'s public images, is missing or was changed: "
-                         "restore it beside the checkpoint, or retrain with `swflow train-ae --images PUBLIC`")
-    return np.load(path, allow_pickle=False)
-
-
-def overlap_with_public(images: np.ndarray, meta: dict) -> int:
-    """How many of ``images`` are, pixel for pixel, public images of checkpoint ``meta``."""
-    return int(np.isin(image_hashes(images), public_hashes(meta)).sum())
-
-
-def refuse_public(images: np.ndarray, meta: dict, *, where: str = "the private images") -> None:
-    """Refuse private ``images`` of which any is, pixel for pixel, a public image checkpoint ``meta`` was trained on
-    (a user's collection or a dataset's public split): a record is public or private, not both. Every entry point
-    (the command, the Synthesizer) calls this one check."""
-    shared = overlap_with_public(images, meta)
-    if shared:
-        raise ValueError(f"{shared} of the {len(images)} images in {where} are public images {meta['name']} was "
-                         "trained on (pixel for pixel): a record is public or private, not both. Remove them from the "
-                         "private images, or retrain the autoencoder without them")
 
 
 #: grey modes whose pixels are wider than 8 bits, and the value of white in each (Pillow's "I" holds 16-bit PNGs)

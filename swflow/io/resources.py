@@ -92,15 +92,12 @@ def ensure_free(directory: str | Path, needed: int, *, what: str) -> None:
                          "command with --resume; the run continues from its last checkpoint and spends nothing twice")
 
 
-def check_run(*, method: str, settings, plan, dim: int, image_values: int, out: str | Path,
+def check_run(*, spec, settings, plan, dim: int, image_values: int, out: str | Path,
               streamed_chunk: int | None = None) -> None:
     """Refuse a run whose release, step arrays or files (samples, trajectory, model.h5, checkpoints) would not fit
     in this machine's memory or on ``out``'s disk, before any private row is read for a release; print an estimate
     when a request is large. ``settings``/``plan``: the run's Settings and RunPlan; ``streamed_chunk``: rows per
-    chunk when the private rows stay on disk."""
-    from ..methods.registry import method as method_spec
-
-    spec = method_spec(method)
+    chunk when the private rows stay on disk; ``spec``: the method's MethodSpec (its kind and release strategy)."""
     if plan.steps > MAX_STEPS:
         raise ValueError(f"steps = {plan.steps} is more than {MAX_STEPS:g}: the flows here settle within thousands of "
                          "steps; ask for fewer")

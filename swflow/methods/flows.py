@@ -8,7 +8,7 @@ from typing import Sequence
 import torch
 
 from ..kernels.drift import LOCAL, OneProcess
-from ..pipeline.plan import RunPlan, resolve_fixed
+from .plan import RunPlan, resolve_fixed
 from ..privacy import FixedNoiseTarget, PrivacySpec, check_rows, local_target, private_target, sharded_target
 from ..simulate.callbacks import FlowCallback, ProgressBar
 from ..simulate.flow import FlowConfig, ParticleFlow, Presampled, Resampled
@@ -44,7 +44,7 @@ def make_flow(method: str, data: torch.Tensor, *, privacy: PrivacySpec, config: 
 def build_flow(data: torch.Tensor, plan: RunPlan, *, privacy: PrivacySpec, config: FlowConfig,
                privacy_seed: int | None = None, callbacks: Sequence[FlowCallback] = (), progress: bool = False,
                part_of_larger: bool = False, communicator: OneProcess = LOCAL) -> ParticleFlow:
-    """The flow of a resolved ``plan`` (:func:`swflow.pipeline.plan.resolve`): the checks every flow needs, then the
+    """The flow of a resolved ``plan`` (:func:`swflow.methods.plan.resolve`): the checks every flow needs, then the
     builder its method's registry entry names. ``part_of_larger``: ``data`` is a part of a data set of
     ``plan.dataset_size`` rows (see :func:`make_flow`'s ``dataset_size``). ``communicator``: where the
     particles live; a :class:`~swflow.simulate.distributed.ProcessGroup` makes ``data`` this rank's shard

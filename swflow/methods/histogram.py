@@ -10,7 +10,7 @@ from dataclasses import replace
 import torch
 
 from ..kernels.drift import LOCAL, OneProcess
-from ..pipeline.plan import RunPlan
+from .plan import RunPlan
 from ..privacy import PrivacySpec, histogram_target
 from ..privacy.targets import sharded_histogram_target
 from ..simulate.callbacks import FlowCallback

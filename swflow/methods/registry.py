@@ -7,7 +7,7 @@ Adding a generator: write its module with ``build(data, *, privacy, steps, n_pro
 privacy_seed, seed, device, **options)`` and ``NETWORK`` (the network class a saved Synthesizer
 rebuilds), and add one :class:`MethodSpec` to :data:`METHODS`. A flow is a module whose
 ``build(data, plan, *, privacy, config, privacy_seed, callbacks, **_)`` turns the resolved
-:class:`~swflow.pipeline.plan.RunPlan` into a ParticleFlow, plus one spec (its ``releases`` names a strategy of
+:class:`~swflow.methods.plan.RunPlan` into a ParticleFlow, plus one spec (its ``releases`` names a strategy of
 swflow.methods.releases). Modules are imported on first use.
 """
 from __future__ import annotations
@@ -16,10 +16,10 @@ import importlib
 import math
 from dataclasses import dataclass
 
-from ..pipeline.config import RunShape
+from ..core.config import RunShape
 from .releases import RELEASES, Release
 
-__all__ = ["MethodSpec", "RunShape", "METHODS", "RELEASES", "method", "check_budget"]
+__all__ = ["MethodSpec", "RunShape", "METHODS", "RELEASES", "method", "check_budget", "release_sketch"]
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec("dpsgd-sw-gen", "generator", "generator trained by DP-SGD on the exact SW gradient with "
                "activation and Jacobian clipping (000 Thm 4.1)", "per-step", ("epochs", 25),
                "swflow.methods.generators.dpsgd_sw", noise_on="gradient",
-               options="swflow.pipeline.config:ClippedGradientOptions"),
+               options="swflow.core.config:ClippedGradientOptions"),
     # batches of 1000: exact OT between minibatches is biased, less so for larger ones (generator_defaults.py)
     MethodSpec("ldp-sinkhorn-gen", "generator", "generator trained on locally released rows with entropic OT, "
                "lambda = 2 s^2 (002)", "local", ("steps", 400), "swflow.methods.generators.ldp_sinkhorn",
@@ -171,3 +171,9 @@ def method(name: str) -> MethodSpec:
 
 def check_budget(name: str, *, private: bool) -> None:
     method(name).check_budget(private=private)
+
+
+def release_sketch(name: str, sketch: int | None = 64) -> int | None:
+    """Quantile levels model.h5 keeps per released direction for method ``name``: ``sketch`` for releases of
+    projected rows, every level for a histogram's quantile table (already a sketch of TABLE_LEVELS levels)."""
+    return method(name).release.sketch(sketch)

@@ -70,7 +70,7 @@ class Release:
 
     def footprint(self, plan, *, sketch: int, streamed_chunk: int | None, flow: bool) -> tuple[int, int, int]:
         """Bytes: (memory the release needs, its copy in each checkpoint, model.h5) of the resolved
-        :class:`~swflow.pipeline.plan.RunPlan` ``plan``."""
+        :class:`~swflow.methods.plan.RunPlan` ``plan``."""
         k = plan.n_projections
         return 8 * k * plan.rows_per_step, 0, (4 * plan.steps * k * (plan.dim + sketch) if flow else 0)
 

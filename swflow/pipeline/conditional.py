@@ -28,20 +28,17 @@ from typing import Callable, Sequence
 import numpy as np
 import torch
 
+from ..core.config import COMPOSITIONS, LABELS_PRIVATE, LABELS_PUBLIC, PUBLIC_ADJACENCY
 from ..io.hdf5 import read_samples
 from ..privacy import PrivacyReport, PrivacySpec, statement
 from ..simulate.flow import FlowConfig
-from .plan import RunPlan
+from ..methods.plan import RunPlan
 from .run import run_flow_to_dir, write_outputs
 from .settings import Settings
 
 __all__ = ["ClassRun", "plan_classes", "run_conditional_to_dir", "combine", "class_shares", "estimated_size",
            "LABELS_PUBLIC", "LABELS_PRIVATE", "PUBLIC_ADJACENCY", "COMPOSITIONS"]
 
-PUBLIC_ADJACENCY = "replace-one within a class (labels and class counts public)"
-LABELS_PUBLIC = "parallel over classes (labels and class counts public)"
-LABELS_PRIVATE = "one Gaussian mechanism across the classes' histograms (labels private)"
-COMPOSITIONS = (LABELS_PUBLIC, LABELS_PRIVATE)
 PUBLIC_NOTE = ("Labels and class counts are treated as public (--labels-public): neighbouring data sets differ in "
                "one record's features, not its label. A label change would touch two class flows and two class "
                "sizes; that is not accounted.")
@@ -86,7 +83,7 @@ class ClassRun:
     def fit_inputs(self, settings: Settings, plan: RunPlan) -> tuple[Settings, RunPlan]:
         """This class's settings and plan, from the whole data set's: the same steps, directions per step and
         step size; its own particles, seeds, histogram shape and batch."""
-        from .plan import resolve_fixed
+        from ..methods.plan import resolve_fixed
 
         own = replace(settings, privacy_seed=self.privacy_seed,
                       flow=replace(settings.flow, n_particles=self.n_particles, seed=self.seed))
@@ -102,7 +99,7 @@ def plan_classes(method: str, labels: np.ndarray, classes: Sequence[int], *, pri
                  privacy_seed: int | None = None, labels_public: bool = False) -> list[ClassRun]:
     """The per-class runs of a conditional fit (one rule for `swflow generate --conditional` and the
     Synthesizer); see the module's docstring for the two readings of the labels."""
-    from .plan import resolve_fixed
+    from ..methods.plan import resolve_fixed
     from ..methods.registry import method as method_spec
 
     labels = np.asarray(labels)

@@ -78,9 +78,9 @@ class Synthesizer:
     def __init__(self, method: str, *, autoencoder: str | Path | None = None, conditional: bool = False,
                  classes: Sequence[int] | None = None, labels_public: bool = False, privacy_seed: int | None = None,
                  sketch: int | None = 64, **settings):
-        """``settings``: any field of :class:`~swflow.pipeline.config.PrivacySpec` (epsilon, delta, adjacency, ...),
-        :class:`~swflow.pipeline.config.RunShape` (steps, epochs, n_projections, batch_size, pool_size, bins),
-        :class:`~swflow.pipeline.config.SimulatorSettings` (n_particles, step_size, manifold, smoothing, seed, device,
+        """``settings``: any field of :class:`~swflow.core.config.PrivacySpec` (epsilon, delta, adjacency, ...),
+        :class:`~swflow.core.config.RunShape` (steps, epochs, n_projections, batch_size, pool_size, bins),
+        :class:`~swflow.core.config.SimulatorSettings` (n_particles, step_size, manifold, smoothing, seed, device,
         ...) and the method's own options, as keywords; ``privacy_seed`` (reproducible noise, for experiments
         only) and ``sketch`` (flows: quantile levels kept per released direction). Defaults are those of the
         command line: steps from the method's default length, its default batch (250; ldp-sinkhorn-gen 1000).
@@ -121,7 +121,7 @@ class Synthesizer:
         return METHODS[self.settings.method].kind
 
     def _load_autoencoder(self, expected_sha256: str | None = None):
-        from ..autoencoders import load_autoencoder
+        from autoencoders import load_autoencoder
 
         model, meta = load_autoencoder(self._autoencoder_ref, expected_sha256=expected_sha256)
         return model, meta
@@ -160,7 +160,7 @@ class Synthesizer:
     def _rows(self, data) -> torch.Tensor:
         """The private rows in the flow's space: the rows given, or the images' codes."""
         if self._autoencoder is None:
-            from ..io.data import as_rows
+            from ..io.arrays import as_rows
             from ..privacy.rows import ChunkedRows, StreamedRows
 
             if isinstance(data, ChunkedRows):
@@ -176,7 +176,8 @@ class Synthesizer:
 
     def _images(self, data) -> np.ndarray:
         """The private images as the autoencoder reads them, refused when any is one of its public images."""
-        from ..io.images import load_images, refuse_public
+        from ..io.images import load_images
+        from ..io.splits import refuse_public
 
         _, meta = self._autoencoder
         images = load_images(data, size=meta["image_shape"][-1], channels=meta["image_shape"][0])
@@ -184,10 +185,10 @@ class Synthesizer:
         return images
 
     def _fit_adapted(self, data: torch.Tensor, images: np.ndarray, progress: bool) -> None:
-        """The histogram flow and a DP-SGD adaptation of the decoder in one budget (swflow/autoencoders/adapt.py)."""
+        """The histogram flow and a DP-SGD adaptation of the decoder in one budget (autoencoders/adapt.py)."""
         from dataclasses import replace
 
-        from ..autoencoders.adapt import adapt_decoder, split_budget
+        from autoencoders.adapt import adapt_decoder, split_budget
         from ..privacy import NoiseSource, compose
         from .run import adapt_note, with_budget_split
 
@@ -240,7 +241,8 @@ class Synthesizer:
                  run_config: dict | None = None):
         """One flow or generator (swflow.pipeline.fitting.fit, ``plan``, ``part_of_larger`` and ``run_config`` as
         there): (its sampler, its report). A flow's sampler is a FlowModel of its recorded releases; a generator's, its network."""
-        from ..simulate.callbacks import ReleaseLog, release_sketch
+        from ..methods.registry import release_sketch
+        from ..simulate.callbacks import ReleaseLog
         from .fitting import fit
         from ..methods.model import FlowModel
 

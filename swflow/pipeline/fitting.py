@@ -2,7 +2,7 @@
 
 The one way a run is made, for the :class:`~swflow.pipeline.estimator.Synthesizer`, the command line and the
 experiments: :meth:`Settings.plan <swflow.pipeline.settings.Settings.plan>` resolves the run once
-(:func:`swflow.pipeline.plan.resolve`), the method's builder takes that plan, and the shared simulator loop
+(:func:`swflow.methods.plan.resolve`), the method's builder takes that plan, and the shared simulator loop
 (:mod:`swflow.simulate.simulator`) runs it.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from ..methods.registry import method as method_spec
 from ..privacy import PrivacyReport
 from ..simulate.callbacks import FlowCallback
 from ..simulate.threads import torch_threads
-from .config import FlowConfig
-from .plan import RunPlan
+from ..core.config import FlowConfig
+from ..methods.plan import RunPlan
 from .settings import Settings
 
 __all__ = ["RunResult", "fit"]
@@ -28,7 +28,7 @@ __all__ = ["RunResult", "fit"]
 class RunResult:
     """What :func:`fit` returns.
 
-    plan : the resolved :class:`~swflow.pipeline.plan.RunPlan`
+    plan : the resolved :class:`~swflow.methods.plan.RunPlan`
     report : the privacy report of the run (privacy.json's contents)
     particles : a flow's (n, d) particles after its last step; None for a generator
     generator : a generator method's trained model (``.sample(n, seed=)``); None for a flow

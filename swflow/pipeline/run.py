@@ -14,11 +14,12 @@ import torch
 
 from ..evaluate.animate import save_grid, save_scatter
 from ..io.hdf5 import write_samples
+from ..methods.plan import RunPlan
+from ..methods.registry import release_sketch
 from ..privacy import PrivacyReport, write_report
-from ..simulate.callbacks import Checkpointer, release_sketch, run_files
+from ..simulate.callbacks import Checkpointer, run_files
 from ..simulate.flow import FlowConfig
 from .fitting import RunResult, fit
-from .plan import RunPlan
 from .settings import Settings
 
 __all__ = ["run_adapted_flow_to_dir", "run_flow_to_dir", "run_generator_to_dir", "write_outputs"]
@@ -88,12 +89,12 @@ def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.n
                             config: FlowConfig, model, meta: dict, run_config: dict | None = None,
                             progress: bool = True, threads: int | None = None) -> PrivacyReport:
     """A histogram flow on the private codes ``data`` and a DP-SGD adaptation of autoencoder ``model``'s decoder
-    on the private ``images``, in one budget (swflow/autoencoders/adapt.py): the flow, the adapted decoder
+    on the private ``images``, in one budget (autoencoders/adapt.py): the flow, the adapted decoder
     (decoder.pt and decoder.json in ``out``), the samples it decodes, and privacy.json with both releases. ``threads``: torch
     threads while the flow runs, as in :func:`run_flow_to_dir` (the adaptation keeps the process's count)."""
     from dataclasses import replace
 
-    from ..autoencoders.adapt import adapt_decoder, split_budget
+    from autoencoders.adapt import adapt_decoder, split_budget
     from ..privacy import NoiseSource, compose
     from ..methods.registry import method as method_spec
 
@@ -115,7 +116,7 @@ def run_adapted_flow_to_dir(settings: Settings, data: torch.Tensor, images: np.n
     report = with_budget_split(fitted.report, compose(fitted.report, [event], target_epsilon=spec.epsilon,
                                                       note=adapt_note(a, event, multiplier, secure=spec.secure_noise)),
                                a.adapt_share)
-    from ..autoencoders.train import publish_checkpoint
+    from autoencoders.train import publish_checkpoint
 
     decoder_meta = {**{key: meta[key] for key in ("dataset", "channels", "image_shape", "latent", "latent_norm",
                                                   "architecture", "decoder", "split", "source", "excluded_classes")

@@ -11,7 +11,7 @@ dataclasses, so a key's home is derived, never written down:
     [options]  the method's own   e.g. dpsgd-sw-gen's activation_clip, jacobian_clip
 
 ``steps`` lives in ``[shape]`` only: :meth:`Settings.plan` works out the run's length once
-(:func:`swflow.pipeline.plan.resolve`) and :meth:`Settings.flow_config` hands it to the simulator.
+(:func:`swflow.methods.plan.resolve`) and :meth:`Settings.flow_config` hands it to the simulator.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..methods.registry import METHODS, method
-from .config import AdaptSettings, FlowConfig, PrivacySpec, RunShape, SimulatorSettings
+from ..core.config import AdaptSettings, FlowConfig, PrivacySpec, RunShape, SimulatorSettings
 from .options import field_type
 
 __all__ = ["Settings", "TABLES", "build", "config_path", "from_keywords", "home_of", "read_config", "shipped_configs",
@@ -50,8 +50,8 @@ class Settings:
     sketch: int | None = 64
 
     def plan(self, dataset_size: int, dim: int):
-        """These settings' :class:`~swflow.pipeline.plan.RunPlan` on ``dataset_size`` rows in dimension ``dim``."""
-        from .plan import resolve
+        """These settings' :class:`~swflow.methods.plan.RunPlan` on ``dataset_size`` rows in dimension ``dim``."""
+        from ..methods.plan import resolve
 
         return resolve(self.method, self.shape, dataset_size=dataset_size, dim=dim, privacy=self.privacy,
                        step_size=self.flow.step_size)

@@ -30,7 +30,7 @@ from .mechanisms import analytic_gaussian_epsilon, discrete_gaussian_epsilon
 
 __all__ = ["ACCOUNTANTS", "Accountant", "accountant_for", "check_combination", "epsilon_from_events"]
 
-from ..pipeline.config import ACCOUNTANTS  # noqa: E402  (the families a user may name in PrivacySpec.accountant)
+from ..core.config import ACCOUNTANTS  # noqa: E402  (the families a user may name in PrivacySpec.accountant)
 _ALLOWED_SAMPLING = {"replace-one": ("none", "without-replacement"), "zero-out": ("none", "poisson")}
 _FAMILY_FOR = {"without-replacement": "rdp", "poisson": "pld", "none": "rdp"}
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from scipy.optimize import brentq
 
-from ..pipeline.config import MAX_EPSILON, NOISES, PrivacySpec
+from ..core.config import MAX_EPSILON, NOISES, PrivacySpec
 from .accountants import Accountant, accountant_for, check_combination, epsilon_from_events
 from .ledger import MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier

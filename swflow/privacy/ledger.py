@@ -5,7 +5,7 @@ from dataclasses import asdict, dataclass, replace
 
 __all__ = ["ADAPT_BOUND", "NOISES", "SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
 
-from ..pipeline.config import NOISES  # noqa: E402
+from ..core.config import NOISES  # noqa: E402
 
 SAMPLINGS = ("none", "without-replacement", "poisson")
 #: the sensitivity bound of a DP-SGD event (the decoder's adaptation): the ledger entry an adapted decoder requires

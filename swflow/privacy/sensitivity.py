@@ -22,7 +22,7 @@ from scipy.stats import norm
 __all__ = ["BOUNDS", "ADJACENCIES", "SensitivityBound", "bernstein_bound", "clt_bound",
            "spectral_bound", "adjacency_factor", "projection_sensitivity"]
 
-from ..pipeline.config import ADJACENCIES, BOUNDS  # noqa: E402  (the settings' constants, torch-free)
+from ..core.config import ADJACENCIES, BOUNDS  # noqa: E402  (the settings' constants, torch-free)
 
 
 @dataclass(frozen=True)

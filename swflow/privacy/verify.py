@@ -179,7 +179,7 @@ def _verify_report(report, refuse) -> None:
 
 
 def _check_conditional_shape(report, refuse) -> list:
-    from ..pipeline.conditional import COMPOSITIONS
+    from ..core.config import COMPOSITIONS
 
     parts = report.conditional
     if set(parts) != {"per_class", "ledgers", "composition"}:
@@ -198,7 +198,7 @@ def _check_conditional_shape(report, refuse) -> list:
 
 
 def _verify_conditional(report, refuse) -> None:
-    from ..pipeline.conditional import LABELS_PRIVATE, PUBLIC_ADJACENCY
+    from ..core.config import LABELS_PRIVATE, PUBLIC_ADJACENCY
 
     per_class = _check_conditional_shape(report, refuse)
     private_labels = report.conditional["composition"] == LABELS_PRIVATE

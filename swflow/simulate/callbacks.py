@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from ..io.hdf5 import ReleaseRecorder, TrajectoryWriter, load_tensors
 
-__all__ = ["FlowCallback", "Checkpointer", "TrajectoryRecorder", "ReleaseLog", "ProgressBar", "release_sketch",
+__all__ = ["FlowCallback", "Checkpointer", "TrajectoryRecorder", "ReleaseLog", "ProgressBar",
            "run_files"]
 
 
@@ -167,14 +167,6 @@ class ProgressBar(FlowCallback):
 
     def on_end(self, flow) -> None:
         self._bar.close()
-
-
-def release_sketch(method: str, sketch: int | None = 64) -> int | None:
-    """Quantile levels model.h5 keeps per released direction: ``sketch`` for releases of projected
-    rows, every level for a histogram's quantile table (already a sketch of TABLE_LEVELS levels)."""
-    from ..methods.registry import method as method_spec
-
-    return method_spec(method).release.sketch(sketch)
 
 
 def run_files(out: Path, *, sketch: int | None = 64) -> list[FlowCallback]:

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from ..kernels.drift import DriftResult, OneProcess, Workspace, binned_drift, clip_rows, exact_smoothed_drift
-from ..pipeline.config import FlowConfig, SimulatorSettings
+from ..core.config import FlowConfig, SimulatorSettings
 from ..privacy import PrivateTarget
 from .callbacks import FlowCallback
 from .simulator import Simulator, target_state

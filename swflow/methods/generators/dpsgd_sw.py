@@ -25,8 +25,8 @@ from torch import Tensor, nn
 from torch.func import functional_call, jacrev, vmap
 
 from ...kernels.sliced import random_directions
-from ...pipeline.config import ClippedGradientOptions
-from ...pipeline.plan import resolve_fixed
+from ...core.config import ClippedGradientOptions
+from ..plan import resolve_fixed
 from ...privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ...privacy.sensitivity import SensitivityBound
 from ...simulate.rng import seeded

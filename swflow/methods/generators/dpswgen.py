@@ -25,7 +25,7 @@ from torch import Tensor
 
 from ...kernels.drift import exact_smoothed_drift, sampled_drift
 from ...kernels.sliced import quantile, rank_levels
-from ...pipeline.plan import resolve_fixed
+from ..plan import resolve_fixed
 from ...privacy import PrivacySpec, PrivateTarget, check_rows, private_target
 from ._generator import MLPGenerator, TrainedGenerator
 

@@ -32,8 +32,8 @@ import torch
 from ..methods.flows import make_flow
 from ..methods.generators import GeneratorConfig, make_dpswgen
 from ..simulate.flow import FlowConfig
-from . import PrivacySpec
-from .audit import epsilon_lower_bound
+from ..privacy import PrivacySpec
+from ..privacy.audit import epsilon_lower_bound
 
 __all__ = ["audit", "composed_whitebox_audit", "table_whitebox_audit", "whitebox_audit", "whitebox_draws", "WHITEBOX_DELTA"]
 
@@ -82,8 +82,8 @@ WHITEBOX_DELTA = 1e-7  # below 1/n for the 1 000 000-record release
 
 def _honest_multiplier(method: str, epsilon: float, *, trials: int, directions: int, count_noise: str) -> float:
     """The noise multiplier the run's own calibration gives ``method``'s single release at ``epsilon``."""
-    from ..pipeline.plan import resolve_fixed
-    from . import calibrate, calibrate_local
+    from ..methods.plan import resolve_fixed
+    from ..privacy import calibrate, calibrate_local
 
     privacy = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
     if method == "ldp-flow":
@@ -120,7 +120,7 @@ def whitebox_audit(method: str, epsilon: float, *, trials: int = 1_000_000, halv
                    seed: int = 0, count_noise: str = "discrete-gaussian") -> dict:
     """White-box audit of one single-release method (dpswflow, ldp-flow, dpswflow-hist; the histogram with
     ``count_noise``, its default the discrete Gaussian)."""
-    from .audit import split_epsilon_lower_bound
+    from ..privacy.audit import split_epsilon_lower_bound
 
     scale = 0.5 if halve_noise else 1.0
     with_record = whitebox_draws(method, epsilon, 1.0, trials=trials, seed=seed, noise_scale=scale,
@@ -138,9 +138,9 @@ def table_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve_noise
     pair of one-record tables on two columns of two categories, (0, 0) against (1, 1), one two-way table (K = 1), so
     the record moves two counts. The real target is calibrated to ``epsilon`` (n = 1 public) and every draw goes
     through its noise step; the statistic is the difference of the two moved cells, the optimal test."""
-    from . import NoiseSource, PrivacyLedger, ReleasePlan, calibrate
-    from .audit import split_epsilon_lower_bound
-    from .marginals import MarginalTarget, pair_counts
+    from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan, calibrate
+    from ..privacy.audit import split_epsilon_lower_bound
+    from ..privacy.marginals import MarginalTarget, pair_counts
 
     spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
     plan = ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=4, noise=count_noise)
@@ -167,7 +167,7 @@ def _histogram_draws(privacy: PrivacySpec, record: float, *, trials: int, seed: 
     lower). The target is the real calibrated one, and every draw goes through its own noise step (OpenDP's
     discrete Gaussian, or the seeded float Gaussian): one (K, 2) release per trial, stacked. The statistic
     sums (upper - lower) over the directions, the optimal test for this pair."""
-    from .histogram import projection_counts
+    from ..privacy.histogram import projection_counts
 
     flow = make_flow("dpswflow-hist", torch.full((1, 1), record), privacy=privacy, n_projections=1,
                      pool_size=directions, bins=2, privacy_seed=None if privacy.count_noise != "gaussian" else seed,
@@ -182,28 +182,28 @@ def composed_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, share: f
                             halve_dp_sgd_noise: bool = False, count_noise: str = "discrete-gaussian",
                             seed: int = 0) -> dict:
     """White-box audit of a run that composes a histogram release with a DP-SGD adaptation
-    (swflow/autoencoders/adapt.py):
+    (autoencoders/adapt.py):
     the budget ``epsilon`` split by the run's own rule (``share`` to DP-SGD), one release of each on the
     worst-case pair of one-record sets. The histogram's draws come from its real calibrated target's noise step;
     the DP-SGD step's from Opacus's DPOptimizer (``add_noise`` on a sum of clipped gradients +C or −C, the
     replace pair's). The statistic is the likelihood-ratio one of the product mechanism: each part's value
     weighted by its mean difference over its variance. ``halve_dp_sgd_noise`` runs the DP-SGD step with half
     its calibrated noise: the audit must then exceed the claim."""
-    from ..autoencoders.adapt import dp_sgd_optimizer, split_budget
-    from ..pipeline.config import AdaptSettings
-    from .accountants import epsilon_from_events
-    from .audit import split_epsilon_lower_bound
-    from ..pipeline.plan import resolve_fixed
-    from .histogram import projection_counts
-    from .noise import NoiseSource
+    from autoencoders.adapt import dp_sgd_optimizer, split_budget
+    from ..core.config import AdaptSettings
+    from ..privacy.accountants import epsilon_from_events
+    from ..privacy.audit import split_epsilon_lower_bound
+    from ..methods.plan import resolve_fixed
+    from ..privacy.histogram import projection_counts
+    from ..privacy.noise import NoiseSource
 
     settings = AdaptSettings(adapt_decoder=True, adapt_share=share, adapt_steps=1, adapt_batch_size=trials)
     spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
     plan = resolve_fixed("dpswflow-hist", steps=1, n_projections=1, dataset_size=trials, dim=1, privacy=spec,
                          pool_size=1).release
     histogram_spec, z_d = split_budget(spec, plan, settings)
-    from ..autoencoders.adapt import adaptation_event
-    from . import calibrate, plan_events
+    from autoencoders.adapt import adaptation_event
+    from ..privacy import calibrate, plan_events
 
     z_h = calibrate(histogram_spec, plan).noise_multiplier
     claimed = epsilon_from_events((*plan_events(plan, adjacency="replace-one", multiplier=z_h, bound="histogram",

@@ -18,7 +18,7 @@ BatchNorm statistics recomputed on public codes. A run may start its decoder fro
 checkpoint's (``init_from``, same encoder) to extend a finished training: the critic then starts
 afresh and gets ``critic_warmup`` updates of its own before the decoder moves.
 
-Training reads ``images[split.public]`` only, like :func:`~swflow.autoencoders.train.train_autoencoder`,
+Training reads ``images[split.public]`` only, like :func:`~autoencoders.train.train_autoencoder`,
 and resumes from ``NAME.partial.pt``.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from torch.nn.utils.parametrizations import spectral_norm
 from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn, update_bn
 from tqdm.auto import tqdm
 
-from ..simulate.rng import keeps_global_rng
+from swflow.simulate.rng import keeps_global_rng
 
 from .models import NoisyDecoder, SphereAutoencoder, upsampling_stages
 
@@ -45,7 +45,7 @@ __all__ = ["AdversarialConfig", "ProjectionCritic", "train_adversarial_decoder"]
 class ProjectionCritic(nn.Module):
     """D(x, z) (n,) for images (n, C, size, size) and codes (n, latent); spectrally normalised unless
     ``spectral`` is off (Opacus cannot take per-sample gradients through the normalisation's power iteration;
-    the DP critic of swflow/autoencoders/adapt.py is bounded by its gradient clipping instead).
+    the DP critic of autoencoders/adapt.py is bounded by its gradient clipping instead).
 
     Mirrors :class:`NoisyDecoder`: strided convolutions halve the side down to 4×4, ending at
     4·width channels."""
@@ -196,7 +196,7 @@ def _restore(partial: Path, gan: _ConditionalGan, config: AdversarialConfig, bas
     """Load an interrupted run's state into ``gan``; the training state, or a fresh one."""
     if not partial.exists():
         return {"step": 0, "history": []}
-    from ..io.hdf5 import load_tensors
+    from swflow.io.hdf5 import load_tensors
 
     saved = load_tensors(partial, what="decoder training checkpoint")
     # only the length may change: a run can be extended, or finished early from its last save

@@ -19,7 +19,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..simulate.rng import keeps_global_rng
+from swflow.simulate.rng import keeps_global_rng
 
 from .models import SphereAutoencoder, build
 
@@ -28,7 +28,7 @@ __all__ = ["TrainConfig", "train_autoencoder", "load_autoencoder", "default_chec
 def _checkpoint_dir() -> Path:
     """Where the shipped autoencoders are: the repository's checkpoints/ in a checkout, else the copy
     the wheel installs as the package swflow.checkpoints."""
-    checkout = Path(__file__).resolve().parents[2] / "checkpoints"
+    checkout = Path(__file__).resolve().parents[1] / "checkpoints"
     if checkout.is_dir():
         return checkout
     from importlib.resources import files
@@ -77,7 +77,7 @@ def _restore(partial: Path, model: SphereAutoencoder, opt, config: TrainConfig, 
     """Load an interrupted run into ``model`` and ``opt``; its training state, or a fresh one."""
     if not partial.exists():
         return {"epoch": 0, "best": float("inf"), "best_state": None, "stale": 0, "history": []}
-    from ..io.hdf5 import load_tensors
+    from swflow.io.hdf5 import load_tensors
 
     saved = load_tensors(partial, what="autoencoder training checkpoint")
     if saved["config"] != asdict(config) or saved["split"] != split.manifest():
@@ -232,7 +232,7 @@ def load_autoencoder(name_or_path: str | Path, *, expected_sha256: str | None = 
     if expected_sha256 is not None and meta["weights_sha256"] != expected_sha256:
         raise ValueError(f"checkpoint {meta['name']} is not the autoencoder the run used (sha256 differs)")
     model = build(meta["architecture"], channels=meta["channels"], latent=meta["latent"], decoder=meta.get("decoder"))
-    from ..io.hdf5 import load_tensors
+    from swflow.io.hdf5 import load_tensors
 
     model.load_state_dict(load_tensors(path, what="autoencoder checkpoint"))
     model.eval()

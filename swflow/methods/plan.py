@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..methods.registry import RunShape, method
+from .registry import RunShape, method
 
 __all__ = ["RunPlan", "resolve", "resolve_fixed"]
 

@@ -9,7 +9,7 @@ gradient, clips it to norm C and adds Gaussian noise to the batch's sum, every s
     and the code term λ_code ‖E(G(E(x), u)) − E(x)‖² (the public training's loss without its critic). It
     moves the decoder's coarse structure toward the private images and keeps the detail it learned.
 ``critic``  DP-SGD on a fresh critic of the private images, the decoder learning against it the way it
-    learned the public images (swflow/autoencoders/adversarial.py):
+    learned the public images (autoencoders/adversarial.py):
 
         critic    per private image i: ℓ_i = relu(1 − D(x_i, E(x_i))) + relu(1 + D(G(c_i, u_i), c_i)), the
                   gradient of ℓ_i clipped to C
@@ -17,7 +17,7 @@ gradient, clips it to norm C and adds Gaussian noise to the batch's sum, every s
 
     with c drawn from the codes the run released (the flow's particles) and u public noise: the decoder
     reads the critic (a DP-SGD release) and released codes only, so its updates are post-processing. The
-    critic is a :class:`~swflow.autoencoders.adversarial.ProjectionCritic` without spectral normalisation
+    critic is a :class:`~autoencoders.adversarial.ProjectionCritic` without spectral normalisation
     (Opacus cannot take per-sample gradients through its power iteration); the published decoder is the
     moving average of the trained one's weights.
 
@@ -50,8 +50,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from ..pipeline.config import AdaptSettings, PrivacySpec
-from ..privacy.ledger import ADAPT_BOUND, MechanismEvent
+from swflow.core.config import AdaptSettings, PrivacySpec
+from swflow.privacy.ledger import ADAPT_BOUND, MechanismEvent
 from .adversarial import AdversarialConfig, ProjectionCritic, _lowpass
 
 __all__ = ["ADAPT_BOUND", "adaptation_event", "split_budget", "dp_sgd_optimizer", "adapt_decoder"]
@@ -73,8 +73,8 @@ def split_budget(spec: PrivacySpec, histogram_plan, settings: AdaptSettings) -> 
     """(the histogram's PrivacySpec, the DP-SGD multiplier) that split ``spec``'s ε by ``adapt_share``: the
     histogram alone at (1 − share)·ε, then the smallest DP-SGD multiplier whose composition with the histogram's
     release (dp-accounting, as the run will account it) is within ε."""
-    from ..privacy import calibrate, plan_events
-    from ..privacy.accountants import epsilon_from_events
+    from swflow.privacy import calibrate, plan_events
+    from swflow.privacy.accountants import epsilon_from_events
 
     if spec.epsilon is None or not math.isfinite(spec.epsilon):
         raise ValueError("the adaptation splits a finite epsilon: give epsilon, not a noise multiplier")

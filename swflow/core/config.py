@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, fields
 
-__all__ = ["ACCOUNTANTS", "ADJACENCIES", "AdaptSettings", "BOUNDS", "ClippedGradientOptions", "DTYPE_NAMES", "FlowConfig", "INITS", "MANIFOLDS", "MAX_EPSILON",
+__all__ = ["ACCOUNTANTS", "ADJACENCIES", "AdaptSettings", "BOUNDS", "COMPOSITIONS", "LABELS_PRIVATE", "LABELS_PUBLIC", "PUBLIC_ADJACENCY", "ClippedGradientOptions", "DTYPE_NAMES", "FlowConfig", "INITS", "MANIFOLDS", "MAX_EPSILON",
            "NOISES", "PARTICLE_CDFS", "PrivacySpec", "RunShape", "SMOOTHINGS", "SimulatorSettings"]
 
 #: neighbouring data sets: a record replaced by any other, or by the null record (the zero row); n stays public
@@ -28,6 +28,12 @@ NOISES = ("gaussian", "discrete-gaussian")
 #: the largest epsilon a private run may claim; above it the guarantee is void and the report would be
 #: unreadable (the accountants return inf), so such runs are refused
 MAX_EPSILON = 1e6
+#: a conditional run (one flow per class): the adjacency it states when labels are public, and the two ways it
+#: composes the classes' releases (swflow/pipeline/conditional.py; read back by swflow/privacy/verify.py)
+PUBLIC_ADJACENCY = "replace-one within a class (labels and class counts public)"
+LABELS_PUBLIC = "parallel over classes (labels and class counts public)"
+LABELS_PRIVATE = "one Gaussian mechanism across the classes' histograms (labels private)"
+COMPOSITIONS = (LABELS_PUBLIC, LABELS_PRIVATE)
 
 INITS = ("normal", "sphere")
 SMOOTHINGS = ("exact", "sampled")
@@ -242,7 +248,7 @@ ADAPT_OBJECTIVES = ("pixel", "critic")
 @dataclass(frozen=True)
 class AdaptSettings:
     """The ``[adapt]`` table: DP adaptation of the public decoder to the private images
-    (swflow/autoencoders/adapt.py), part of the same (ε, δ). Off by default; it needs images and an autoencoder with a sampling decoder."""
+    (autoencoders/adapt.py), part of the same (ε, δ). Off by default; it needs images and an autoencoder with a sampling decoder."""
 
     adapt_decoder: bool = field(default=False, metadata={
         "help": "teach the decoder the private images inside the run's budget by DP-SGD (Opacus; see "
