@@ -11,8 +11,7 @@ from typing import Callable, NamedTuple
 import numpy as np
 import torch
 
-from swflow.io.data import load_dataset
-from swflow.io.splits import SPLITS, dataset_split, public_rows
+from swflow.io.splits import split_part
 
 from .train import default_checkpoint, load_autoencoder
 
@@ -40,31 +39,10 @@ def encoded_split(dataset: str, split: str = "private", *, root=None, checkpoint
     names (refused when the data files give another split); ``test`` is the dataset's test part.
     ``population`` draws a declared sub-population of the private split or of the test part (its
     reference); the public split is the broad population and takes none."""
-    if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
-    images, labels = load_dataset(dataset, part="test" if split == "test" else "train", root=root)
     model, meta = load_autoencoder(checkpoint or default_checkpoint(dataset))
-    if meta["dataset"] != dataset or tuple(meta["image_shape"]) != tuple(images.shape[1:]):
-        raise ValueError(f"checkpoint {meta['name']} was trained on {meta['dataset']} {meta['image_shape']}, "
-                         f"not on {dataset} {list(images.shape[1:])}")
-    halves = None
-    if split != "test":
-        images, labels, halves = dataset_split(dataset, meta, images=images, labels=labels)
-        rows = public_rows(meta, labels, halves) if split == "public" else halves.private
-        images, labels = images[rows], labels[rows]
-    drawn = None
-    if population is not None:
-        from swflow.io.populations import check_population, describe, population_rows
-
-        check_population(population, dataset)
-        if split == "public":
-            raise ValueError("the public split is the broad population the autoencoder learned: a population is "
-                             "drawn from the private split (or the test part, its reference)")
-        rows = population_rows(labels, population)
-        drawn = {**describe(population, rows), "drawn_from": split}
-        images, labels = images[rows], labels[rows]
-    return EncodedSplit(torch.from_numpy(model.encode_images(images)), labels, model.decode_images, halves, meta,
-                        drawn, images)
+    part = split_part(dataset, split, meta, root=root, population=population)
+    return EncodedSplit(torch.from_numpy(model.encode_images(part.images)), part.labels, model.decode_images,
+                        part.split, meta, part.population, part.images)
 
 
 def run_autoencoder(run_config: dict):

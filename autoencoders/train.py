@@ -101,6 +101,51 @@ def _train_epoch(model: SphereAutoencoder, opt, loss_fn, batches, bar) -> None:
         bar.set_postfix(loss=f"{loss.item():.4f}", refresh=False)
 
 
+def _fit_epochs(name: str, model, opt, train_t: torch.Tensor, val: np.ndarray, state: dict, config: TrainConfig, *,
+                checkpoint, started: float, progress: bool) -> None:
+    """Epochs from ``state['epoch']`` until ``config.epochs`` or ``config.patience`` epochs without a better
+    validation MSE; ``state`` keeps the best weights, and ``checkpoint()`` saves everything after each epoch."""
+    loss_fn = nn.BCELoss()
+    gen = torch.Generator().manual_seed(config.seed + state["epoch"])
+    batches = -(-len(train_t) // config.batch_size)
+    # one bar over every epoch's batches, so its ETA is the whole run's (early stopping may end it sooner)
+    bar = tqdm(total=config.epochs * batches, initial=state["epoch"] * batches, disable=not progress,
+               desc=f"{name}", unit="batch")
+    while state["epoch"] < config.epochs and state["stale"] < config.patience:
+        model.train()
+        perm = torch.randperm(len(train_t), generator=gen)
+        bar.set_description(f"{name} epoch {state['epoch'] + 1}/{config.epochs}")
+        _train_epoch(model, opt, loss_fn, (train_t[perm[i:i + config.batch_size]]
+                                           for i in range(0, len(perm), config.batch_size)), bar)
+        val_mse = _mse(model, val)
+        state["epoch"] += 1
+        state["seconds"] = time.perf_counter() - started
+        state["history"].append(val_mse)
+        if val_mse < state["best"]:
+            state.update(best=val_mse, stale=0, best_state={k: v.clone() for k, v in model.state_dict().items()})
+        else:
+            state["stale"] += 1
+        if progress:
+            bar.write(f"{name}: epoch {state['epoch']} validation MSE {val_mse:.5f}")
+        checkpoint()
+    bar.close()
+
+
+def _save_partial(partial: Path, model, opt, state: dict, config: TrainConfig, split, public_sha256: str) -> None:
+    """Everything a resumed training needs, written whole (a temporary file, then a rename)."""
+    tmp = partial.with_suffix(".tmp")
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state,
+                "config": asdict(config), "split": split.manifest(), "public_sha256": public_sha256,
+                "torch_rng": torch.get_rng_state()}, tmp)
+    os.replace(tmp, partial)
+
+
+def _test_fields(model, test_images: np.ndarray | None) -> dict:
+    return {"test_mse": _mse(model, test_images) if test_images is not None else None,
+            "test_set": "official test split" if test_images is not None else
+            "none (validation MSE is on held-out public rows)"}
+
+
 @keeps_global_rng
 def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, config: TrainConfig,
                       test_images: np.ndarray | None = None, out_dir: Path = CHECKPOINT_DIR,
@@ -126,52 +171,21 @@ def train_autoencoder(name: str, images: np.ndarray, split, *, dataset: str, con
         raise ValueError(f"{config.architecture} expects images of shape {model.image_shape}, "
                          f"got {tuple(images.shape[1:])}")
     opt = torch.optim.Adam(model.parameters(), lr=config.lr)
-    loss_fn = nn.BCELoss()
     partial = out_dir / f"{name}.partial.pt"
     public_sha256 = hashlib.sha256(np.ascontiguousarray(public, dtype=np.float32).tobytes()).hexdigest()
     state = _restore(partial, model, opt, config, split, public_sha256)
-    gen = torch.Generator().manual_seed(config.seed + state["epoch"])
-    train_t = torch.from_numpy(train)
-    batches = -(-len(train_t) // config.batch_size)
-    # one bar over every epoch's batches, so its ETA is the whole run's (early stopping may end it sooner)
-    bar = tqdm(total=config.epochs * batches, initial=state["epoch"] * batches, disable=not progress,
-               desc=f"{name}", unit="batch")
     started = time.perf_counter() - state.get("seconds", 0.0)  # wall time summed over resumed sessions
-    while state["epoch"] < config.epochs and state["stale"] < config.patience:
-        model.train()
-        perm = torch.randperm(len(train_t), generator=gen)
-        bar.set_description(f"{name} epoch {state['epoch'] + 1}/{config.epochs}")
-        _train_epoch(model, opt, loss_fn, (train_t[perm[i:i + config.batch_size]]
-                                           for i in range(0, len(perm), config.batch_size)), bar)
-        val_mse = _mse(model, val)
-        state["epoch"] += 1
-        state["seconds"] = time.perf_counter() - started
-        state["history"].append(val_mse)
-        if val_mse < state["best"]:
-            state.update(best=val_mse, stale=0,
-                         best_state={k: v.clone() for k, v in model.state_dict().items()})
-        else:
-            state["stale"] += 1
-        if progress:
-            bar.write(f"{name}: epoch {state['epoch']} validation MSE {val_mse:.5f}")
-        tmp = partial.with_suffix(".tmp")
-        torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "state": state,
-                    "config": asdict(config), "split": split.manifest(), "public_sha256": public_sha256,
-                    "torch_rng": torch.get_rng_state()}, tmp)
-        os.replace(tmp, partial)
-    bar.close()
+    _fit_epochs(name, model, opt, torch.from_numpy(train), val, state, config,
+                checkpoint=lambda: _save_partial(partial, model, opt, state, config, split, public_sha256),
+                started=started, progress=progress)
     model.load_state_dict(state["best_state"])
     meta = {"name": name, "dataset": dataset, "architecture": config.architecture, "channels": int(images.shape[1]),
             "image_shape": list(images.shape[1:]), "latent": config.latent, "latent_norm": 1.0,
             "trained_on": "public split only", "split": split.manifest(), **({"source": source} if source else {}),
             **({"excluded_classes": sorted(int(c) for c in excluded_classes),
                 "trained_rows": int(len(public))} if excluded_classes else {}),
-            "train_config": asdict(config),
-            "epochs_run": state["epoch"], "validation_mse": state["best"],
-            "test_mse": _mse(model, test_images) if test_images is not None else None,
-            "test_set": "official test split" if test_images is not None else
-            "none (validation MSE is on held-out public rows)",
-            "cost": training_cost(started)}
+            "train_config": asdict(config), "epochs_run": state["epoch"], "validation_mse": state["best"],
+            **_test_fields(model, test_images), "cost": training_cost(started)}
     meta = publish_checkpoint(model, meta, out_dir / f"{name}.pt")
     partial.unlink(missing_ok=True)
     return meta

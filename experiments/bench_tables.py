@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE))
 
 
 def main(argv=None) -> int:
-    from swflow.tables.synthesizer import TableSynthesizer
+    from swflow.pipeline.tables import TableSynthesizer
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n-samples", type=int, default=1_000_000)

@@ -90,8 +90,8 @@ def main(argv=None) -> int:
 
     from autoencoders import load_autoencoder
     from autoencoders.adversarial import AdversarialConfig, ProjectionCritic
-    from swflow.evaluate.metrics import (FeatureStats, InceptionFeatures, copy_rate, frechet_distance,
-                                         reference_features)
+    from swflow.evaluate.metrics import FeatureStats, InceptionFeatures, frechet_distance, reference_features
+    from swflow.evaluate.copies import copy_rate
     from swflow.evaluate.runs import load_reference
     from autoencoders.encoded import encoded_split
 

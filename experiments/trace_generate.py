@@ -3,7 +3,7 @@
 A *stop* is a change of folder on the call stack (swflow's folders, and autoencoders/): a call into another
 folder, or a return to one. The trace starts when the command's function is called with the parsed flags and
 ends at the first simulator step. It prints the stops, the places (distinct modules), the climbs (a call from a
-lower layer into a higher one, by the layers of docs/architecture.md, LAYERS below) and the returns to a folder
+lower layer into a higher one, by swflow.core.layers, which docs/architecture.md draws) and the returns to a folder
 already left, for each kind of private data.
 
     python experiments/trace_generate.py            # --dataset digits, --images, --data rows, --data HDF5
@@ -16,10 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-#: the layers, bottom first; a module's layer is the first prefix that matches (docs/architecture.md)
-LAYERS = (("swflow.core",), ("swflow.kernels",), ("swflow.io",), ("swflow.privacy",), ("autoencoders", "swflow.autoencoders"),
-          ("swflow.simulate",), ("swflow.methods",), ("swflow.sources",), ("swflow.pipeline",), ("swflow.tables",),
-          ("swflow.evaluate",), ("swflow.cli",))
+from swflow.core.layers import layer_of
+
 FIRST_STEP = "step_once"
 ENTRY = "cmd_generate"  # the command's function: the flags are parsed when it is called
 
@@ -27,13 +25,6 @@ ENTRY = "cmd_generate"  # the command's function: the flags are parsed when it i
 def folder_of(module: str) -> str:
     parts = module.split(".")
     return parts[0] if parts[0] != "swflow" or len(parts) < 3 else ".".join(parts[:2])
-
-
-def layer_of(module: str) -> int:
-    for rank, prefixes in enumerate(LAYERS):
-        if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return rank
-    return len(LAYERS)
 
 
 def trace(argv: list[str]) -> list[str]:
@@ -59,7 +50,7 @@ def trace(argv: list[str]) -> list[str]:
     def profile(frame, event, arg):
         if event == "call":
             module = module_of(frame)
-            if module is None:
+            if module is None or frame.f_code.co_name == "<module>":  # an import runs a module's body: no stop
                 return
             if not started:
                 if frame.f_code.co_name != ENTRY:
@@ -70,7 +61,8 @@ def trace(argv: list[str]) -> list[str]:
                 sys.setprofile(None)
                 raise Reached
             note(module, "call")
-        elif event == "return" and started and frame.f_back is not None:
+        elif (event == "return" and started and frame.f_back is not None
+              and frame.f_code.co_name != "<module>"):
             note(module_of(frame.f_back), "return")
 
     sys.setprofile(profile)

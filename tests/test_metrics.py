@@ -163,7 +163,7 @@ def test_kid_standard_error_matches_the_spread_over_fresh_samples(subset_size):
 def test_nearest_distances_match_scikit_learn():
     from sklearn.neighbors import NearestNeighbors
 
-    from swflow.evaluate.metrics import nearest_distances
+    from swflow.evaluate.copies import nearest_distances
 
     rng = np.random.default_rng(0)
     pool, queries = rng.random((500, 1, 6, 6)), rng.random((120, 1, 6, 6))
@@ -172,7 +172,7 @@ def test_nearest_distances_match_scikit_learn():
 
 
 def test_copy_rate_is_one_for_copies_and_about_five_percent_for_held_out_images():
-    from swflow.evaluate.metrics import copy_rate
+    from swflow.evaluate.copies import copy_rate
 
     rng = np.random.default_rng(1)
     # images from one distribution: a few prototypes plus pixel noise

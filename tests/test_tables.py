@@ -156,7 +156,7 @@ def test_replacing_one_record_moves_the_tables_by_at_most_sqrt_2k():
 
 def test_the_particles_reach_the_tables_without_noise():
     from swflow.tables import example_table
-    from swflow.tables.synthesizer import TableSynthesizer
+    from swflow.pipeline.tables import TableSynthesizer
 
     frame, schema = example_table(4000)
     syn = TableSynthesizer(schema=schema, epsilon=float("inf"), steps=600).fit(frame)
@@ -212,7 +212,7 @@ def test_a_table_run_claiming_more_noise_or_another_size_is_refused(tmp_path):
     from swflow.privacy import MechanismEvent, epsilon_from_events, statement
     from swflow.privacy.verify import ClaimMismatch
     from swflow.tables import example_table
-    from swflow.tables.synthesizer import TableSynthesizer
+    from swflow.pipeline.tables import TableSynthesizer
 
     frame, schema = example_table(1500)
     path = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-6, steps=50).fit(frame).save(tmp_path / "t.pt")

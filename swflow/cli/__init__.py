@@ -20,7 +20,7 @@ import os
 import sys
 
 from . import autoencoder, generate, privacy, runs, tables
-from ._common import RunFailed
+from ..core.errors import RunFailed
 
 __all__ = ["main", "console", "build_parser"]
 

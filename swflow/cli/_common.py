@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-from contextlib import contextmanager
 
 from ..methods.registry import METHODS, method
 from ..core.config import PrivacySpec, RunShape, SimulatorSettings
@@ -14,10 +13,6 @@ DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
 
 class UsageError(ValueError):
     """Bad input from the user: reported as `swflow COMMAND: error: ...` with exit status 2."""
-
-
-class RunFailed(RuntimeError):
-    """A run that failed for a reason other than its input (exit status 1)."""
 
 
 def privacy_args(p: argparse.ArgumentParser) -> None:
@@ -89,22 +84,6 @@ def run_plan(settings, n: int, dim: int):
         return settings.plan(n, dim)
     except ValueError as err:
         raise UsageError(_as_flags(str(err))) from None
-
-
-@contextmanager
-def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), resumable: bool = True):
-    """Work in a staging directory that replaces ``out`` only once the command has finished
-    (swflow/io/outdir.py); the checks run before anything on disk changes."""
-    from ..io.outdir import RunDir
-
-    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, resumable=resumable)
-    work = run_dir.open()
-    try:
-        yield work
-    except BaseException:
-        run_dir.abandon()
-        raise
-    run_dir.commit()
 
 
 def flow_config_args(p: argparse.ArgumentParser) -> None:

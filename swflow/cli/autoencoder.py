@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 
 from ..core.config import PrivacySpec
-from ._common import DATASETS, UsageError, staged
+from ._common import DATASETS, UsageError
+from ..io.outdir import staged
 
 
 AE_DEFAULTS = {"digits": ("digits8", 8), "fashion-mnist": ("liutkus32", 8), "mnist": ("liutkus32", 8),

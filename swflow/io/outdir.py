@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["MARKER", "RunBusy", "RunDir", "atomic_write_bytes", "atomic_write_text"]
+__all__ = ["MARKER", "RunBusy", "RunDir", "atomic_write_bytes", "atomic_write_text", "staged"]
 
 MARKER = ".swflow-run"
 LOCK = ".swflow-lock"
@@ -194,3 +195,17 @@ class RunDir:
         if self.staging.is_dir() and not any(self.staging.rglob(CHECKPOINT_GLOB)):
             shutil.rmtree(self.staging, ignore_errors=True)
         self._release()
+
+
+@contextmanager
+def staged(out: str, *, overwrite: bool = False, resume: bool = False, inputs: tuple = (), resumable: bool = True):
+    """Work in a staging directory that replaces ``out`` only once the work has finished (:class:`RunDir`); the
+    checks run before anything on disk changes."""
+    run_dir = RunDir(out, overwrite=overwrite, resume=resume, inputs=inputs, resumable=resumable)
+    work = run_dir.open()
+    try:
+        yield work
+    except BaseException:
+        run_dir.abandon()
+        raise
+    run_dir.commit()

@@ -92,20 +92,19 @@ def ensure_free(directory: str | Path, needed: int, *, what: str) -> None:
                          "command with --resume; the run continues from its last checkpoint and spends nothing twice")
 
 
-def check_run(*, spec, settings, plan, dim: int, image_values: int, out: str | Path,
-              streamed_chunk: int | None = None) -> None:
+def check_run(*, settings, plan, dim: int, image_values: int, out: str | Path, footprint: tuple[int, int, int],
+              flow: bool) -> None:
     """Refuse a run whose release, step arrays or files (samples, trajectory, model.h5, checkpoints) would not fit
     in this machine's memory or on ``out``'s disk, before any private row is read for a release; print an estimate
-    when a request is large. ``settings``/``plan``: the run's Settings and RunPlan; ``streamed_chunk``: rows per
-    chunk when the private rows stay on disk; ``spec``: the method's MethodSpec (its kind and release strategy)."""
+    when a request is large. ``settings``/``plan``: the run's Settings and RunPlan; ``footprint``: the release's
+    bytes (in memory, in each checkpoint, in model.h5), as its strategy counts them; ``flow``: a flow (with a
+    trajectory and model.h5), not a generator."""
     if plan.steps > MAX_STEPS:
         raise ValueError(f"steps = {plan.steps} is more than {MAX_STEPS:g}: the flows here settle within thousands of "
                          "steps; ask for fewer")
     n, m, k = settings.flow.n_particles, plan.dataset_size, plan.n_projections
-    sketch = 64 if settings.sketch is None else settings.sketch
     frames = 51
-    release_memory, release_disk, model_disk = spec.release.footprint(plan, sketch=sketch, streamed_chunk=streamed_chunk,
-                                                                      flow=spec.kind == "flow")
+    release_memory, release_disk, model_disk = footprint
     memory = 4 * n * 3 * dim + _STEP_BYTES * n * k + release_memory
     total = physical_memory()
     if total is not None and memory > 0.8 * total:
@@ -113,7 +112,7 @@ def check_run(*, spec, settings, plan, dim: int, image_values: int, out: str | P
                          f"{m} rows), more than this machine has ({_gib(total)}): ask for fewer particles, directions "
                          "(--pool-size) or bins (--bins)")
     samples = n * (4 * dim + image_values)  # images as 8-bit pixels
-    disk = samples + (4 * frames * n * dim + model_disk + 2 * (4 * n * dim + release_disk) if spec.kind == "flow"
+    disk = samples + (4 * frames * n * dim + model_disk + 2 * (4 * n * dim + release_disk) if flow
                       else 0)
     parent = Path(out).resolve().parent
     while not parent.exists():

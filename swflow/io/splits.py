@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from .data import load_dataset, split_indices
 from .images import image_hashes
 
-__all__ = ["SPLITS", "dataset_split", "overlap_with_public", "public_hashes", "public_rows", "refuse_public"]
+__all__ = ["SPLITS", "SplitPart", "dataset_split", "overlap_with_public", "public_hashes", "public_rows", "refuse_public",
+           "split_part"]
 
 SPLITS = ("public", "private", "test")
 
@@ -38,6 +40,48 @@ def public_rows(meta: dict, labels: np.ndarray, halves) -> np.ndarray:
     metadata excludes (a checkpoint built for private classes the public data never saw)."""
     excluded = meta.get("excluded_classes", [])
     return halves.public[~np.isin(labels[halves.public], excluded)]
+
+
+class SplitPart(NamedTuple):
+    """The images (m, C, H, W) and labels (m,) of one split, the Split it was cut by (None for the test part) and
+    the declared population drawn from it (None when none was asked for)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    split: object
+    population: dict | None
+
+
+def split_part(dataset: str, split: str, meta: dict, *, root=None, population: str | None = None) -> SplitPart:
+    """One split of ``dataset`` as the autoencoder with metadata ``meta`` cut it.
+
+    ``public`` and ``private`` are the halves of the training part that the autoencoder's manifest names (refused
+    when the data files give another split); ``test`` is the dataset's test part. ``population`` draws a declared
+    sub-population of the private split or of the test part (its reference); the public split is the broad
+    population and takes none."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose one of {SPLITS}")
+    images, labels = load_dataset(dataset, part="test" if split == "test" else "train", root=root)
+    if meta["dataset"] != dataset or tuple(meta["image_shape"]) != tuple(images.shape[1:]):
+        raise ValueError(f"checkpoint {meta['name']} was trained on {meta['dataset']} {meta['image_shape']}, "
+                         f"not on {dataset} {list(images.shape[1:])}")
+    halves = None
+    if split != "test":
+        images, labels, halves = dataset_split(dataset, meta, images=images, labels=labels)
+        rows = public_rows(meta, labels, halves) if split == "public" else halves.private
+        images, labels = images[rows], labels[rows]
+    drawn = None
+    if population is not None:
+        from .populations import check_population, describe, population_rows
+
+        check_population(population, dataset)
+        if split == "public":
+            raise ValueError("the public split is the broad population the autoencoder learned: a population is "
+                             "drawn from the private split (or the test part, its reference)")
+        rows = population_rows(labels, population)
+        drawn = {**describe(population, rows), "drawn_from": split}
+        images, labels = images[rows], labels[rows]
+    return SplitPart(images, labels, halves, drawn)
 
 
 def public_hashes(meta: dict) -> np.ndarray:

@@ -228,7 +228,6 @@ def exact_smoothed_drift(particles: Tensor, target_sorted: Tensor, theta: Tensor
         raise ValueError(f"particles {tuple(particles.shape)} do not match directions {tuple(theta.shape)}: "
                          "need particles (n, d) and theta (d, k)")
     _check_shapes(theta.shape[1], target_sorted, theta)
-    device = particles.device
     radius = _radius(particles, reduce)
     points, ratio = grid_spacing_ratio(2 * radius, noise_std)
     inv_spacing = ratio / noise_std
@@ -239,6 +238,15 @@ def exact_smoothed_drift(particles: Tensor, target_sorted: Tensor, theta: Tensor
     cell, w = _grid_coordinates(particles, theta, start=start, inv_spacing=inv_spacing, workspace=workspace)
     mass = _linear_mass(cell, w, points, reduce, workspace=workspace)
 
+    on_grid = _drift_on_grid(mass, target_sorted, points=points, ratio=ratio, start=start, inv_spacing=inv_spacing)
+    return pull_back(_read_linear(on_grid, cell, w, workspace), theta, reduce, workspace)
+
+
+def _drift_on_grid(mass: Tensor, target_sorted: Tensor, *, points: int, ratio: float, start: float,
+                   inv_spacing: float) -> Tensor:
+    """Steps 2–5 of :func:`exact_smoothed_drift` on the grid: h(s_g) − s_g, shape (k, G), from the binned particle
+    mass (k, G); the grid starts at ``start`` with spacing 1/``inv_spacing`` = σ/``ratio``."""
+    device = mass.device
     # 2. smoothed CDF: kernel Φ(tΔ/σ) for t = −(G−1) … G−1
     offsets = torch.arange(-(points - 1), points, dtype=_WORK, device=device) / ratio
     cdf = _fft_convolve(mass, torch.special.ndtr(offsets), points - 1).clamp_(0, 1)
@@ -253,8 +261,7 @@ def exact_smoothed_drift(particles: Tensor, target_sorted: Tensor, theta: Tensor
     smoothed = _fft_convolve(q, density / density.sum(), half)
 
     # 5. D = h(p) − p is linear in each cell
-    on_grid = smoothed - (start + torch.arange(points, dtype=_WORK, device=device) / inv_spacing)
-    return pull_back(_read_linear(on_grid, cell, w, workspace), theta, reduce, workspace)
+    return smoothed - (start + torch.arange(points, dtype=_WORK, device=device) / inv_spacing)
 
 
 _WORK = torch.float64  # the grid (k × G) is small: keep it in float64

@@ -19,7 +19,7 @@ encoder (it saw public images only, so loading it costs nothing), and ``sample``
     >>> syn.save("model.pt"); Synthesizer.load("model.pt").sample(10, seed=2)
 
 ``schema=`` (a table's public schema: swflow/tables) fits a private DataFrame and samples DataFrames; see
-:mod:`swflow.tables.synthesizer`.
+:mod:`swflow.pipeline.tables`.
 
 ``conditional=True`` fits one flow per class (``fit(data, labels)``; ``sample`` returns ``.labels``).
 Labels are private by default: declare the public label set with ``classes=`` (dpswflow-hist only;
@@ -69,8 +69,8 @@ class Synthesizer:
     """fit once on private rows, images or a table, then sample as often as you like."""
 
     def __new__(cls, method: str = "dpswflow-hist", *args, schema=None, **kwargs):
-        if schema is not None:  # a table: its own estimator (swflow/tables/synthesizer.py), the same interface
-            from ..tables.synthesizer import TableSynthesizer
+        if schema is not None:  # a table: its own estimator (swflow/pipeline/tables.py), the same interface
+            from .tables import TableSynthesizer
 
             return TableSynthesizer(method, *args, schema=schema, **kwargs)
         return super().__new__(cls)
@@ -133,15 +133,13 @@ class Synthesizer:
         if self._sampler is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
-        images = None
-        if self.settings.adapt.adapt_decoder:
-            if self._autoencoder is None or self.conditional or not METHODS[self.settings.method].release.of_counts:
-                raise ValueError("adapt_decoder fine-tunes an autoencoder's decoder on the private images: it needs "
-                                 "autoencoder=..., the dpswflow-hist method and no conditional fit")
-            images = self._images(data)
-            data = torch.from_numpy(self._autoencoder[0].encode_images(images))
-        else:
-            data = self._rows(data)
+        adapt = self.settings.adapt.adapt_decoder
+        if adapt and (self._autoencoder is None or self.conditional
+                      or not METHODS[self.settings.method].release.of_counts):
+            raise ValueError("adapt_decoder fine-tunes an autoencoder's decoder on the private images: it needs "
+                             "autoencoder=..., the dpswflow-hist method and no conditional fit")
+        private = self._open(data)
+        data, images = private.rows, (private.records if adapt else None)
         if images is not None:
             self._fit_adapted(data, images, progress)
         elif self.conditional:
@@ -157,32 +155,18 @@ class Synthesizer:
             self._sampler, self._report = self._fit_one(self.settings, data, progress)
         return self
 
-    def _rows(self, data) -> torch.Tensor:
-        """The private rows in the flow's space: the rows given, or the images' codes."""
+    def _open(self, data):
+        """The private data through the one data path (swflow.sources.open_source): rows as given (an array, a
+        tensor, an h5py dataset, ChunkedRows, or a .npy/.npz/.h5 file), or images encoded by the autoencoder."""
+        from ..core.sources import SourceRequest
+        from ..sources import open_source
+
         if self._autoencoder is None:
-            from ..io.arrays import as_rows
-            from ..privacy.rows import ChunkedRows, StreamedRows
+            return open_source(SourceRequest("rows", data, "identity"))
+        from autoencoders.codec import AutoencoderCodec
 
-            if isinstance(data, ChunkedRows):
-                return data
-            if hasattr(data, "file") and hasattr(data, "name") and hasattr(data, "shape"):  # an h5py dataset
-                return StreamedRows(data.file.filename, dataset=data.name)
-            rows = torch.as_tensor(as_rows(data.detach().cpu().numpy() if isinstance(data, torch.Tensor) else data))
-            if rows.ndim != 2:
-                raise ValueError(f"data must be (rows, dims), got shape {tuple(rows.shape)}; images need "
-                                 "Synthesizer(..., autoencoder=NAME_OR_PATH)")
-            return rows
-        return torch.from_numpy(self._autoencoder[0].encode_images(self._images(data)))
-
-    def _images(self, data) -> np.ndarray:
-        """The private images as the autoencoder reads them, refused when any is one of its public images."""
-        from ..io.images import load_images
-        from ..io.splits import refuse_public
-
-        _, meta = self._autoencoder
-        images = load_images(data, size=meta["image_shape"][-1], channels=meta["image_shape"][0])
-        refuse_public(images, meta)
-        return images
+        codec = AutoencoderCodec(*self._autoencoder, reference=self._autoencoder_ref)
+        return open_source(SourceRequest("images", data, "autoencoder"), codec=codec)
 
     def _fit_adapted(self, data: torch.Tensor, images: np.ndarray, progress: bool) -> None:
         """The histogram flow and a DP-SGD adaptation of the decoder in one budget (autoencoders/adapt.py)."""
@@ -350,7 +334,7 @@ class Synthesizer:
 
         blob = load_tensors(path, what="saved Synthesizer", map_location=device)
         form = str(blob.get("format", ""))
-        from ..tables.synthesizer import FORMAT as TABLE_FORMAT, TableSynthesizer
+        from .tables import FORMAT as TABLE_FORMAT, TableSynthesizer
 
         if form == TABLE_FORMAT:
             return TableSynthesizer.load(path, blob=blob)
@@ -359,8 +343,7 @@ class Synthesizer:
                              f"{', '.join(READS)}): load it with that version, or fit again")
         if form not in READS:
             raise ValueError(f"{path} is not a saved swflow Synthesizer (format {blob.get('format')!r})")
-        from ..privacy import PrivacyReport
-        from ..privacy.verify import ClaimMismatch, verify_adapted_decoder, verify_report
+        from .saved import class_samplers, sampler, verified_report
         from .settings import build
 
         tables = dict(blob["settings"])
@@ -378,41 +361,11 @@ class Synthesizer:
         if syn._adapted:
             syn._autoencoder[0].decoder.load_state_dict(autoencoder["adapted_decoder"])
         syn._shares = None
-        try:
-            syn._report = PrivacyReport.from_json(blob["report"])
-        except (ValueError, TypeError) as err:
-            raise ClaimMismatch(f"{path} holds no readable privacy report ({err}); fit again") from None
-        verify_report(syn._report, source=str(path))
-        verify_adapted_decoder(syn._report, adapted=syn._adapted, source=str(path))
-        if syn._report.method != syn.settings.method or (
-                syn._report.private and syn._report.target_epsilon != syn.settings.privacy.epsilon):
-            raise ClaimMismatch(f"{path}: its privacy report ({syn._report.method}, target epsilon "
-                                f"{syn._report.target_epsilon}) is not that of its settings ({syn.settings.method}, "
-                                f"{syn.settings.privacy.epsilon}): the file was edited; fit again")
-        state = blob["state"]
+        syn._report = verified_report(blob, syn.settings, adapted=syn._adapted, source=str(path))
         if syn.conditional:
-            from ..methods.model import FlowModel
-
-            parts = state["classes"]
-            if sorted(parts) != sorted(str(e["class"]) for e in syn._report.conditional["per_class"]):
-                raise ValueError(f"{path}: its classes and its privacy report's differ; fit again")
-            syn._class_reports = {int(c): PrivacyReport.from_json(p["report"]) for c, p in parts.items()}
-            for c, rep in syn._class_reports.items():  # each class's claim is the one the combined report verified
-                if rep.ledger != syn._report.conditional["ledgers"][str(c)]:
-                    raise ValueError(f"{path}: class {c}'s releases are not the ones its privacy report accounts")
-            syn._sampler = {int(c): FlowModel.from_state_dict(p["model"], report=syn._class_reports[int(c)])
-                            for c, p in parts.items()}
-            syn._shares = {int(c): float(p["share"]) for c, p in parts.items()}
-        elif syn.kind == "flow":
-            from ..methods.model import FlowModel
-
-            syn._sampler = FlowModel.from_state_dict(state, report=syn._report)
+            syn._sampler, syn._class_reports, syn._shares = class_samplers(blob["state"], syn._report,
+                                                                           source=str(path))
         else:
-            network = METHODS[syn.settings.method].load().NETWORK  # the method's module says what it trains
-            if state["network"] != network.__name__:
-                raise ValueError(f"{path} holds a {state['network']}, but {syn.settings.method} trains a "
-                                 f"{network.__name__}")
-            syn._sampler = network(**state["init_kwargs"], device=device)
-            syn._sampler.load_state_dict(state["weights"])
-            syn._sampler.eval()
+            syn._sampler = sampler(blob["state"], syn._report, syn.settings.method, device=device,
+                                   source=str(path))
         return syn

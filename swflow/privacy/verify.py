@@ -39,24 +39,19 @@ import math
 import torch
 
 from .accountants import accountant_for, epsilon_from_events
+from .counts import COUNTS_FALSE_REFUSAL, ClaimMismatch, check_tables, verify_counts, verify_tables
 from .histogram import histogram_sensitivity
 from .ledger import ADAPT_BOUND, MechanismEvent
 from .sensitivity import adjacency_factor, spectral_bound
 
-__all__ = ["ClaimMismatch", "verify_report", "verify_releases", "verify_counts", "verify_tables",
-           "verify_adapted_decoder", "read_verified_report"]
+__all__ = ["COUNTS_FALSE_REFUSAL", "ClaimMismatch", "verify_report", "verify_releases", "verify_counts",
+           "verify_tables", "verify_adapted_decoder", "read_verified_report"]
 
 _RTOL = 1e-6
-#: probability that a true histogram release is refused by the χ² test of its counts
-COUNTS_FALSE_REFUSAL = 1e-9
 
 
 #: an ε-mode run's releases reach at least this fraction of its target ε (calibration stops within 0.1%)
 CALIBRATION_REACH = 0.95
-
-
-class ClaimMismatch(ValueError):
-    """A privacy claim that what was released does not support."""
 
 
 def _close(a: float, b: float, rtol: float = _RTOL) -> bool:
@@ -258,7 +253,7 @@ def verify_releases(report, theta: torch.Tensor, sigma: torch.Tensor, *, release
                                 "another swflow version or edited; regenerate the run")
         verify_counts(report, noisy_counts, source=source)
         if released is not None:
-            _check_tables(report, noisy_counts, released, source)
+            check_tables(report, noisy_counts, released, source)
     if release.local and smoothing_std is not None and not _close(smoothing_std, main.noise_std):
         raise ClaimMismatch(f"{source}: the flow deconvolves noise of std {smoothing_std:.6g}, but the report claims "
                             f"the rows were released with std {main.noise_std:.6g}: the file was edited; regenerate "
@@ -285,59 +280,6 @@ def verify_releases(report, theta: torch.Tensor, sigma: torch.Tensor, *, release
         if not _close(float(sigma[t]), expected, 1e-4):
             raise ClaimMismatch(f"{source}: step {t} was recorded with noise std {float(sigma[t]):.6g}, but the "
                                 f"calibrated mechanism adds {expected:.6g}: the file was edited; regenerate the run")
-
-
-def _check_tables(report, noisy_counts: torch.Tensor, released: torch.Tensor, source: str) -> None:
-    """Every recorded quantile table row (what the replay reads) must be one that the released counts and the
-    claimed σ give (float32 rounding allowed): edited counts, a changed σ (it sets the threshold) or dropped
-    directions leave rows that no recomputed table has."""
-    from .histogram import TABLE_LEVELS, bin_edges, monotone_cdf, quantile_table
-
-    counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
-    levels = (torch.arange(TABLE_LEVELS, dtype=torch.float64) + 0.5) / TABLE_LEVELS
-    table = quantile_table(monotone_cdf(counts, noise_std=report.noise_std),
-                           bin_edges(counts.shape[1], radius=report.norm_bound), levels).to(torch.float32)
-    released = torch.as_tensor(released, dtype=torch.float32)
-    if released.ndim != 3 or released.shape[-1] != table.shape[1]:
-        raise ClaimMismatch(f"{source}: its released tables have shape {tuple(released.shape)}, not (steps, k, "
-                            f"{table.shape[1]}): regenerate the run")
-    tolerance = 1e-5 * report.norm_bound * math.sqrt(table.shape[1])
-    for t in range(len(released)):
-        nearest = torch.cdist(released[t].double(), table.double()).min(dim=1).values
-        if bool((nearest > tolerance).any()):
-            raise ClaimMismatch(f"{source}: step {t} replays quantile tables that its released counts and the "
-                                f"claimed noise std {report.noise_std:.4g} do not give: the counts, the noise or the "
-                                "directions were edited; regenerate the run")
-
-
-def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5") -> None:
-    """The χ² test of a histogram's released counts (K, B) against the report's n and σ (module docstring)."""
-    from scipy.stats import norm
-
-    counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
-    if counts.ndim != 2 or (counts.shape[0], counts.shape[1]) != (report.n_projections, report.bins):
-        raise ClaimMismatch(f"{source} holds counts of shape {tuple(counts.shape)}, but the report describes "
-                            f"K x B = {report.n_projections} x {report.bins}")
-    k, b = counts.shape
-    sigma = report.noise_std
-    if not sigma > 0:
-        raise ClaimMismatch(f"{source}: a private histogram release with noise std {sigma}")
-    if k < 2:
-        raise ClaimMismatch(f"{source}: a histogram on one direction cannot be checked (the counts' test compares "
-                            "directions); swflow does not pass such a claim on. Use at least 2 directions")
-    sums = counts.sum(dim=1)
-    statistic = float(((sums - sums.mean()) ** 2).sum()) / (b * sigma ** 2)
-    _chi_square(statistic, k - 1, sigma=sigma, released="counts", source=source,
-                disagreement="the released counts' directions disagree on the number of rows by far more than the "
-                             "claimed noise allows")
-    if "class" in report.run_config:
-        return  # one class of a labels-private run: its number of rows is private, the ledger's n is the whole set's
-    # every direction counts all n rows: the mean row sum is n plus noise of std σ·sqrt(B/K)
-    bound = float(norm.isf(COUNTS_FALSE_REFUSAL / 2)) * sigma * math.sqrt(b / k)
-    if abs(float(sums.mean()) - report.dataset_size) > bound:
-        raise ClaimMismatch(f"{source}: the released counts do not count the {report.dataset_size} rows the report "
-                            "claims (their directions' mean total is further from it than the claimed noise allows): "
-                            "the data set size was edited; regenerate the run")
 
 
 def verify_adapted_decoder(report, *, adapted: bool, source: str) -> None:
@@ -379,63 +321,3 @@ def read_verified_report(run_dir, *, what: str = "a swflow run directory"):
     return report
 
 
-def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: list[tuple[int, int]], *,
-                  source: str) -> None:
-    """A table release's noisy counts (the K tables of ``pairs`` of columns with ``sizes`` cells, concatenated as
-    :func:`swflow.privacy.marginals.pair_counts` writes them) against the report's n and σ.
-
-    What the true tables must satisfy gives the test pure noise to look at: every table's total is n, and every
-    table that holds column i gives the same one-way counts of i. So (a) each total minus n is noise of variance
-    cells·σ², and (b) for each column i and cell a, the tables holding i estimate the same count with noise of
-    variance (the other column's cells)·σ²: their spread about the inverse-variance mean is pure noise. Both sums
-    of squares over their variances are χ², with K and Σ_i k_i·(T_i − 1) degrees of freedom (T_i: the tables
-    holding i); the test is two-sided at 1e-9. A claim of much more noise than the counts carry (σ × 10 with ε
-    recomputed) lands far in the lower tail, an edited n or edited counts in the upper."""
-    from .marginals import split_tables
-
-    counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
-    if report.n_projections != len(pairs):
-        raise ClaimMismatch(f"{source}: it holds {len(pairs)} tables, but the report accounts for "
-                            f"{report.n_projections}: regenerate the run")
-    try:
-        tables = split_tables(counts, sizes, pairs)
-    except ValueError as err:
-        raise ClaimMismatch(f"{source}: {err}; regenerate the run") from None
-    sigma = report.noise_std
-    if not sigma > 0:
-        raise ClaimMismatch(f"{source}: a private table release with noise std {sigma}")
-    statistic = sum(float((t.sum() - report.dataset_size) ** 2) / (t.numel() * sigma ** 2) for t in tables)
-    freedom = len(tables)
-    for column in range(len(sizes)):
-        estimates, variances = [], []
-        for (i, j), table in zip(pairs, tables):
-            if column in (i, j):
-                estimates.append(table.sum(dim=1) if column == i else table.sum(dim=0))
-                variances.append(sizes[j if column == i else i] * sigma ** 2)
-        if len(estimates) < 2:
-            continue
-        weights = torch.tensor([1.0 / v for v in variances], dtype=torch.float64)
-        stacked = torch.stack(estimates)  # (T_i, k_i)
-        mean = (weights[:, None] * stacked).sum(dim=0) / weights.sum()
-        statistic += float((weights[:, None] * (stacked - mean) ** 2).sum())
-        freedom += sizes[column] * (len(estimates) - 1)
-    _chi_square(statistic, freedom, sigma=sigma, released="tables", source=source,
-                disagreement=f"the released tables disagree with each other, or with the {report.dataset_size} rows "
-                             "the report claims, by more than the claimed noise allows: the counts or the data set "
-                             "size were edited")
-
-
-def _chi_square(statistic: float, freedom: int, *, sigma: float, released: str, disagreement: str,
-                source: str) -> None:
-    """Refuse a χ² ``statistic`` of ``freedom`` degrees of freedom outside its two-sided 1 − COUNTS_FALSE_REFUSAL
-    range: below it, the release carries far less noise than claimed; above it, ``disagreement``."""
-    from scipy.stats import chi2
-
-    low, high = chi2.ppf(COUNTS_FALSE_REFUSAL / 2, freedom), chi2.isf(COUNTS_FALSE_REFUSAL / 2, freedom)
-    if statistic < low:
-        raise ClaimMismatch(f"{source}: the released {released} carry far less noise than the claimed std {sigma:.4g} "
-                            f"(chi-square {statistic:.4g} on {freedom} degrees of freedom, below {low:.4g}): the "
-                            "claim was edited; regenerate the run")
-    if statistic > high:
-        raise ClaimMismatch(f"{source}: {disagreement} (chi-square {statistic:.4g} on {freedom} degrees of freedom, "
-                            f"above {high:.4g}); regenerate the run")

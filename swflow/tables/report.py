@@ -28,11 +28,12 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
     from ..privacy.verify import read_verified_report
     from .files import read_table
     from .metrics import decile_edges, efficacy, marginal_tvd
-    from .synthesizer import TableSynthesizer
+    from ..io.hdf5 import load_tensors
+    from .schema import Schema
 
     run_dir = Path(run_dir)
     report = read_verified_report(run_dir)
-    schema = TableSynthesizer.load(run_dir / "model.pt").schema
+    schema = Schema.from_json(load_tensors(run_dir / "model.pt", what="table run's model")["schema"])
     synthetic_path = next(p for p in (run_dir / "samples.csv", run_dir / "samples.parquet") if p.exists())
     synthetic = schema.check(read_table(synthetic_path, schema=schema))
     held_out = schema.check(read_table(against, schema=schema), clip=True)

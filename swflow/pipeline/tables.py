@@ -18,9 +18,9 @@ from pathlib import Path
 
 import torch
 
-from .codec import NUMERIC_BINS, TableCodec
-from .flow import MarginalFlowConfig, fit_particles, sample_cells
-from .schema import Schema
+from ..tables.codec import NUMERIC_BINS, TableCodec
+from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells
+from ..tables.schema import Schema
 
 __all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE"]
 
@@ -83,16 +83,15 @@ class TableSynthesizer:
         from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan, calibrate, privacy_report
         from ..privacy.marginals import MarginalTarget, split_tables
         from ..privacy.targets import check_histogram
-        from .files import TableRows
+        from ..sources import SourceRequest, open_source
+        from ..tables.source import TableSource
 
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
-        if isinstance(table, (str, Path)):
-            rows = TableRows(table, self.codec, clip=self.clip)
-        else:
-            rows = torch.from_numpy(self.codec.encode(table, clip=self.clip))
-        n = len(rows)
+        data = open_source(SourceRequest("table", table, "table", clip=self.clip),
+                           codec=TableSource(self.codec, clip=self.clip))
+        rows, n = data.rows, len(data.rows)
         calibration = None
         if self.privacy.private:
             plan = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
@@ -102,7 +101,7 @@ class TableSynthesizer:
         target = MarginalTarget(rows, calibration, noise=NoiseSource(self.privacy_seed,
                                                                      secure=self.privacy.secure_noise),
                                 ledger=PrivacyLedger(), blocks=self.codec.blocks(), pairs=self.pairs)
-        del rows
+        del rows, data
         tables = target.release_tables()
         self._counts = target.released_counts
         self._report = privacy_report(self.method, target, run_config=self._run_config(n))
