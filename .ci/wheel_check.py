@@ -38,6 +38,10 @@ def main() -> None:
     probe = run(sys.executable, "-c", "import sys; from swflow.cli import build_parser; build_parser().format_help(); "
                                       "print('torch' in sys.modules)")
     check("swflow --help loads no torch", probe.strip() == "False")
+    where = run(sys.executable, "-c", "import autoencoders, swflow; print(autoencoders.__file__); print(swflow.__file__)")
+    site = sysconfig.get_paths()["purelib"]
+    check("the wheel ships both packages, swflow and autoencoders", all(
+        line.startswith(site) for line in where.split()))
 
     run(SWFLOW, "demo", "--out", "demo-run")
     run(SWFLOW, "evaluate", "demo-run", "--n-fid", "100", "--quiet")

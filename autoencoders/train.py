@@ -106,7 +106,9 @@ def _fit_epochs(name: str, model, opt, train_t: torch.Tensor, val: np.ndarray, s
     """Epochs from ``state['epoch']`` until ``config.epochs`` or ``config.patience`` epochs without a better
     validation MSE; ``state`` keeps the best weights, and ``checkpoint()`` saves everything after each epoch."""
     loss_fn = nn.BCELoss()
-    gen = torch.Generator().manual_seed(config.seed + state["epoch"])
+    gen = torch.Generator().manual_seed(config.seed)
+    if "permutation_rng" in state:  # a resumed run draws the batches the uninterrupted one would have drawn
+        gen.set_state(state["permutation_rng"])
     batches = -(-len(train_t) // config.batch_size)
     # one bar over every epoch's batches, so its ETA is the whole run's (early stopping may end it sooner)
     bar = tqdm(total=config.epochs * batches, initial=state["epoch"] * batches, disable=not progress,
@@ -127,6 +129,7 @@ def _fit_epochs(name: str, model, opt, train_t: torch.Tensor, val: np.ndarray, s
             state["stale"] += 1
         if progress:
             bar.write(f"{name}: epoch {state['epoch']} validation MSE {val_mse:.5f}")
+        state["permutation_rng"] = gen.get_state()
         checkpoint()
     bar.close()
 

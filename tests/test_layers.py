@@ -110,3 +110,12 @@ def test_the_architecture_page_draws_the_layers_in_their_order():
     drawing = drawing[:drawing.index("```")]
     drawn = [m.group(1) for m in re.finditer(r"^\s*(\w+)/", drawing, re.M)]
     assert drawn == [name for name, _ in reversed(LAYERS)], drawn
+
+
+def test_the_wheel_lists_every_package():
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for package in PACKAGES
+             for p in (ROOT / package).rglob("__init__.py")}
+    assert found <= listed, f"packages the wheel would leave out: {sorted(found - listed)}"

@@ -5,6 +5,7 @@ samples bit-identical to the honest run's) and is refused now.
 """
 import json
 import shutil
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -383,3 +384,142 @@ def test_a_dataset_checkpoints_public_images_are_refused_as_private_by_the_comma
     assert not (tmp_path / "r").exists()
     with pytest.raises(ValueError, match="200 of the 200 images"):  # the Synthesizer, through the same check
         Synthesizer("dpswflow-hist", epsilon=1.0, autoencoder="digits-adv").fit(public)
+
+
+def test_train_ae_resumed_after_a_kill_is_bit_identical(tmp_path, monkeypatch):
+    # finding 11: killed right after an epoch's checkpoint, the resumed training draws the batches the
+    # uninterrupted one draws (the permutation stream is saved with the checkpoint), so the weights are the same
+    import autoencoders.train as train
+    from autoencoders import TrainConfig, train_autoencoder
+    from swflow.io.data import load_digits, split_indices
+
+    images, _ = load_digits()
+    split = split_indices(len(images), seed=0)
+    config = TrainConfig(architecture="digits8", latent=8, epochs=3, batch_size=64, patience=10)
+    whole = train_autoencoder("ae", images, split, dataset="digits", config=config, out_dir=tmp_path / "whole",
+                              progress=False)
+    save = train._save_partial
+
+    def save_then_die(*args, **kwargs):
+        save(*args, **kwargs)
+        raise KeyboardInterrupt  # the process dies right after the first epoch's checkpoint
+
+    monkeypatch.setattr(train, "_save_partial", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        train_autoencoder("ae", images, split, dataset="digits", config=config, out_dir=tmp_path / "killed",
+                          progress=False)
+    assert (tmp_path / "killed" / "ae.partial.pt").exists()
+    monkeypatch.setattr(train, "_save_partial", save)
+    resumed = train_autoencoder("ae", images, split, dataset="digits", config=config, out_dir=tmp_path / "killed",
+                                progress=False)
+    assert resumed["weights_sha256"] == whole["weights_sha256"]
+    assert resumed["validation_mse"] == whole["validation_mse"] and resumed["epochs_run"] == 3
+
+
+def test_train_ae_killed_in_the_decoder_stage_resumes_there(tmp_path, monkeypatch, capsys):
+    # finding 11: the rerun of the same command keeps the finished pixel-loss stage and resumes the decoder from
+    # its partial (it retrained the first stage and then refused its own partial)
+    import functools
+    import os
+
+    import autoencoders.adversarial as adversarial
+    from swflow.io.data import load_digits
+
+    images, _ = load_digits()
+    np.save(tmp_path / "public.npy", images[:300])
+    monkeypatch.setattr(adversarial, "AdversarialConfig",
+                        functools.partial(adversarial.AdversarialConfig, eval_every=2, val_size=30))
+    command = ["train-ae", "--images", str(tmp_path / "public.npy"), "--name", "mine", "--size", "8", "--epochs",
+               "2", "--decoder-steps", "6", "--out-dir", str(tmp_path / "ckpt")]
+    replace = os.replace
+
+    def replace_then_die(src, dst):
+        replace(src, dst)
+        if Path(dst).name == "mine.partial.pt":
+            raise KeyboardInterrupt  # killed right after the decoder stage's first save
+
+    monkeypatch.setattr(os, "replace", replace_then_die)
+    assert main(command) == 130
+    monkeypatch.setattr(os, "replace", replace)
+    first = (tmp_path / "ckpt" / "mine-mse.pt").read_bytes()
+    restore, resumed_at = adversarial._restore, []
+
+    def spy(*args, **kwargs):
+        state = restore(*args, **kwargs)
+        resumed_at.append(state["step"])
+        return state
+
+    monkeypatch.setattr(adversarial, "_restore", spy)
+    assert main(command) == 0, capsys.readouterr().err
+    assert "pixel-loss stage is finished" in capsys.readouterr().out
+    assert resumed_at == [2]  # the decoder went on from its step-2 save
+    assert (tmp_path / "ckpt" / "mine-mse.pt").read_bytes() == first  # the first stage was kept, not retrained
+    assert (tmp_path / "ckpt" / "mine.pt").exists() and not (tmp_path / "ckpt" / "mine.partial.pt").exists()
+
+
+def test_a_diverged_run_resumes_from_its_release_with_a_smaller_step(tmp_path, capsys):
+    # finding 12: a diverged histogram run kept a checkpoint that no rerun could use but --overwrite, which
+    # releases again. Its checkpoint is now rewound to the release: --resume with a smaller step flows again from
+    # the same noisy counts, and the run is the one a first run at that step size makes (no second release)
+    rows = np.random.default_rng(0).normal(size=(300, 4))
+    np.save(tmp_path / "rows.npy", (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32))
+    common = ["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "dpswflow-hist",
+              "--epsilon", "1", "--steps", "30", "--n-particles", "200", "--checkpoint-every", "5", "--quiet",
+              "--count-noise", "gaussian", "--privacy-seed", "11"]
+    assert main([*common, "--step-size", "1000", "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "diverged" in err and "--resume" in err and "no further privacy cost" in err
+    assert not (tmp_path / "run").exists()
+    assert main([*common, "--step-size", "1", "--out", str(tmp_path / "run"), "--resume"]) == 0
+    assert main([*common, "--step-size", "1", "--out", str(tmp_path / "fresh")]) == 0
+    with h5py.File(tmp_path / "run" / "samples.h5") as a, h5py.File(tmp_path / "fresh" / "samples.h5") as b:
+        assert np.array_equal(a["latents"][:], b["latents"][:])
+    with h5py.File(tmp_path / "run" / "model.h5") as a, h5py.File(tmp_path / "fresh" / "model.h5") as b:
+        assert np.array_equal(a["release/noisy_counts"][:], b["release/noisy_counts"][:])
+        assert json.loads(a.attrs["flow_config"])["step_size"] == 1
+    resumed, fresh = (json.loads((tmp_path / d / "privacy.json").read_text()) for d in ("run", "fresh"))
+    assert resumed["ledger"] == fresh["ledger"] and resumed["epsilon"] == fresh["epsilon"]
+    assert main(["sample", str(tmp_path / "run"), "--n", "50", "--out", str(tmp_path / "more")]) == 0
+
+
+def test_a_rewound_checkpoint_still_refuses_other_release_settings(tmp_path, capsys):
+    rows = np.random.default_rng(1).normal(size=(300, 4))
+    np.save(tmp_path / "rows.npy", (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32))
+    common = ["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "ball", "--method", "dpswflow-hist",
+              "--epsilon", "1", "--steps", "30", "--checkpoint-every", "5", "--quiet", "--count-noise", "gaussian",
+              "--privacy-seed", "11", "--out", str(tmp_path / "run")]
+    assert main([*common, "--n-particles", "200", "--step-size", "1000"]) == 2
+    capsys.readouterr()
+    assert main([*common, "--n-particles", "300", "--step-size", "1", "--resume"]) == 2
+    assert "n_particles" in capsys.readouterr().err
+
+
+def test_sample_on_a_conditional_run_says_where_its_flows_are(tmp_path, capsys):
+    # finding 12: `swflow sample` on a conditional run blamed "made with another version"; it names the class flows
+    run = tmp_path / "cond"
+    assert main(["generate", "--dataset", "digits", "--conditional", "--method", "dpswflow-hist", "--epsilon", "8",
+                 "--steps", "5", "--n-particles", "100", "--quiet", "--out", str(run)]) == 0
+    capsys.readouterr()
+    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 2
+    err = capsys.readouterr().err
+    assert "conditional run keeps one flow per class" in err and "classes/class-C" in err
+    assert "version" not in err
+    assert main(["sample", str(run / "classes" / "class-3"), "--n", "20", "--out", str(tmp_path / "three")]) == 0
+
+
+def test_sample_on_a_torchrun_run_says_it_records_no_releases(tmp_path, capsys):
+    # a torchrun run (world_size in its run_config) writes samples but no model.h5: the message says so
+    rows = np.random.default_rng(2).normal(size=(200, 3))
+    np.save(tmp_path / "rows.npy", (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32))
+    run = tmp_path / "ranks"
+    assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere", "--method",
+                 "dpswflow-hist", "--epsilon", "2", "--steps", "5", "--n-particles", "50", "--quiet",
+                 "--out", str(run)]) == 0
+    (run / "model.h5").unlink()  # what rank 0 of a torchrun run leaves: no release log
+    report = json.loads((run / "privacy.json").read_text())
+    report["run_config"].update(world_size=2, shard_mode="exact")
+    (run / "privacy.json").write_text(json.dumps(report))
+    capsys.readouterr()
+    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 2
+    err = capsys.readouterr().err
+    assert "torchrun run writes its samples, not its releases" in err and "version" not in err

@@ -222,8 +222,10 @@ def _train_on_images(args, out_dir: Path) -> int:
                          latent=8 if args.latent is None else args.latent,
                          epochs=args.epochs, batch_size=args.batch_size, patience=args.patience, seed=args.seed)
     pixel_name = args.name if args.decoder_steps == 0 else f"{args.name}-mse"
-    meta = train_autoencoder(pixel_name, images, split, dataset="images", config=config, out_dir=out_dir,
-                             source=source)
+    meta = _finished_first_stage(out_dir / f"{pixel_name}.pt", config, source, overwrite=args.overwrite)
+    if meta is None:
+        meta = train_autoencoder(pixel_name, images, split, dataset="images", config=config, out_dir=out_dir,
+                                 source=source)
     if args.decoder_steps > 0:
         base, base_meta = load_autoencoder(out_dir / f"{pixel_name}.pt")
         adversarial = AdversarialConfig(steps=args.decoder_steps, seed=args.seed)
@@ -233,6 +235,24 @@ def _train_on_images(args, out_dir: Path) -> int:
     print(f"next: swflow generate --images PRIVATE --checkpoint {out_dir / (args.name + '.pt')} --method "
           "dpswflow-hist --epsilon 1 --out runs/mine")
     return 0
+
+
+def _finished_first_stage(path: Path, config, source: dict, *, overwrite: bool) -> dict | None:
+    """The pixel-loss stage's checkpoint when an earlier run of the same command finished it (same images, same
+    settings): reused, so a run killed in the decoder stage resumes there; None when it must be trained."""
+    from dataclasses import asdict
+
+    from autoencoders import load_autoencoder
+
+    if not path.exists() or overwrite:
+        return None
+    _, meta = load_autoencoder(path)
+    same = meta.get("train_config") == asdict(config) and (meta.get("source") or {}).get("sha256") == source["sha256"]
+    if not same:
+        raise UsageError(f"{path} exists from another training (other images or settings): pass --overwrite to "
+                         "replace it, or choose another --name")
+    print(f"{path}: the pixel-loss stage is finished (same images and settings); going on with the decoder")
+    return meta
 
 
 def _print_checkpoint(meta: dict) -> None:

@@ -50,6 +50,7 @@ class TrajectoryWriter:
                 keep = int(np.searchsorted(f["steps"][:], resume_step, side="right"))
                 f["latents"].resize(keep, axis=0)
                 f["steps"].resize(keep, axis=0)
+                f.attrs["config"] = json.dumps(config)  # a run rewound to its release may go on with other steps
 
     def append(self, step: int, particles: np.ndarray) -> None:
         from .resources import ensure_free
@@ -153,6 +154,8 @@ class ReleaseRecorder:
                     f.create_dataset(f"release/{name}", data=np.asarray(values), compression="gzip")
         else:
             with h5py.File(self.path, "a") as f:
+                for key, value in attrs.items():  # a run rewound to its release may go on with other steps
+                    f.attrs[key] = json.dumps(value)
                 if "steps" in f:
                     keep = int(np.searchsorted(f["steps"][:], resume_step, side="left"))  # steps < resume_step
                     for name in ("steps", "theta", "released", "sigma"):

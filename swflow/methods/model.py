@@ -110,9 +110,7 @@ class FlowModel:
         run_dir = Path(run_dir)
         path = run_dir / "model.h5"
         if not path.exists():
-            raise FileNotFoundError(f"{path} is missing: only flow runs (swf, dpswflow-r, dpswflow, dpswflow-hist, "
-                                    "ldp-flow) record their releases, and a conditional or torchrun run keeps one per "
-                                    "class or process")
+            raise FileNotFoundError(f"{path} is missing: {_why_no_model(run_dir)}")
         return cls.from_file(path, report=read_verified_report(run_dir))
 
     @classmethod
@@ -178,3 +176,22 @@ class FlowModel:
         if self.report is None:
             raise FileNotFoundError("this model has no privacy report (privacy.json missing)")
         return self.report.with_notes(post_processing=POST_PROCESSING_NOTE)
+
+
+def _why_no_model(run_dir: Path) -> str:
+    """Why a run folder holds no model.h5, from its privacy.json (read for this message only), and what to do."""
+    import json
+
+    try:
+        report = json.loads((run_dir / "privacy.json").read_text())
+        run_config = report.get("run_config") or {}
+    except (OSError, ValueError, AttributeError):
+        report, run_config = {}, {}
+    if isinstance(report, dict) and report.get("conditional"):
+        return (f"a conditional run keeps one flow per class: draw class C with `swflow sample "
+                f"{run_dir}/classes/class-C --n N --out DIR`")
+    if isinstance(run_config, dict) and run_config.get("world_size"):
+        return ("a torchrun run writes its samples, not its releases (its ranks' steps are not recorded): its "
+                "samples.h5 is the output; for a sampler, run the method on one process")
+    return ("only flow runs (swf, dpswflow-r, dpswflow, dpswflow-hist, ldp-flow) record their releases; a generator's "
+            "samples come from its network, in the run folder's samples.h5")

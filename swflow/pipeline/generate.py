@@ -19,6 +19,7 @@ from ..core.sources import PrivateData
 from ..io.outdir import staged
 from ..io.resources import check_run
 from ..methods.registry import method
+from ..simulate.flow import FlowDiverged
 from ..simulate.threads import step_threads
 
 __all__ = ["RunRequest", "Generated", "generate"]
@@ -79,17 +80,30 @@ def generate(run, request: RunRequest, data: PrivateData) -> Generated | None:
         done = generate_distributed(run, request, data, plan)
         return None if done is None else Generated(done[0], f"on {done[1]} ranks", time.perf_counter() - t0)
     t0 = time.perf_counter()
-    with staged(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs) as out:
-        if run.adapt.adapt_decoder:
-            report, files = _adapted(out, run, request, data, plan)
-        elif method(run.method).kind == "generator":
-            report, files = _generator(out, run, request, data, plan)
-        elif request.conditional:
-            report, files = _conditional(out, run, request, data, plan)
-        else:
-            report, files = _flow(out, run, request, data, plan)
+    try:
+        with staged(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs) as out:
+            if run.adapt.adapt_decoder:
+                report, files = _adapted(out, run, request, data, plan)
+            elif method(run.method).kind == "generator":
+                report, files = _generator(out, run, request, data, plan)
+            elif request.conditional:
+                report, files = _conditional(out, run, request, data, plan)
+            else:
+                report, files = _flow(out, run, request, data, plan)
+    except FlowDiverged as err:
+        raise FlowDiverged(f"{err}. {_after_divergence(method(run.method))}") from None
     return Generated(report, files, time.perf_counter() - t0, note=report.notes.get("labels_note", "")
                      if request.conditional else "")
+
+
+def _after_divergence(spec) -> str:
+    """What a diverged run left, and the way on that spends no privacy again where there is one."""
+    if spec.release.per_step or spec.release.local:  # releases during the steps: no step 0 holds them all
+        return ("Its releases so far are in the unfinished folder: --overwrite starts afresh, with new releases "
+                "(a second use of the private data)")
+    return ("Its release is kept in the unfinished folder, rewound to step 0: rerun the same command with --resume "
+            "and a smaller --step-size to flow again from it, at no further privacy cost (--overwrite would "
+            "release again: a second use of the private data)")
 
 
 def _product(shape) -> int:

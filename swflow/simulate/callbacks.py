@@ -10,12 +10,14 @@ restore, on_start, on_step and on_end; on_release is a flow's):
     on_step(flow, diagnostic)      after each step; ``diagnostic`` is the step's RMS projected
                                    displacement on the steps the loop measured it, else None
     on_flush(flow)                 buffered output must reach disk (a checkpoint is being written)
+    on_failure(flow, error)        a step raised ``error`` (the loop re-raises it after the hooks)
     on_end(flow)                   the last step is done
 
 Nothing here ever sees a private row: only particles, public directions and released values.
 """
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import asdict
 from pathlib import Path
@@ -47,6 +49,9 @@ class FlowCallback:
     def on_flush(self, flow) -> None:
         pass
 
+    def on_failure(self, flow, error: Exception) -> None:
+        pass
+
     def on_end(self, flow) -> None:
         pass
 
@@ -54,10 +59,16 @@ class FlowCallback:
 class Checkpointer(FlowCallback):
     """Saves the simulator's ``state_dict()`` to ``path`` every ``every`` steps (default: its
     ``config.checkpoint_every``; 0: never) atomically, and restores it when the file exists. The file holds
-    the privacy-noise state: delete it after the run."""
+    the privacy-noise state: delete it after the run.
+
+    A flow that diverges is rewound: its checkpoint becomes the state right after its release (step 0, marked
+    ``rewound``), so a rerun with ``--resume`` and a smaller step size flows again from the same release. What the
+    steps read alone (:data:`REWOUND_FREE`) may then change; the release and its noise are the ones already
+    drawn, so no privacy is spent again."""
 
     def __init__(self, path: str | Path, *, every: int | None = None):
         self.path, self._every = Path(path), every
+        self._at_release: bytes | None = None  # the state at step 0, serialized (a copy the run cannot change)
 
     def every(self, flow) -> int:
         return flow.config.checkpoint_every if self._every is None else self._every
@@ -73,6 +84,20 @@ class Checkpointer(FlowCallback):
         # resumed run never draws it again (noise that no seed reproduces would be a second release)
         if not resumed and self.every(flow):
             self.save(flow)
+        if self.every(flow) and flow.step == 0 and getattr(flow, "rewindable", False):
+            buffer = io.BytesIO()
+            torch.save(flow.state_dict(), buffer)
+            self._at_release = buffer.getvalue()
+
+    def on_failure(self, flow, error: Exception) -> None:
+        from .flow import FlowDiverged
+
+        if isinstance(error, FlowDiverged) and self._at_release is not None:
+            state = torch.load(io.BytesIO(self._at_release), weights_only=True)
+            state["rewound"] = True
+            tmp = self.path.with_suffix(".tmp")
+            torch.save(state, tmp)
+            os.replace(tmp, self.path)
 
     def on_step(self, flow, diagnostic) -> None:
         every = self.every(flow)

@@ -40,8 +40,14 @@ __all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "Partic
 ESCAPE_FACTOR = 1e4
 
 
+#: what a checkpoint rewound to its release (step 0, after a divergence) may change on resume: settings only the
+#: steps read. The release, its noise, the directions, the particles' start and count stay as they were.
+REWOUND_FREE = ("steps", "step_size", "drift_clip", "diffusion", "record_every", "checkpoint_every")
+
+
 class FlowDiverged(ValueError):
-    """The particles became non-finite or left every sensible bound: nothing is saved as a result."""
+    """The particles became non-finite or left every sensible bound (the run's checkpoint, if any, is rewound to
+    its release: :class:`~swflow.simulate.callbacks.Checkpointer`)."""
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -150,6 +156,12 @@ class ParticleFlow(Simulator):
 
     kind = "flow"
 
+    @property
+    def rewindable(self) -> bool:
+        """Every release happened before the first step (a released pool or histogram): a rerun from step 0 with
+        other step settings spends nothing again."""
+        return isinstance(self.strategy, Presampled)
+
     def __init__(self, target: PrivateTarget, strategy, config: FlowConfig, *,
                  callbacks: Sequence[FlowCallback] = (), communicator=None):
         self.target, self.strategy, self.config = target, strategy, config
@@ -196,7 +208,7 @@ class ParticleFlow(Simulator):
                 "config": asdict(self.config)}
 
     def load_state_dict(self, state: dict) -> None:
-        self.check_config(state["config"])
+        self.check_config(state["config"], free=REWOUND_FREE if state.get("rewound") else ())
         self.step = state["step"]
         self.particles = state["particles"].to(device=self.device, dtype=self.dtype)
         self.generator.set_state(state["generator"])
@@ -263,9 +275,8 @@ class ParticleFlow(Simulator):
         if not largest <= limit:  # also catches NaN
             what = "non-finite values (NaN/inf)" if not math.isfinite(largest) else f"coordinates up to {largest:.3g}"
             raise FlowDiverged(
-                f"the flow diverged at step {self.step + 1}: the particles reached {what}, beyond {limit:g}; "
-                f"nothing was written as a result. Try a smaller step size (e.g. --step-size "
-                f"{self.config.step_size / 10:g}) or more smoothing")
+                f"the flow diverged at step {self.step + 1}: the particles reached {what}, beyond {limit:g}. Try a "
+                f"smaller step size (e.g. --step-size {self.config.step_size / 10:g}) or more smoothing")
 
     def setup(self) -> None:
         """The strategy's one-off release (pool, histogram, local), unless restored from a checkpoint."""

@@ -42,12 +42,13 @@ class Simulator:
     def budget_label(self) -> str:
         raise NotImplementedError
 
-    def check_config(self, saved: dict) -> None:
-        """Refuse a checkpoint whose ``config`` (its ``asdict``) is not this run's, naming what differs."""
+    def check_config(self, saved: dict, *, free: tuple[str, ...] = ()) -> None:
+        """Refuse a checkpoint whose ``config`` (its ``asdict``) is not this run's, naming what differs; the
+        settings in ``free`` may differ (a checkpoint rewound to its release: what only the steps read)."""
         now = asdict(self.config)
-        if saved != now:
-            differ = [f"{k} is {now.get(k)} now but {saved.get(k)} in the checkpoint"
-                      for k in sorted(set(now) | set(saved)) if now.get(k) != saved.get(k)]
+        differ = [f"{k} is {now.get(k)} now but {saved.get(k)} in the checkpoint"
+                  for k in sorted(set(now) | set(saved)) if now.get(k) != saved.get(k) and k not in free]
+        if differ:
             raise ValueError(f"cannot resume: the {self.kind} configuration differs: " + "; ".join(differ))
 
     def simulate(self) -> list[tuple[int, float]]:
@@ -60,14 +61,19 @@ class Simulator:
             callback.on_start(self, resumed=resumed)
         diagnostics: list[tuple[int, float]] = []
         every = max(1, steps // 100)
-        while self.step < steps:
-            measured = self.step_once()
-            value = None
-            if measured is not None and (self.step % every == 0 or self.step == steps):
-                value = float(measured)
-                diagnostics.append((self.step, value))
+        try:
+            while self.step < steps:
+                measured = self.step_once()
+                value = None
+                if measured is not None and (self.step % every == 0 or self.step == steps):
+                    value = float(measured)
+                    diagnostics.append((self.step, value))
+                for callback in self.callbacks:
+                    callback.on_step(self, value)
+        except Exception as error:
             for callback in self.callbacks:
-                callback.on_step(self, value)
+                callback.on_failure(self, error)
+            raise
         for callback in self.callbacks:
             callback.on_end(self)
         return diagnostics
