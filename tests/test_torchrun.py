@@ -110,3 +110,30 @@ def test_torchrun_killed_mid_run_resumes_to_the_one_process_result(tmp_path, row
     assert b["ledger"] == a["ledger"] and b["epsilon"] == a["epsilon"]  # nothing spent twice, nothing lost
     assert not (tmp_path / ".two.partial").exists()
     shutil.rmtree(one)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_torchrun_table_run_counts_each_shard_once_and_equals_one_process(tmp_path, suffix):
+    # issue 51: each rank reads and counts its own share of the records (from the file, in chunks), rank 0 adds
+    # the noise once: the released tables, the claim and the samples are the one-process run's
+    from swflow.tables import example_table
+    from swflow.tables.files import write_table
+
+    frame, schema = example_table(1501, seed=4)  # an odd count: the two shares differ in size
+    write_table(frame, tmp_path / f"private{suffix}")
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_json()))
+    args = ["generate", "--table", str(tmp_path / f"private{suffix}"), "--schema", str(tmp_path / "schema.json"),
+            "--method", "dpswflow-hist", "--epsilon", "1", "--delta", "1e-9", "--count-noise", "gaussian",
+            "--privacy-seed", "5", "--steps", "60"]
+    one = subprocess.run([SWFLOW, *args, "--out", str(tmp_path / "one")], env=_env(), capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run(_torchrun([*args, "--out", str(tmp_path / "two")]), env=_env(), capture_output=True,
+                         text=True)
+    assert two.returncode == 0, two.stderr[-3000:]
+    saved = [torch.load(tmp_path / run / "model.pt", weights_only=True) for run in ("one", "two")]
+    assert torch.equal(torch.as_tensor(saved[0]["noisy_counts"]), torch.as_tensor(saved[1]["noisy_counts"]))
+    claims = [json.loads((tmp_path / run / "privacy.json").read_text()) for run in ("one", "two")]
+    assert claims[0]["ledger"] == claims[1]["ledger"] and claims[0]["epsilon"] == claims[1]["epsilon"]
+    assert claims[1]["dataset_size"] == 1501 and claims[1]["run_config"]["world_size"] == 2
+    assert (tmp_path / "one" / f"samples{suffix}").read_bytes() == (tmp_path / "two" / f"samples{suffix}").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no staging left behind

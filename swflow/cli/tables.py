@@ -6,18 +6,15 @@ import json
 import time
 from pathlib import Path
 
-from ._common import UsageError
 from ..io.outdir import staged
-
-MODEL = "model.pt"  # a table run's saved Synthesizer: the released tables, the fitted particles, the report
+from ._common import UsageError
 
 
 def cmd_generate_table(args) -> int:
     """`swflow generate --table PRIVATE --schema SCHEMA ...`: RUN/samples.csv (or .parquet, as the input),
     privacy.json and model.pt."""
-    from ..privacy import write_report
-    from ..tables.files import write_table
-    from ..pipeline.tables import METHODS, TableSynthesizer
+    from ..pipeline.generate import RunRequest
+    from ..pipeline.tables import METHODS, MODEL, TableSynthesizer, generate_table
 
     if args.schema is None:
         raise UsageError("--table needs --schema SCHEMA.json, the table's public schema (propose one from PUBLIC "
@@ -34,16 +31,12 @@ def cmd_generate_table(args) -> int:
                            noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
                            count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
                            seed=args.seed, privacy_seed=args.privacy_seed, **steps)
-    suffix = Path(args.table).suffix.lower()
-    with staged(args.out, overwrite=args.overwrite, inputs=(args.table,), resumable=False) as out:
-        syn.fit(args.table, progress=not args.quiet)  # read in chunks: memory flat in the file's length
-        report = syn.privacy_report()
-        write_report(report, out)
-        syn.save(out / MODEL)
-        n = args.n_samples or report.dataset_size  # n is public: it is in the privacy report
-        write_table(syn.sample(n, seed=args.seed), out / f"samples{suffix}")
-    print(report.statement)
-    print(f"wrote {args.out}/ (privacy.json, samples{suffix}, {MODEL}) in {time.perf_counter() - t0:.1f} s")
+    request = RunRequest(out=args.out, inputs=(args.table,), overwrite=args.overwrite, quiet=args.quiet)
+    report = generate_table(syn, args.table, request, n_samples=args.n_samples, seed=args.seed)
+    if report is not None:  # rank 0, or the one process
+        suffix = ".parquet" if str(args.table).lower().endswith(".parquet") else ".csv"
+        print(report.statement)
+        print(f"wrote {request.out}/ (privacy.json, samples{suffix}, {MODEL}) in {time.perf_counter() - t0:.1f} s")
     return 0
 
 
@@ -51,8 +44,8 @@ def sample_table_run(args) -> int:
     """`swflow sample RUN --n N --out DIR` on a table run: N new records from its saved release, no privacy spent."""
     from ..privacy import write_report
     from ..privacy.verify import read_verified_report
+    from ..pipeline.tables import MODEL, TableSynthesizer
     from ..tables.files import write_table
-    from ..pipeline.tables import TableSynthesizer
 
     run = Path(args.run_dir)
     report = read_verified_report(run)
@@ -69,6 +62,8 @@ def sample_table_run(args) -> int:
 
 
 def is_table_run(run_dir) -> bool:
+    from ..pipeline.tables import MODEL
+
     return (Path(run_dir) / MODEL).exists() and any((Path(run_dir) / f"samples{s}").exists()
                                                     for s in (".csv", ".parquet"))
 

@@ -11,7 +11,7 @@ from ..core.errors import RunFailed
 from ..core.sources import PrivateData
 from ..methods.registry import method, sharded_methods
 
-__all__ = ["generate_distributed"]
+__all__ = ["generate_distributed", "open_group"]
 
 
 def generate_distributed(run, request, data: PrivateData, plan):
@@ -20,7 +20,7 @@ def generate_distributed(run, request, data: PrivateData, plan):
     import torch.distributed as dist
 
     _check(run, request)
-    run_dir, out = _open_group(run, request)
+    run_dir, out = open_group(run.flow.device, request)
     rank, world = dist.get_rank(), dist.get_world_size()
     try:
         report = _fit_shard(run, request, data, plan, out, rank, world)
@@ -50,8 +50,9 @@ def _check(run, request) -> None:
                          "so --secure-noise is not available; leave --privacy-seed unset for a fresh secret seed")
 
 
-def _open_group(run, request):
-    """Join the process group; rank 0 opens the run folder and every rank learns whether it was refused."""
+def open_group(device: str, request, *, resumable: bool = True):
+    """Join the process group (NCCL on ``device`` cuda, else gloo); rank 0 opens the run folder ``request.out``
+    and every rank learns whether it was refused. (RunDir, its staging folder) on rank 0, (None, None) elsewhere."""
     from datetime import timedelta
 
     import torch
@@ -59,14 +60,15 @@ def _open_group(run, request):
 
     from ..io.outdir import RunDir
 
-    backend = "nccl" if run.flow.device.startswith("cuda") else "gloo"
+    backend = "nccl" if device.startswith("cuda") else "gloo"
     if backend == "nccl":  # object collectives under NCCL run on each rank's own GPU
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group(backend, timeout=timedelta(minutes=10))
     run_dir, out, refusal = None, None, None
     if dist.get_rank() == 0:
         try:
-            run_dir = RunDir(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs)
+            run_dir = RunDir(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs,
+                             resumable=resumable)
             out = run_dir.open()
         except ValueError as err:
             refusal = str(err)

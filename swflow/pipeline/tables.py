@@ -77,11 +77,15 @@ class TableSynthesizer:
         return out
 
     # -- fit ---------------------------------------------------------------------------------------
-    def fit(self, table, *, progress: bool = False) -> "TableSynthesizer":
+    def fit(self, table, *, progress: bool = False, sharded: bool = False) -> "TableSynthesizer":
         """Spend the budget once on the private ``table``: a DataFrame, or a CSV / Parquet file, which is read in
-        chunks (:class:`~swflow.tables.files.TableRows`: memory stays flat in the file's length)."""
+        chunks (:class:`~swflow.tables.files.TableRows`: memory stays flat in the file's length).
+
+        ``sharded``: under torchrun (an initialized torch.distributed group), each rank counts its contiguous share
+        of the records, the exact tables are summed over the ranks and rank 0 draws the noise: every rank holds the
+        release one process makes on all the records, and fits the same particles to it."""
         from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan, calibrate, privacy_report
-        from ..privacy.marginals import MarginalTarget, split_tables
+        from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget, split_tables
         from ..privacy.targets import check_histogram
         from ..sources import SourceRequest, open_source
         from ..tables.source import TableSource
@@ -98,13 +102,19 @@ class TableSynthesizer:
                                dim=self.codec.dim, noise=self.privacy.count_noise)
             check_histogram(self.privacy, plan, seed_typed=self.privacy_seed is not None)
             calibration = calibrate(self.privacy, plan)
-        target = MarginalTarget(rows, calibration, noise=NoiseSource(self.privacy_seed,
-                                                                     secure=self.privacy.secure_noise),
-                                ledger=PrivacyLedger(), blocks=self.codec.blocks(), pairs=self.pairs)
+        parts = dict(noise=NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise), ledger=PrivacyLedger(),
+                     blocks=self.codec.blocks(), pairs=self.pairs)
+        run_config = self._run_config(n)
+        if sharded:
+            lo, hi, world = _share(n)
+            target = ShardedMarginalTarget(rows[lo:hi], calibration, dataset_size=n, **parts)
+            run_config["world_size"] = world
+        else:
+            target = MarginalTarget(rows, calibration, **parts)
         del rows, data
         tables = target.release_tables()
         self._counts = target.released_counts
-        self._report = privacy_report(self.method, target, run_config=self._run_config(n))
+        self._report = privacy_report(self.method, target, run_config=run_config)
         self._particles = fit_particles(split_tables(self._counts, target.sizes, self.pairs), target.sizes,
                                         self.pairs, dataset_size=n, config=self.flow, progress=progress)
         del tables
@@ -181,3 +191,65 @@ class TableSynthesizer:
         syn._report, syn._counts = report, counts
         syn._particles = [p / p.sum(dim=1, keepdim=True) for p in particles]
         return syn
+
+
+def _share(n: int) -> tuple[int, int, int]:
+    """This rank's contiguous share lo:hi of ``n`` records, and the number of ranks."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        raise ValueError("sharded=True runs under torchrun: initialize torch.distributed first")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    return n * rank // world, n * (rank + 1) // world, world
+
+
+MODEL = "model.pt"  # a table run's saved Synthesizer: the released tables, the fitted particles, the report
+
+
+def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | None, seed: int):
+    """A table run into the folder ``request.out`` (a RunRequest): privacy.json, model.pt and samples.csv or
+    .parquet (as the input; ``n_samples`` records, default as many as the private table). Under torchrun every
+    rank calls this; rank 0 owns the folder and returns the report, the others return None."""
+    import os
+
+    from ..io.outdir import staged
+    from ..privacy import write_report
+    from ..tables.files import write_table
+
+    suffix = ".parquet" if str(table).lower().endswith(".parquet") else ".csv"
+
+    def write(out: Path) -> None:
+        report = syn.privacy_report()
+        write_report(report, out)
+        syn.save(out / MODEL)
+        write_table(syn.sample(n_samples or report.dataset_size, seed=seed), out / f"samples{suffix}")
+
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
+            syn.fit(table, progress=not request.quiet)  # read in chunks: memory flat in the file's length
+            write(out)
+        return syn.privacy_report()
+    return _generate_table_on_ranks(syn, table, request, write)
+
+
+def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write):
+    import torch.distributed as dist
+
+    from .distributed import open_group
+
+    run_dir, out = open_group("cpu", request, resumable=False)
+    try:
+        syn.fit(table, progress=not request.quiet and dist.get_rank() == 0, sharded=True)
+        if run_dir is not None:
+            write(out)
+        dist.barrier()
+    except BaseException:
+        if run_dir is not None:
+            run_dir.abandon()
+        raise
+    report = None
+    if run_dir is not None:
+        run_dir.commit()
+        report = syn.privacy_report()
+    dist.destroy_process_group()
+    return report

@@ -20,7 +20,7 @@ from torch import Tensor
 from .histogram import HistogramTarget, histogram_sensitivity
 from .release import PrivateTarget
 
-__all__ = ["MarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
+__all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
 
 MARGINAL_RELEASE = (
     "one release of the K = {k} two-way tables of counts of the private records' cells, for the column pairs "
@@ -56,9 +56,9 @@ class MarginalTarget(HistogramTarget):
     """
 
     def __init__(self, data: Tensor, calibration, *, noise, ledger, blocks: list[tuple[int, int]],
-                 pairs: list[tuple[int, int]]):
+                 pairs: list[tuple[int, int]], dataset_size: int | None = None):
         # the histogram's noise, accounting and state, but not its bins on a line: a table's cells are its own
-        PrivateTarget.__init__(self, data, calibration, noise=noise, ledger=ledger)
+        PrivateTarget.__init__(self, data, calibration, noise=noise, ledger=ledger, dataset_size=dataset_size)
         if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
             raise ValueError("a table release is made once, from every record")
         self.bins, self.radius = None, 1.0
@@ -81,10 +81,9 @@ class MarginalTarget(HistogramTarget):
         chunk checked and encoded by its source before it is counted; nothing is released before the last)."""
         if isinstance(self._data, Tensor):
             return pair_counts(self.cells(), self.sizes, self.pairs)
-        total = None
+        total = pair_counts(torch.zeros((0, len(self.sizes)), dtype=torch.int64), self.sizes, self.pairs)
         for _, rows in self._data.chunks():
-            counts = pair_counts(self.cells(rows), self.sizes, self.pairs)
-            total = counts if total is None else total + counts
+            total = total + pair_counts(self.cells(rows), self.sizes, self.pairs)
         return total
 
     def table_noise_std(self) -> float:
@@ -120,3 +119,26 @@ def split_tables(flat: Tensor, sizes: list[int], pairs: list[tuple[int, int]]) -
     if flat.ndim != 1 or flat.numel() != sum(lengths):
         raise ValueError(f"expected {sum(lengths)} released counts for these pairs, got shape {tuple(flat.shape)}")
     return [part.reshape(sizes[i], sizes[j]) for part, (i, j) in zip(flat.split(lengths), pairs)]
+
+
+class ShardedMarginalTarget(MarginalTarget):
+    """One rank's contiguous shard of a table's codec rows behind the one table release (torchrun): each rank
+    counts its own records, the exact tables are summed over the ranks (all-reduce), and rank 0 draws the noise
+    and shares the noisy tables, so every rank holds the release one process makes on all the records (a record
+    is counted once, on its rank; the noise is drawn once). Built with ``dataset_size``, the records of every
+    rank."""
+
+    def _counts(self) -> Tensor:
+        import torch.distributed as dist
+
+        counts = super()._counts()
+        dist.all_reduce(counts)
+        return counts
+
+    def _noisy(self, counts: Tensor, sigma: float) -> Tensor:
+        import torch.distributed as dist
+
+        noisy = super()._noisy(counts, sigma) if dist.get_rank() == 0 else torch.empty(counts.shape,
+                                                                                        dtype=torch.float64)
+        dist.broadcast(noisy, src=0)
+        return noisy

@@ -90,7 +90,7 @@ class Checkpointer(FlowCallback):
             self._at_release = buffer.getvalue()
 
     def on_failure(self, flow, error: Exception) -> None:
-        from .flow import FlowDiverged
+        from .simulator import FlowDiverged
 
         if isinstance(error, FlowDiverged) and self._at_release is not None:
             state = torch.load(io.BytesIO(self._at_release), weights_only=True)

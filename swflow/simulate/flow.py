@@ -31,7 +31,7 @@ from ..kernels.drift import DriftResult, OneProcess, Workspace, binned_drift, cl
 from ..core.config import FlowConfig, SimulatorSettings
 from ..privacy import PrivateTarget
 from .callbacks import FlowCallback
-from .simulator import Simulator, target_state
+from .simulator import FlowDiverged, Simulator, target_state
 
 __all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "OneProcess", "FlowResult",
            "FlowDiverged", "initial_particles"]
@@ -44,10 +44,6 @@ ESCAPE_FACTOR = 1e4
 #: steps read. The release, its noise, the directions, the particles' start and count stay as they were.
 REWOUND_FREE = ("steps", "step_size", "drift_clip", "diffusion", "record_every", "checkpoint_every")
 
-
-class FlowDiverged(ValueError):
-    """The particles became non-finite or left every sensible bound (the run's checkpoint, if any, is rewound to
-    its release: :class:`~swflow.simulate.callbacks.Checkpointer`)."""
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any, Sequence
 
-__all__ = ["Simulator", "target_state"]
+__all__ = ["FlowDiverged", "Simulator", "target_state"]
+
+
+class FlowDiverged(ValueError):
+    """The particles became non-finite or left every sensible bound (the run's checkpoint, if any, is rewound to
+    its release: :class:`~swflow.simulate.callbacks.Checkpointer`)."""
 
 
 class Simulator:

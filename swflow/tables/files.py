@@ -53,11 +53,13 @@ def write_table(frame, path: str | Path) -> Path:
 
 
 class TableRows(ChunkedRows):
-    """A table file read in chunks of ``chunk_rows`` records, each checked against the schema and encoded by
-    ``codec``: what a table larger than memory gives the release (a sum of counts over chunks). Memory stays at one
-    chunk's encoded rows (chunk_rows × D float32) whatever the file's length."""
+    """Records ``start`` … ``stop`` of a table file (default: all), read in chunks of ``chunk_rows`` records, each
+    checked against the schema and encoded by ``codec``: what a table larger than memory gives the release (a sum
+    of counts over chunks). Memory stays at one chunk's encoded rows (chunk_rows × D float32) whatever the file's
+    length; ``rows[lo:hi]`` is a rank's contiguous share under torchrun, still on disk."""
 
-    def __init__(self, path: str | Path, codec, *, clip: bool = False, chunk_rows: int = 100_000):
+    def __init__(self, path: str | Path, codec, *, clip: bool = False, chunk_rows: int = 100_000, start: int = 0,
+                 stop: int | None = None, _total: int | None = None):
         path = Path(path)
         self._suffix = _suffix(path)
         if not path.exists():
@@ -65,7 +67,20 @@ class TableRows(ChunkedRows):
         if chunk_rows < 1:
             raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
         self.path, self.codec, self.clip, self.chunk_rows = path, codec, clip, int(chunk_rows)
-        self._rows = sum(len(frame) for frame in self._frames())
+        self._total = sum(len(frame) for frame in self._frames()) if _total is None else _total
+        stop = self._total if stop is None else stop
+        if not 0 <= start <= stop <= self._total:
+            raise ValueError(f"records {start}..{stop} are not within the {self._total} records of {path}")
+        self.start, self.stop = int(start), int(stop)
+        self._rows = self.stop - self.start
+
+    def __getitem__(self, rows: slice) -> "TableRows":
+        """Records ``lo:hi`` of these, still on disk."""
+        if not isinstance(rows, slice) or rows.step not in (None, 1):
+            raise TypeError("records on disk are taken as a contiguous slice lo:hi")
+        lo, hi, _ = rows.indices(len(self))
+        return TableRows(self.path, self.codec, clip=self.clip, chunk_rows=self.chunk_rows, start=self.start + lo,
+                         stop=self.start + max(lo, hi), _total=self._total)
 
     def _frames(self):
         import pandas as pd
@@ -98,14 +113,18 @@ class TableRows(ChunkedRows):
 
         from .schema import SchemaError
 
-        offset = 0
+        offset = 0  # of the frame's first record in the file
         for frame in self._frames():
-            try:
-                rows = self.codec.encode(frame, clip=self.clip)
-            except SchemaError as err:
-                raise SchemaError(f"{self.path}, the chunk of rows from {offset} on: {err}") from None
-            yield offset, torch.from_numpy(rows)
+            lo, hi = max(self.start - offset, 0), min(self.stop - offset, len(frame))
+            if lo < hi:
+                try:
+                    rows = self.codec.encode(frame.iloc[lo:hi], clip=self.clip)
+                except SchemaError as err:
+                    raise SchemaError(f"{self.path}, the chunk of rows from {offset + lo} on: {err}") from None
+                yield offset + lo - self.start, torch.from_numpy(rows)
             offset += len(frame)
+            if offset >= self.stop:
+                break
 
     def sha256(self) -> str:
         """A fingerprint of the file's bytes (never its rows)."""
@@ -121,4 +140,5 @@ class TableRows(ChunkedRows):
         return self
 
     def __str__(self) -> str:
-        return f"the {self._rows} rows of {self.path}"
+        return f"the {self._rows} rows of {self.path}" + ("" if self._rows == self._total else
+                                                           f" from record {self.start}")
