@@ -45,12 +45,17 @@ def trace(argv: list[str]) -> list[str]:
         if module is not None and (not stops or stops[-1][0] != module):
             stops.append((module, how))
 
-    started = []
+    started, importing = [], [0]  # calls made while a module is imported (its body runs) are no stops
 
     def profile(frame, event, arg):
+        if frame.f_code.co_name == "<module>":
+            importing[0] += 1 if event == "call" else -1 if event == "return" else 0
+            return
+        if importing[0] > 0:
+            return
         if event == "call":
             module = module_of(frame)
-            if module is None or frame.f_code.co_name == "<module>":  # an import runs a module's body: no stop
+            if module is None:
                 return
             if not started:
                 if frame.f_code.co_name != ENTRY:
@@ -61,8 +66,7 @@ def trace(argv: list[str]) -> list[str]:
                 sys.setprofile(None)
                 raise Reached
             note(module, "call")
-        elif (event == "return" and started and frame.f_back is not None
-              and frame.f_code.co_name != "<module>"):
+        elif event == "return" and started and frame.f_back is not None:
             note(module_of(frame.f_back), "return")
 
     sys.setprofile(profile)
