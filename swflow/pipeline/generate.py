@@ -9,6 +9,7 @@ Every kind of data arrives as the same PrivateData, and every run is fitted by s
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, replace
@@ -58,11 +59,14 @@ def generate(run, request: RunRequest, data: PrivateData) -> Generated | None:
     """Fit ``run`` (Settings) on ``data`` and write the run folder ``request.out``. Under torchrun every rank calls
     this; rank 0 returns the result and the others None. Raises SettingsError for settings this machine cannot
     run, ValueError for bad input."""
-    plan = run.plan(data.rows.shape[0], data.rows.shape[1])
+    try:
+        plan = run.plan(data.rows.shape[0], data.rows.shape[1])
+    except ValueError as err:
+        raise SettingsError(str(err)) from None
     if not run.flow.record_every:  # about 50 trajectory frames over the run
         run = replace(run, flow=replace(run.flow, record_every=max(1, plan.steps // 50)))
     meta = getattr(data.codec, "meta", None)
-    image_values = 0 if meta is None else int(_product(meta["image_shape"]))
+    image_values = 0 if meta is None else math.prod(int(size) for size in meta["image_shape"])
     spec = method(run.method)
     footprint = spec.release.footprint(plan, sketch=64 if run.sketch is None else run.sketch, flow=spec.kind == "flow",
                                        streamed_chunk=getattr(data.rows, "chunk_rows", None))
@@ -104,13 +108,6 @@ def _after_divergence(spec) -> str:
     return ("Its release is kept in the unfinished folder, rewound to step 0: rerun the same command with --resume "
             "and a smaller --step-size to flow again from it, at no further privacy cost (--overwrite would "
             "release again: a second use of the private data)")
-
-
-def _product(shape) -> int:
-    total = 1
-    for size in shape:
-        total *= int(size)
-    return total
 
 
 def _flow(out: Path, run, request: RunRequest, data: PrivateData, plan):

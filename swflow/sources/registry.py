@@ -8,6 +8,7 @@ factory ``codec(request) -> codec`` and offers:
     decode                         rows (m, d) -> records (m, ...), or None where the rows are the records
     describe() -> dict             public facts a run records about the codec (a checkpoint's name and sha256)
     manifold, norm_bound           where its rows live ('sphere' or 'ball'; None for a source's own declaration)
+    keeps_records (optional)       True: the private records stay at hand (an accounted adaptation of the decoder)
 
 A **source** reads the private records: ``source(request, codec) -> Records``. It may read the codec's public
 metadata (an image size, a split manifest, a schema), never the other way round.
@@ -80,4 +81,4 @@ def open_source(request: SourceRequest, *, codec=None) -> PrivateData:
     keep = records.values if getattr(codec, "keeps_records", False) else None
     return PrivateData(rows=rows, codec=codec, labels=records.labels, manifold=manifold, norm_bound=norm_bound,
                        run_config={**codec.describe(), **records.run_config}, records=keep,
-                       notes=(*getattr(codec, "notes", ()), *records.notes))
+                       notes=records.notes)
