@@ -47,7 +47,8 @@ def main() -> None:
     run(SWFLOW, "evaluate", "demo-run", "--n-fid", "100", "--quiet")
     metrics = json.loads((here / "demo-run" / "metrics.json").read_text())
     check(f"demo, then evaluate with FID from the wheel (FID@100 {metrics.get('fid', float('nan')):.1f}, copy rate "
-          f"{metrics.get('copy_rate', float('nan')):.2f})", "fid" in metrics and "copy_rate" in metrics)
+          f"{metrics.get('owner_only', {}).get('copy_rate', float('nan')):.2f}, owner only)",
+          "fid" in metrics and "copy_rate" in metrics.get("owner_only", {}))
 
     code = ("import numpy as np\n"
             "from swflow import Synthesizer\n"

@@ -197,7 +197,7 @@ def _score_run(run: Path, classifier, n_fid: int) -> dict:
     decode = run_decoder(json.loads((run / "privacy.json").read_text())["run_config"], run)
     images = decode(_on_sphere(read_samples(run / "samples.h5")["latents"]))
     return {"class_tv": _class_tv(images, classifier), "fid": metrics.get("fid"), "kid": metrics.get("kid"),
-            "fid_n": n_fid, "latent_sw": metrics.get("latent_sw"), "copy_rate": metrics.get("copy_rate")}
+            "fid_n": n_fid, "latent_sw": metrics.get("latent_sw"), "copy_rate": metrics.get("owner_only", {}).get("copy_rate")}
 
 
 def _on_sphere(latents: np.ndarray) -> np.ndarray:

@@ -523,3 +523,17 @@ def test_sample_on_a_torchrun_run_says_it_records_no_releases(tmp_path, capsys):
     assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 2
     err = capsys.readouterr().err
     assert "torchrun run writes its samples, not its releases" in err and "version" not in err
+
+
+def test_the_copy_rate_against_private_images_sits_in_an_owner_only_section(tmp_path):
+    # what to build: the copy rate and its threshold are computed against the private split without noise, so
+    # metrics.json files them under owner_only, labelled; nothing at its top level comes from private rows
+    run = tmp_path / "run"
+    assert main(["generate", "--dataset", "digits", "--method", "dpswflow-hist", "--epsilon", "4", "--steps", "5",
+                 "--n-particles", "100", "--quiet", "--out", str(run)]) == 0
+    assert main(["evaluate", str(run), "--n-fid", "0", "--quiet"]) == 0
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert "copy_rate" not in metrics and "copy_threshold" not in metrics
+    owner = metrics["owner_only"]
+    assert owner["note"].startswith("OWNER ONLY") and 0 <= owner["copy_rate"] <= 1 and owner["copy_threshold"] > 0
+    assert "private split" in owner["copy_note"]

@@ -35,6 +35,7 @@ class Reference:
     key: str  # cache key of its FID statistics
     training: np.ndarray | None = None
     training_description: str | None = None
+    training_private: bool = False  # the copy-rate pool holds private images: its numbers are the owner's only
 
 
 def load_reference(run_config: dict, *, reference_file: str | None = None, data_root: str | None = None) -> Reference:
@@ -87,7 +88,8 @@ def load_reference(run_config: dict, *, reference_file: str | None = None, data_
         description = f"{base}, population {population['population']} ({len(rows)} images)"
         part = f"{part}-{population['population']}"
     latents = model.encode_images(images)
-    return Reference(latents, images, labels, description, f"{dataset}-{part}", training, training_description)
+    return Reference(latents, images, labels, description, f"{dataset}-{part}", training, training_description,
+                     training_private=True)
 
 
 def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: str | None = None,
@@ -124,11 +126,14 @@ def evaluate_run(run_dir: str | Path, *, n_fid: int = 10_000, reference_file: st
                                         seed=seed, progress=progress))
     if "images" in samples and ref.images is not None and ref.training is not None:
         rate, threshold = copy_rate(samples["images"], ref.training, ref.images)
-        metrics.update(copy_rate=rate, copy_threshold=threshold,
-                       copy_note=f"share of the samples whose nearest image among {ref.training_description} is "
-                                 f"closer (pixel L2) than {threshold:.3f}, the 5th percentile of the reference images' "
-                                 "own nearest distances: held-out images score 0.05, copies 1.0. An evaluation on "
-                                 "benchmark data, not a release")
+        copies = dict(copy_rate=rate, copy_threshold=threshold,
+                      copy_note=f"share of the samples whose nearest image among {ref.training_description} is "
+                                f"closer (pixel L2) than {threshold:.3f}, the 5th percentile of the reference images' "
+                                "own nearest distances: held-out images score 0.05, copies 1.0")
+        if ref.training_private:  # computed on private images without noise: the data owner's, never published
+            metrics["owner_only"] = {"note": OWNER_ONLY_NOTE, **copies}
+        else:
+            metrics.update(copies)
     if "labels" in samples and "images" in samples and ref.labels is not None:
         metrics["downstream_accuracy"] = downstream_accuracy(samples["images"], samples["labels"], ref.images,
                                                              ref.labels, seed=seed)
@@ -159,8 +164,11 @@ def _image_distances(images: np.ndarray, ref, *, n_fid: int, device: str, seed: 
                          "its standard error (group jackknife) is how far it would move on a fresh sample")
 
 
+OWNER_ONLY_NOTE = ("OWNER ONLY: computed on the private images without noise, so not covered by the run's privacy "
+                   "guarantee: for the data owner's evaluation; remove this section before publishing metrics.json")
+
 COLUMNS = (("method", "method"), ("epsilon", "ε"), ("delta", "δ"), ("fid", "FID"), ("fid_n", "FID n"),
-           ("copy_rate", "copy rate"), ("latent_sw", "latent SW"), ("latent_precision", "precision"), ("latent_recall", "recall"),
+           ("copy_rate", "copy rate (owner)"), ("latent_sw", "latent SW"), ("latent_precision", "precision"), ("latent_recall", "recall"),
            ("downstream_accuracy", "accuracy"))
 
 
@@ -187,7 +195,8 @@ def compare_table(run_dirs: list[str | Path]) -> str:
         m = json.loads(path.read_text())
         report = read_verified_report(d)  # the claim comes from the verified privacy.json, not from metrics.json
         m.update(epsilon=math.inf if report.epsilon is None else report.epsilon, delta=report.delta)
-        rows.append([str(d)] + [_cell(m.get(key)) for key, _ in COLUMNS])
+        owner = m.get("owner_only") if isinstance(m.get("owner_only"), dict) else {}
+        rows.append([str(d)] + [_cell(m.get(key, owner.get(key))) for key, _ in COLUMNS])
     header = ["run"] + [title for _, title in COLUMNS]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
