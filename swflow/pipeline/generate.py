@@ -95,14 +95,15 @@ def generate(run, request: RunRequest, data: PrivateData) -> Generated | None:
             else:
                 report, files = _flow(out, run, request, data, plan)
     except FlowDiverged as err:
-        raise FlowDiverged(f"{err}. {_after_divergence(method(run.method))}") from None
+        raise FlowDiverged(f"{err}. {_after_divergence(rewound=getattr(err, 'rewound', False))}") from None
     return Generated(report, files, time.perf_counter() - t0, note=report.notes.get("labels_note", "")
                      if request.conditional else "")
 
 
-def _after_divergence(spec) -> str:
-    """What a diverged run left, and the way on that spends no privacy again where there is one."""
-    if spec.release.per_step or spec.release.local:  # releases during the steps: no step 0 holds them all
+def _after_divergence(*, rewound: bool) -> str:
+    """What a diverged run left, and the way on that spends no privacy again where there is one: ``rewound``, its
+    checkpoint was rewound to a release made before the first step (swflow.simulate.callbacks.Checkpointer)."""
+    if not rewound:  # releases during the steps: no step 0 holds them all
         return ("Its releases so far are in the unfinished folder: --overwrite starts afresh, with new releases "
                 "(a second use of the private data)")
     return ("Its release is kept in the unfinished folder, rewound to step 0: rerun the same command with --resume "

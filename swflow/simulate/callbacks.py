@@ -98,6 +98,7 @@ class Checkpointer(FlowCallback):
             tmp = self.path.with_suffix(".tmp")
             torch.save(state, tmp)
             os.replace(tmp, self.path)
+            error.rewound = True  # what the run's caller tells its user: the release is kept at step 0
 
     def on_step(self, flow, diagnostic) -> None:
         every = self.every(flow)
