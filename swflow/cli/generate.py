@@ -38,8 +38,9 @@ def cmd_generate(args) -> int:
 
 def _check_flags(args) -> None:
     """Combinations of flags that name no run."""
-    if args.schema is not None:
-        raise UsageError("--schema belongs to a --table run")
+    for flag in ("schema", "public_table"):
+        if getattr(args, flag) is not None:
+            raise UsageError(f"--{flag.replace('_', '-')} belongs to a --table run")
     if sum(x is not None for x in (args.data, args.dataset, args.images)) != 1:
         raise UsageError("give exactly one of --dataset NAME (private split, encoded by its autoencoder), "
                          "--images PRIVATE (your private images, encoded by --checkpoint), --data FILE "

@@ -30,8 +30,9 @@ def cmd_generate_table(args) -> int:
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
                            noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
                            count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
-                           seed=args.seed, privacy_seed=args.privacy_seed, **steps)
-    request = RunRequest(out=args.out, inputs=(args.table,), overwrite=args.overwrite, quiet=args.quiet)
+                           public=args.public_table, seed=args.seed, privacy_seed=args.privacy_seed, **steps)
+    inputs = (args.table,) if args.public_table is None else (args.table, args.public_table)
+    request = RunRequest(out=args.out, inputs=inputs, overwrite=args.overwrite, quiet=args.quiet)
     report = generate_table(syn, args.table, request, n_samples=args.n_samples, seed=args.seed)
     if report is not None:  # rank 0, or the one process
         suffix = ".parquet" if str(args.table).lower().endswith(".parquet") else ".csv"
@@ -93,6 +94,9 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "the synthetic records")
     g.add_argument("--schema", metavar="SCHEMA.json", help="the table's public schema: every column's categories or "
                    "numeric bounds (never read from the private rows)")
+    g.add_argument("--public-table", metavar="PUBLIC", help="PUBLIC rows under the same schema (.csv or .parquet), "
+                   "never private ones: release only the pairs of columns they show worth their noise (wide tables: "
+                   "fewer pairs, less noise on each; docs/tables.md). Default: every pair")
     g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
                    "private table has; n is public)")
 

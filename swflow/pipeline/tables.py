@@ -39,7 +39,7 @@ class TableSynthesizer:
                  epsilon: float | None = None, delta: float = 1e-9, noise_multiplier: float | None = None,
                  adjacency: str = "replace-one",
                  count_noise: str = "discrete-gaussian", secure_noise: bool = False, clip: bool = False,
-                 pairs: list[tuple[str, str]] | None = None, numeric_bins: int = NUMERIC_BINS,
+                 pairs: list[tuple[str, str]] | None = None, public=None, numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, seed: int = 0,
                  privacy_seed: int | None = None):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
@@ -56,7 +56,10 @@ class TableSynthesizer:
             schema = Schema.from_json(schema) if isinstance(schema, dict) else Schema.read(schema)
         self.method, self.schema = method, schema
         self.codec = TableCodec(schema, numeric_bins=numeric_bins)
-        self.pairs = self._pairs(pairs)
+        if pairs is not None and public is not None:
+            raise ValueError("give pairs, or public rows that choose them, not both")
+        self.pairs, self.public = self._pairs(pairs), public
+        self.pairs_chosen_by = "every pair (the schema alone)" if pairs is None else "given"
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
         self.clip, self.privacy_seed = clip, privacy_seed
@@ -96,6 +99,8 @@ class TableSynthesizer:
         data = open_source(SourceRequest("table", table, "table", clip=self.clip),
                            codec=TableSource(self.codec, clip=self.clip))
         rows, n = data.rows, len(data.rows)
+        if self.public is not None:
+            self._choose_pairs(n)
         calibration = None
         if self.privacy.private:
             plan = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
@@ -120,9 +125,28 @@ class TableSynthesizer:
         del tables
         return self
 
+    def _choose_pairs(self, n: int) -> None:
+        """The pairs the public rows show worth their noise at this budget and this public n."""
+        from ..privacy.mechanisms import analytic_gaussian_multiplier
+        from ..tables.files import read_table
+        from ..tables.pairs import choose_pairs
+
+        public = self.public if hasattr(self.public, "columns") else read_table(self.public)
+        try:
+            cells = self.codec.cell_index(self.schema.check(public, clip=self.clip))
+        except ValueError as err:
+            raise ValueError(f"the public rows do not fit the schema: {err}") from None
+        spec = self.privacy
+        z = (spec.noise_multiplier or analytic_gaussian_multiplier(epsilon=spec.epsilon, delta=spec.delta)
+             if spec.private else 0.0)
+        self.pairs = choose_pairs(cells, [b - a for a, b in self.codec.blocks()], dataset_size=n, noise_multiplier=z)
+        self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
+                                "minimise noise plus left-out dependence (swflow.tables.pairs)")
+
     def _run_config(self, n: int) -> dict:
         return {"method": self.method, "table": True, "dataset_size": n, "columns": self.schema.names,
                 "pairs": [[self.schema.names[i], self.schema.names[j]] for i, j in self.pairs],
+                "pairs_chosen_by": self.pairs_chosen_by,
                 "numeric_bins": self.codec.numeric_bins, **asdict(self.flow)}
 
     # -- use ---------------------------------------------------------------------------------------

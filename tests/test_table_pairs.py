@@ -1,0 +1,87 @@
+"""Public rows choose which pairs of columns a table run releases (swflow/tables/pairs.py, issue 51)."""
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from swflow.tables.pairs import choose_pairs, pair_dependence
+
+
+def test_pair_dependence_is_the_total_variation_from_independence():
+    """Against pandas' crosstab: 0.5 · Σ |p(a, b) − p(a) p(b)| for every pair."""
+    rng = np.random.default_rng(0)
+    a = rng.integers(0, 3, 4000)
+    cells = np.stack([a, (a + rng.integers(0, 2, 4000)) % 4, rng.integers(0, 2, 4000)], axis=1)
+    got = pair_dependence(cells, [3, 4, 2])
+    for (i, j), value in got.items():
+        joint = pd.crosstab(cells[:, i], cells[:, j], normalize=True).to_numpy()
+        expected = 0.5 * np.abs(joint - np.outer(joint.sum(1), joint.sum(0))).sum()
+        assert value == pytest.approx(expected, abs=1e-12)
+    assert got[(0, 1)] > 0.3 and got[(0, 2)] < 0.05  # the dependent pair stands out
+
+
+def test_the_rule_on_a_table_worked_by_hand():
+    """Columns 0 and 1 equal, column 2 independent: dependence 0.5, 0, 0. Under noise the pair (0, 1) is kept and
+    column 2 keeps its first pair (0, 2) (a column needs a marginal); (1, 2) adds noise and no dependence, so it is
+    left out. Without noise nothing costs anything: every pair."""
+    public = np.array([[0, 0, 0], [0, 0, 1], [1, 1, 0], [1, 1, 1]])
+    assert pair_dependence(public, [2, 2, 2]) == {(0, 1): 0.5, (0, 2): 0.0, (1, 2): 0.0}
+    assert choose_pairs(public, [2, 2, 2], dataset_size=1000, noise_multiplier=3.0) == [(0, 1), (0, 2)]
+    assert choose_pairs(public, [2, 2, 2], dataset_size=1000, noise_multiplier=0.0) == [(0, 1), (0, 2), (1, 2)]
+
+
+def test_more_noise_keeps_fewer_pairs_and_every_column_stays_covered():
+    rng = np.random.default_rng(1)
+    base = rng.integers(0, 4, (3000, 1))
+    public = np.concatenate([base, (base + rng.integers(0, 2, (3000, 1))) % 4, rng.integers(0, 4, (3000, 4))], axis=1)
+    sizes = [4] * 6
+    kept = [choose_pairs(public, sizes, dataset_size=5000, noise_multiplier=z) for z in (0.0, 0.5, 2.0, 8.0)]
+    assert len(kept[0]) == 15 and [len(k) for k in kept] == sorted((len(k) for k in kept), reverse=True)
+    assert len(kept[-1]) < 15 and kept[-1][0] == (0, 1)
+    for pairs in kept:
+        assert {c for p in pairs for c in p} == set(range(6))
+    with pytest.raises(ValueError, match="two columns"):
+        choose_pairs(public[:, :1], [4], dataset_size=10, noise_multiplier=1.0)
+
+
+def test_public_rows_choose_the_pairs_and_the_private_rows_do_not(tmp_path):
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables import example_table
+
+    (first, schema), (second, _) = example_table(2000, seed=0), example_table(2000, seed=7)
+    public, _ = example_table(400, seed=5)
+    fits = [TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-6, public=public, steps=30).fit(private)
+            for private in (first, second)]
+    assert fits[0].pairs == fits[1].pairs and len(fits[0].pairs) < 10  # n and the budget, not the private rows
+    report = fits[0].privacy_report().to_json()
+    assert report["n_projections"] == len(fits[0].pairs)
+    assert report["sensitivity"] == pytest.approx(math.sqrt(2 * len(fits[0].pairs)))
+    assert "400 public rows" in report["run_config"]["pairs_chosen_by"]
+    loaded = TableSynthesizer.load(fits[0].save(tmp_path / "t.pt"))
+    assert loaded.pairs == fits[0].pairs and len(schema.check(loaded.sample(50))) == 50
+    with pytest.raises(ValueError, match="not both"):
+        TableSynthesizer(schema=schema, epsilon=1.0, public=public, pairs=[("age", "hours")])
+    with pytest.raises(ValueError, match="public rows do not fit the schema: column 'age'"):
+        TableSynthesizer(schema=schema, epsilon=1.0, public=public.assign(age=200), steps=5).fit(first)
+
+
+def test_the_public_table_flag(tmp_path, capsys):
+    from swflow.cli import main
+    from swflow.tables import example_table
+
+    (private, schema), (public, _) = example_table(1500, seed=0), example_table(300, seed=5)
+    private.to_csv(tmp_path / "private.csv", index=False)
+    public.to_csv(tmp_path / "public.csv", index=False)
+    schema.write(tmp_path / "schema.json")
+    flags = ["--schema", str(tmp_path / "schema.json"), "--method", "dpswflow-hist", "--epsilon", "1", "--delta",
+             "1e-6", "--steps", "30", "--quiet", "--public-table", str(tmp_path / "public.csv")]
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), *flags, "--out", str(tmp_path / "run")]) == 0
+    report = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    assert report["n_projections"] == len(report["run_config"]["pairs"]) < 10
+    assert "public rows" in report["run_config"]["pairs_chosen_by"]
+    capsys.readouterr()
+    assert main(["generate", "--data", str(tmp_path / "x.npy"), "--public-table", str(tmp_path / "public.csv"),
+                 "--epsilon", "1", "--out", str(tmp_path / "bad")]) == 2
+    assert "--public-table belongs to a --table run" in capsys.readouterr().err
