@@ -19,6 +19,7 @@ from pathlib import Path
 from swflow.core.layers import layer_of
 
 FIRST_STEP = "step_once"
+SIMULATOR_START = "run"  # the simulator's loop is entered (swflow.simulate): its setup follows, then the first step
 ENTRY = "cmd_generate"  # the command's function: the flags are parsed when it is called
 
 
@@ -27,8 +28,9 @@ def folder_of(module: str) -> str:
     return parts[0] if parts[0] != "swflow" or len(parts) < 3 else ".".join(parts[:2])
 
 
-def trace(argv: list[str]) -> list[str]:
-    """The modules the command passes through, one entry per change of module, from the entry to the first step."""
+def trace(argv: list[str]) -> tuple[list[tuple[str, str]], int]:
+    """The modules the command passes through, one entry per change of module, from the entry to the first step,
+    and the index of the first of them inside the simulator's loop (its setup, then the first step)."""
     from swflow.cli import main
 
     roots = tuple(str(Path(m.__file__).parent) for m in _packages())
@@ -45,7 +47,7 @@ def trace(argv: list[str]) -> list[str]:
         if module is not None and (not stops or stops[-1][0] != module):
             stops.append((module, how))
 
-    started, importing = [], [0]  # calls made while a module is imported (its body runs) are no stops
+    started, importing, handover = [], [0], []  # calls made while a module is imported (its body runs) are no stops
 
     def profile(frame, event, arg):
         if frame.f_code.co_name == "<module>":
@@ -65,6 +67,9 @@ def trace(argv: list[str]) -> list[str]:
                 note(module, "call")
                 sys.setprofile(None)
                 raise Reached
+            entering = frame.f_code.co_name == SIMULATOR_START and module.startswith("swflow.simulate")
+            if entering and not handover:
+                handover.append(len(stops))  # the run hands over to the loop: its setup follows
             note(module, "call")
         elif event == "return" and started and frame.f_back is not None:
             note(module_of(frame.f_back), "return")
@@ -73,7 +78,7 @@ def trace(argv: list[str]) -> list[str]:
     try:
         main(argv)
     except Reached:
-        return stops
+        return stops, (handover[0] if handover else len(stops))
     finally:
         sys.setprofile(None)
     raise SystemExit(f"swflow {' '.join(argv)} ended before its first step")
@@ -100,14 +105,16 @@ def folder_stops(stops: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return out
 
 
-def summary(stops: list[tuple[str, str]]) -> dict:
+def summary(stops: list[tuple[str, str]], handover: int) -> dict:
     folders = folder_stops(stops)
     climbs = sum(how == "call" and layer_of(b) > layer_of(a) for (a, _), (b, how) in zip(folders, folders[1:]))
     seen, returns = set(), 0
     for folder, _ in folders:
         returns += folder in seen
         seen.add(folder)
-    return {"stops": len(folders), "places": len({m for m, _ in stops}), "climbs": climbs, "returns": returns}
+    before = len(folder_stops(stops[:handover]))
+    return {"stops": len(folders), "places": len({m for m, _ in stops}), "climbs": climbs, "returns": returns,
+            "before the simulator": before, "in its setup": len(folders) - before}
 
 
 def runs(tmp: Path, smoke: bool) -> dict[str, list[str]]:
@@ -143,8 +150,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         for name, argv_ in runs(Path(tmp), args.smoke).items():
-            stops = trace(argv_)
-            counts = summary(stops)
+            stops, handover = trace(argv_)
+            counts = summary(stops, handover)
             print(f"{name:8s} " + "  ".join(f"{k} {v}" for k, v in counts.items()))
             if args.list:
                 print("   " + " > ".join(f.removeprefix("swflow.") for f, _ in folder_stops(stops)))

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..methods.registry import METHODS, method
+from ..methods.registry import METHODS
 from ..core.config import PrivacySpec, RunShape, SimulatorSettings
-from ..pipeline.options import add_options, values
+from ..pipeline.options import add_options
 
 
 DATASETS = ("digits", "fashion-mnist", "mnist", "celeba")
@@ -42,22 +42,12 @@ def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
 
 def settings(args, *, manifold: str = "ball", norm_bound: float | None = None):
     """The run's one :class:`~swflow.pipeline.settings.Settings` from the parsed flags (a --config file's values
-    arrive as flags, swflow/cli/__init__.py). ``manifold``: the default the data source implies;
-    ``norm_bound``: the bound R the data file declares (None: R = 1)."""
-    from ..pipeline.settings import OPTIONS, TABLES, build
+    arrive as flags, swflow/cli/__init__.py), in one call: :func:`~swflow.pipeline.settings.from_options`."""
+    from ..pipeline.settings import from_options
 
-    tables = {table: values(cls, args) for table, cls in TABLES.items()}
-    tables["privacy"].update(epsilon=args.epsilon, noise_multiplier=args.noise_multiplier,
-                             clip=getattr(args, "clip", False))
-    if norm_bound is not None:
-        tables["privacy"]["norm_bound"] = norm_bound
-    if "n_particles" in tables["flow"]:  # commands with the simulator options (generate)
-        tables["flow"]["manifold"] = args.manifold or manifold
-    cls = method(args.method).option_class()
-    if cls is not None:
-        tables[OPTIONS] = values(cls, args)
     try:
-        return build(args.method, tables, privacy_seed=getattr(args, "privacy_seed", None))
+        return from_options(args.method, vars(args), manifold=manifold, norm_bound=norm_bound,
+                            privacy_seed=getattr(args, "privacy_seed", None))
     except ValueError as err:
         raise UsageError(_as_flags(str(err))) from None
 

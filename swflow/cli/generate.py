@@ -20,8 +20,9 @@ def cmd_generate(args) -> int:
 
         return cmd_generate_table(args)
     check_device(args.device)
-    _check_flags(args)
-    source, request = _source_request(args), _run_request(args)
+    spec = method(args.method)  # the method's facts, asked once
+    _check_flags(args, spec)
+    source, request = _source_request(args, spec), _run_request(args)
     data = open_source(source)
     for note in data.notes:
         print(note)
@@ -36,7 +37,7 @@ def cmd_generate(args) -> int:
     return 0
 
 
-def _check_flags(args) -> None:
+def _check_flags(args, spec) -> None:
     """Combinations of flags that name no run."""
     for flag in ("schema", "public_table"):
         if getattr(args, flag) is not None:
@@ -49,13 +50,13 @@ def _check_flags(args) -> None:
         raise UsageError("--population draws from a dataset's private split: give --dataset")
     if args.labels_public and not args.conditional:
         raise UsageError("--labels-public applies to --conditional runs only")
-    if args.conditional and method(args.method).kind != "flow":
+    if args.conditional and spec.kind != "flow":
         raise UsageError(f"--conditional runs one flow per class; {args.method} is not a flow method")
     if args.conditional and args.dataset is None:
         raise UsageError("--conditional needs --dataset (its labels split the private rows into classes)")
 
 
-def _source_request(args) -> SourceRequest:
+def _source_request(args, spec) -> SourceRequest:
     """Which records the run reads and which codec encodes them."""
     if args.dataset is not None:
         kind, location = "dataset", args.dataset
@@ -66,8 +67,7 @@ def _source_request(args) -> SourceRequest:
     codec = "identity" if kind == "rows" and args.decoder == "autoencoder" else args.decoder
     return SourceRequest(kind, location, codec, checkpoint=args.checkpoint, population=args.population,
                          data_root=args.data_root, manifold=args.manifold,
-                         require_manifold=method(args.method).kind == "flow",
-                         streamed=method(args.method).release.of_counts)
+                         require_manifold=spec.kind == "flow", streamed=spec.release.of_counts)
 
 
 def _run_request(args):

@@ -88,7 +88,7 @@ def generate(run, request: RunRequest, data: PrivateData) -> Generated | None:
         with staged(request.out, overwrite=request.overwrite, resume=request.resume, inputs=request.inputs) as out:
             if run.adapt.adapt_decoder:
                 report, files = _adapted(out, run, request, data, plan)
-            elif method(run.method).kind == "generator":
+            elif spec.kind == "generator":
                 report, files = _generator(out, run, request, data, plan)
             elif request.conditional:
                 report, files = _conditional(out, run, request, data, plan)

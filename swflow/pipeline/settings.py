@@ -24,8 +24,8 @@ from ..methods.registry import METHODS, method
 from ..core.config import AdaptSettings, FlowConfig, PrivacySpec, RunShape, SimulatorSettings
 from .options import field_type
 
-__all__ = ["Settings", "TABLES", "build", "config_path", "from_keywords", "home_of", "read_config", "shipped_configs",
-           "split_keywords"]
+__all__ = ["Settings", "TABLES", "build", "config_path", "from_keywords", "from_options", "home_of", "read_config",
+           "shipped_configs", "split_keywords"]
 
 #: the configuration tables, each a dataclass; "options" is the chosen method's own (MethodSpec.options)
 TABLES = {"privacy": PrivacySpec, "shape": RunShape, "flow": SimulatorSettings, "adapt": AdaptSettings}
@@ -74,8 +74,9 @@ class Settings:
 
 def _table_classes(method_name: str | None) -> dict:
     classes = dict(TABLES)
-    if method_name is not None and method(method_name).option_class() is not None:
-        classes[OPTIONS] = method(method_name).option_class()
+    options = method(method_name).option_class() if method_name is not None else None
+    if options is not None:
+        classes[OPTIONS] = options
     return classes
 
 
@@ -112,14 +113,17 @@ def build(method_name: str, tables: Mapping[str, Mapping[str, Any]], *, privacy_
     if method_name not in METHODS:
         raise ValueError(f"unknown method {method_name!r}; choose one of {sorted(METHODS)}")
     spec, classes = method(method_name), _table_classes(method_name)
+    homes: dict[str, str] = {}  # each key's table, worked out once (home_of's order: the first table wins)
+    for table, cls in classes.items():
+        for f in fields(cls):
+            homes.setdefault(f.name, table)
     for table, values in tables.items():
         if table not in classes:
             raise ValueError(f"{method_name} has no [{table}] settings; tables: {', '.join(classes)}")
         for key in values:
-            if home_of(key, method_name) != table:
+            if homes.get(key) != table:
                 raise ValueError(f"{key!r} is not a [{table}] setting"
-                                 + (f": it belongs in [{home_of(key, method_name)}]" if home_of(key, method_name)
-                                    else ""))
+                                 + (f": it belongs in [{homes[key]}]" if key in homes else ""))
     privacy = dict(tables.get("privacy", {}))
     if privacy.get("epsilon") is None and privacy.get("noise_multiplier") is None:
         if spec.private:
@@ -140,6 +144,24 @@ def build(method_name: str, tables: Mapping[str, Mapping[str, Any]], *, privacy_
     return Settings(method=method_name, privacy=privacy_spec, shape=RunShape(**tables.get("shape", {})),
                     flow=SimulatorSettings(**tables.get("flow", {})), options=options, privacy_seed=privacy_seed,
                     sketch=sketch, adapt=adapt)
+
+
+def from_options(method_name: str, options: Mapping[str, Any], *, manifold: str = "ball",
+                 norm_bound: float | None = None, privacy_seed: int | None = None) -> Settings:
+    """The :class:`Settings` of ``method_name`` from parsed options keyed by setting name (the command's flags, a
+    --config file's values among them), in one call. ``manifold``: the default the data source implies;
+    ``norm_bound``: the bound R the data file declares (None: R = 1)."""
+    from .options import values
+
+    classes = _table_classes(method_name) if method_name in METHODS else dict(TABLES)
+    tables = {table: values(cls, options) for table, cls in classes.items()}
+    tables["privacy"].update(epsilon=options["epsilon"], noise_multiplier=options["noise_multiplier"],
+                             clip=options.get("clip", False))
+    if norm_bound is not None:
+        tables["privacy"]["norm_bound"] = norm_bound
+    if "n_particles" in tables["flow"]:  # commands with the simulator options (generate)
+        tables["flow"]["manifold"] = options.get("manifold") or manifold
+    return build(method_name, tables, privacy_seed=privacy_seed)
 
 
 def from_keywords(method_name: str, *, privacy_seed: int | None = None, sketch: int | None = 64,

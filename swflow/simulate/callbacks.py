@@ -142,7 +142,7 @@ class TrajectoryRecorder(FlowCallback):
     def on_start(self, flow, *, resumed) -> None:
         if not flow.config.record_every:
             return
-        self._writer = TrajectoryWriter(self.path, n=flow.config.n_particles, d=flow.target.dim,
+        self._writer = TrajectoryWriter(self.path, n=flow.config.n_particles, d=flow.dim,
                                         config=flow.describe(), resume_step=flow.step if resumed else None)
         if not resumed:
             self._writer.append(0, flow.particles.cpu().numpy())
@@ -162,7 +162,7 @@ class ReleaseLog(FlowCallback):
 
     def on_start(self, flow, *, resumed) -> None:
         self._recorder = ReleaseRecorder(self.path, sketch=self.sketch, resume_step=flow.step if resumed else None,
-                                         attrs={"flow_config": asdict(flow.config), "dim": flow.target.dim},
+                                         attrs={"flow_config": asdict(flow.config), "dim": flow.dim},
                                          public=flow.target.public_release())
 
     def on_release(self, flow, theta, released, sigma) -> None:

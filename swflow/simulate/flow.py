@@ -168,8 +168,9 @@ class ParticleFlow(Simulator):
         self.dtype = DTYPES[config.dtype]
         self.generator = torch.Generator(device=self.device).manual_seed(config.seed)
         self.step = 0
+        self.dim = target.dim  # the rows' dimension, which the particles share
         # every process draws all n and keeps its part: the same stream as one process
-        everyone = initial_particles(config.n_particles, target.dim, init=config.init, generator=self.generator,
+        everyone = initial_particles(config.n_particles, self.dim, init=config.init, generator=self.generator,
                                      dtype=self.dtype, device=self.device)
         self.particles = self.communicator.keep(everyone, 0)
         self._set_up = False
@@ -181,7 +182,7 @@ class ParticleFlow(Simulator):
     # -- state ---------------------------------------------------------------------------------
     def describe(self) -> dict:
         return {**asdict(self.config), **self.strategy.describe(), "batch_size": self.target.batch_size,
-                "dim": self.target.dim, "dataset_size": self.target.size}
+                "dim": self.dim, "dataset_size": self.target.size}
 
     def privacy_report(self, method: str, run_config: dict | None = None):
         """privacy.json for this flow: the target's report, the per-step diffusion γ and what the
