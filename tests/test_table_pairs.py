@@ -85,3 +85,6 @@ def test_the_public_table_flag(tmp_path, capsys):
     assert main(["generate", "--data", str(tmp_path / "x.npy"), "--public-table", str(tmp_path / "public.csv"),
                  "--epsilon", "1", "--out", str(tmp_path / "bad")]) == 2
     assert "--public-table belongs to a --table run" in capsys.readouterr().err
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), *flags[:-1], str(tmp_path / "nope.csv"),
+                 "--out", str(tmp_path / "missing")]) == 2
+    assert "--public-table" in capsys.readouterr().err and not (tmp_path / "missing").exists()

@@ -25,6 +25,8 @@ def cmd_generate_table(args) -> int:
     for flag in ("dataset", "data", "images", "population", "checkpoint"):
         if getattr(args, flag, None) is not None:
             raise UsageError(f"--table takes no --{flag}")
+    if args.public_table is not None and not Path(args.public_table).is_file():
+        raise UsageError(f"--public-table {args.public_table}: no such file (public rows, .csv or .parquet)")
     t0 = time.perf_counter()
     steps = {} if args.steps is None else {"steps": args.steps}
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,

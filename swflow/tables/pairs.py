@@ -53,17 +53,21 @@ def choose_pairs(public_cells: np.ndarray, sizes: list[int], *, dataset_size: in
         raise ValueError(f"need dataset_size >= 1 and noise_multiplier >= 0, got {dataset_size}, {noise_multiplier}")
     dependence = pair_dependence(public_cells, sizes)
     ranked = sorted(dependence, key=lambda p: (-dependence[p], p))
-    own_pair = {c: next(p for p in ranked if c in p) for c in range(len(sizes))}  # each column's most dependent
-    total = sum(dependence.values())
-    best, best_error = ranked, math.inf
+    noise_cost = np.array([math.sqrt(2 / math.pi) * sizes[i] * sizes[j] / (2 * dataset_size) for i, j in ranked])
+    measured = np.array([dependence[p] for p in ranked])
+    first = {}  # each column's first (most dependent) pair, by its rank
+    for rank, pair in enumerate(ranked):
+        for column in pair:
+            first.setdefault(column, rank)
+    first_ranks = np.array(sorted(set(first.values())))
+    cost_sum, dependence_sum = np.cumsum(noise_cost), np.cumsum(measured)
+    best, best_error = len(ranked), math.inf
     for k in range(1, len(ranked) + 1):
-        chosen = ranked[:k]
-        covered = {c for pair in chosen for c in pair}
-        chosen = chosen + sorted({own_pair[c] for c in range(len(sizes)) if c not in covered} - set(chosen))
-        # expected TV of the released tables under σ = z·√(2K), plus the dependence left unmeasured
-        noise = noise_multiplier * math.sqrt(2 * len(chosen)) * sum(
-            math.sqrt(2 / math.pi) * sizes[i] * sizes[j] / (2 * dataset_size) for i, j in chosen)
-        error = noise + total - sum(dependence[p] for p in chosen)
+        # the k most dependent pairs, plus the first pair of each column none of them covers (ranked after k)
+        extra = first_ranks[first_ranks >= k]
+        noise = noise_multiplier * math.sqrt(2 * (k + len(extra))) * (cost_sum[k - 1] + noise_cost[extra].sum())
+        error = noise + dependence_sum[-1] - dependence_sum[k - 1] - measured[extra].sum()
         if error <= best_error * (1 + 1e-12):  # ties: the most pairs
-            best, best_error = chosen, error
-    return best
+            best, best_error = k, error
+    extra = [ranked[r] for r in first_ranks[first_ranks >= best]]
+    return ranked[:best] + extra
