@@ -22,6 +22,7 @@ Rows (each at every ε):
 Finished cells are kept in --out and a rerun continues.
 
     make adult peers-env && python experiments/tables_adult.py [--epsilons 1 10] [--deltas 1e-9 1e-5]
+    python experiments/tables_adult.py --draw-only --figure docs/tables_adult.png   # the figure, from the cache
 
 swflow's rows run in this process on its torch threads; the peers in their own interpreter. Seconds are wall time
 on whatever shares the machine: the README says what ran beside each figure.
