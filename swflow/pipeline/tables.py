@@ -127,7 +127,7 @@ class TableSynthesizer:
 
     def _choose_pairs(self, n: int) -> None:
         """The pairs the public rows show worth their noise at this budget and this public n."""
-        from ..privacy.mechanisms import analytic_gaussian_multiplier
+        from ..privacy.histogram import one_release_multiplier
         from ..tables.files import read_table
         from ..tables.pairs import choose_pairs
 
@@ -136,10 +136,8 @@ class TableSynthesizer:
             cells = self.codec.cell_index(self.schema.check(public, clip=self.clip))
         except ValueError as err:
             raise ValueError(f"the public rows do not fit the schema: {err}") from None
-        spec = self.privacy
-        z = (spec.noise_multiplier or analytic_gaussian_multiplier(epsilon=spec.epsilon, delta=spec.delta)
-             if spec.private else 0.0)
-        self.pairs = choose_pairs(cells, [b - a for a, b in self.codec.blocks()], dataset_size=n, noise_multiplier=z)
+        self.pairs = choose_pairs(cells, [b - a for a, b in self.codec.blocks()], dataset_size=n,
+                                  noise_multiplier=one_release_multiplier(self.privacy))
         self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
                                 "minimise noise plus left-out dependence (swflow.tables.pairs)")
 

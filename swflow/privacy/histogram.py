@@ -32,7 +32,7 @@ from .sensitivity import ADJACENCIES, SensitivityBound
 
 __all__ = ["COUNT_BLOCK", "HistogramTarget", "bin_edges", "projection_counts", "histogram_sensitivity", "monotone_cdf",
            "quantile_table",
-           "TABLE_LEVELS", "THRESHOLD_STDS", "histogram_shape", "histogram_step_size"]
+           "TABLE_LEVELS", "THRESHOLD_STDS", "histogram_shape", "histogram_step_size", "one_release_multiplier"]
 
 #: quantile levels kept per released direction (the flow reads the released quantile function there)
 TABLE_LEVELS = 256
@@ -307,14 +307,20 @@ def histogram_step_size(*, dataset_size: int, privacy) -> float:
     return 3.0 if _effective_size(dataset_size, privacy) >= 2_000 else 1.0
 
 
-def _effective_size(n: int, privacy) -> float:
-    """n / z for the budget ``privacy`` (a PrivacySpec); n itself without privacy."""
+def one_release_multiplier(privacy) -> float:
+    """The noise multiplier z that the budget ``privacy`` (a PrivacySpec) buys for one Gaussian release of the whole
+    data set (the given one, else the analytic Gaussian's); 0 without privacy. Default rules read it, never a run's
+    accounting: the release itself is calibrated by :func:`~swflow.privacy.calibrate`."""
     from .mechanisms import analytic_gaussian_multiplier
 
     if not privacy.private:
-        return float(n)
-    z = privacy.noise_multiplier or analytic_gaussian_multiplier(epsilon=privacy.epsilon, delta=privacy.delta)
-    return n / z
+        return 0.0
+    return privacy.noise_multiplier or analytic_gaussian_multiplier(epsilon=privacy.epsilon, delta=privacy.delta)
+
+
+def _effective_size(n: int, privacy) -> float:
+    """n / z for the budget ``privacy`` (a PrivacySpec); n itself without privacy."""
+    return n / one_release_multiplier(privacy) if privacy.private else float(n)
 
 
 def _power_of_two(x: float, lo: int, hi: int) -> int:
