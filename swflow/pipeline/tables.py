@@ -4,25 +4,31 @@
     >>> syn.sample(1000, seed=1)           # a DataFrame: the schema's columns, every row valid
     >>> syn.save("table.pt"); Synthesizer.load("table.pt")
 
-The run is one path: the frame is checked against the public schema (source), encoded by the
-:class:`~swflow.tables.codec.TableCodec` (codec), its two-way tables on the schema's column pairs are released once
-(:class:`~swflow.privacy.marginals.MarginalTarget`: the sliced histogram on pair-block slices), particles are fitted
-to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to records. Only the release
-touches private rows; its privacy report is every run's (privacy.json).
+The run is one path: the frame is checked against the public schema (source); the columns with more fine cells than
+the pair tables can afford have their fine one-way histograms released first, at a share of the budget
+(:class:`~swflow.privacy.oneway.OneWayTarget`), and post-processing sets every column's cells from them
+(:mod:`swflow.tables.resolution`; from public rows instead, where given, at no cost); the records are encoded by the
+:class:`~swflow.tables.codec.TableCodec` with those cells (codec), their two-way tables on the column pairs are
+released once (:class:`~swflow.privacy.marginals.MarginalTarget`: the sliced histogram on pair-block slices),
+particles are fitted to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to records,
+each cell by its fine histogram. Only the two releases touch private rows; one ledger composes them, and the privacy
+report is every run's (privacy.json).
 """
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
 
 from ..tables.codec import NUMERIC_BINS, TableCodec
 from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells
+from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.schema import Schema
+from .table_cells import RESOLUTIONS, TableCells
 
-__all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE"]
+__all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE", "RESOLUTIONS"]
 
 FORMAT = "swflow-table-1"
 POST_PROCESSING_NOTE = ("records drawn from particles fitted to the run's released two-way tables (model.pt): "
@@ -32,20 +38,25 @@ POST_PROCESSING_NOTE = ("records drawn from particles fitted to the run's releas
 METHODS = ("dpswflow-hist",)
 
 
-class TableSynthesizer:
+class TableSynthesizer(TableCells):
     """fit once on a private table, then sample records as often as you like (module docstring)."""
 
     def __init__(self, method: str = "dpswflow-hist", *, schema: Schema | dict | str | Path,
                  epsilon: float | None = None, delta: float = 1e-9, noise_multiplier: float | None = None,
                  adjacency: str = "replace-one",
                  count_noise: str = "discrete-gaussian", secure_noise: bool = False, clip: bool = False,
-                 pairs: list[tuple[str, str]] | None = None, public=None, numeric_bins: int = NUMERIC_BINS,
+                 pairs: list[tuple[str, str]] | None = None, public=None, resolution: str | None = None,
+                 resolution_share: float = RESOLUTION_SHARE, cells: int | None = None,
+                 numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, seed: int = 0,
                  privacy_seed: int | None = None):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
         pairs whose two-way tables are released (default: every pair, a choice made from the schema alone);
-        ``numeric_bins``: the codec's bins per numeric column; ``n_particles``, ``steps``, ``lr``: the particles'
-        fit (:class:`~swflow.tables.flow.MarginalFlowConfig`); the budget as for every method (``epsilon`` or
+        ``resolution``: where the columns' cells come from (RESOLUTIONS; default 'public' with public rows, else
+        'release': the fine one-way histograms at ``resolution_share`` of the budget); ``cells``: cells per column
+        (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
+        equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``: the particles' fit
+        (:class:`~swflow.tables.flow.MarginalFlowConfig`); the budget as for every method (``epsilon`` or
         ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
         from ..privacy import PrivacySpec
 
@@ -60,6 +71,17 @@ class TableSynthesizer:
             raise ValueError("give pairs, or public rows that choose them, not both")
         self.pairs, self.public = self._pairs(pairs), public
         self.pairs_chosen_by = "every pair (the schema alone)" if pairs is None else "given"
+        resolution = resolution or ("public" if public is not None else "release")
+        if resolution not in RESOLUTIONS:
+            raise ValueError(f"resolution must be one of {RESOLUTIONS}, got {resolution!r}")
+        if resolution == "public" and public is None:
+            raise ValueError("resolution='public' sets the cells from public rows: give them (public=...)")
+        if not 0 < resolution_share < 1:
+            raise ValueError(f"resolution_share is a share of the budget in (0, 1), got {resolution_share}")
+        if cells is not None and cells < 2:
+            raise ValueError(f"cells must be >= 2 per column, got {cells}")
+        self.resolution, self.resolution_share, self.cells = resolution, resolution_share, cells
+        self._released_levels = None  # the resolution release (noisy tree counts), when one was made
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
         self.clip, self.privacy_seed = clip, privacy_seed
@@ -87,42 +109,42 @@ class TableSynthesizer:
         ``sharded``: under torchrun (an initialized torch.distributed group), each rank counts its contiguous share
         of the records, the exact tables are summed over the ranks and rank 0 draws the noise: every rank holds the
         release one process makes on all the records, and fits the same particles to it."""
-        from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan, calibrate, privacy_report
+        from ..privacy import NoiseSource, PrivacyLedger, compose, privacy_report
         from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget, split_tables
-        from ..privacy.targets import check_histogram
         from ..sources import SourceRequest, open_source
         from ..tables.source import TableSource
 
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
+        n = _records(table, self.codec, clip=self.clip)
+        share = _share(n) if sharded else (0, n, 1)
+        released = self._plan_cells(n)
+        fine_cal, calibration = self._calibrate(n, released)
+        noise = NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise)
+        fine = self._release_cells(table, n, released, fine_cal, noise, share) if released else None
+        if calibration is not None:  # the pair tables' plan, with the dimension the cells give the rows
+            calibration = replace(calibration, plan=replace(calibration.plan, dim=self.codec.dim))
         data = open_source(SourceRequest("table", table, "table", clip=self.clip),
                            codec=TableSource(self.codec, clip=self.clip))
-        rows, n = data.rows, len(data.rows)
-        if self.public is not None:
-            self._choose_pairs(n)
-        calibration = None
-        if self.privacy.private:
-            plan = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
-                               dim=self.codec.dim, noise=self.privacy.count_noise)
-            check_histogram(self.privacy, plan, seed_typed=self.privacy_seed is not None)
-            calibration = calibrate(self.privacy, plan)
-        parts = dict(noise=NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise), ledger=PrivacyLedger(),
-                     blocks=self.codec.blocks(), pairs=self.pairs)
-        run_config = self._run_config(n)
+        rows = data.rows
+        parts = dict(noise=noise, ledger=PrivacyLedger(), blocks=self.codec.blocks(), pairs=self.pairs)
+        run_config = self._run_config(n, released)
+        lo, hi, world = share
         if sharded:
-            lo, hi, world = _share(n)
             target = ShardedMarginalTarget(rows[lo:hi], calibration, dataset_size=n, **parts)
             run_config["world_size"] = world
         else:
             target = MarginalTarget(rows, calibration, **parts)
         del rows, data
-        tables = target.release_tables()
+        target.release_tables()
         self._counts = target.released_counts
         self._report = privacy_report(self.method, target, run_config=run_config)
+        if fine is not None and calibration is not None:
+            self._report = compose(self._report, fine.ledger.events, target_epsilon=self.privacy.epsilon,
+                                   note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
         self._particles = fit_particles(split_tables(self._counts, target.sizes, self.pairs), target.sizes,
                                         self.pairs, dataset_size=n, config=self.flow, progress=progress)
-        del tables
         return self
 
     def _choose_pairs(self, n: int) -> None:
@@ -131,20 +153,34 @@ class TableSynthesizer:
         from ..tables.files import read_table
         from ..tables.pairs import choose_pairs
 
-        public = self.public if hasattr(self.public, "columns") else read_table(self.public)
-        try:
-            cells = self.codec.cell_index(self.schema.check(public, clip=self.clip))
-        except ValueError as err:
-            raise ValueError(f"the public rows do not fit the schema: {err}") from None
+        public = self._public_frame()
+        cells = self.codec.cell_index(public)
         self.pairs = choose_pairs(cells, [b - a for a, b in self.codec.blocks()], dataset_size=n,
                                   noise_multiplier=one_release_multiplier(self.privacy))
         self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
                                 "minimise noise plus left-out dependence (swflow.tables.pairs)")
 
-    def _run_config(self, n: int) -> dict:
+    def _public_frame(self):
+        """The public rows, checked against the schema (once)."""
+        from ..tables.files import read_table
+
+        if getattr(self, "_public_checked", None) is None:
+            public = self.public if hasattr(self.public, "columns") else read_table(self.public)
+            if len(public) == 0:
+                raise ValueError("the public rows are empty: give public rows, or leave public= unset")
+            try:
+                self._public_checked = self.schema.check(public, clip=self.clip)
+            except ValueError as err:
+                raise ValueError(f"the public rows do not fit the schema: {err}") from None
+        return self._public_checked
+
+    def _run_config(self, n: int, released: list[int]) -> dict:
         return {"method": self.method, "table": True, "dataset_size": n, "columns": self.schema.names,
                 "pairs": [[self.schema.names[i], self.schema.names[j]] for i, j in self.pairs],
-                "pairs_chosen_by": self.pairs_chosen_by,
+                "pairs_chosen_by": self.pairs_chosen_by, "resolution": self.resolution,
+                "resolution_columns": [self.schema.names[j] for j in released],
+                "resolution_share": self.resolution_share if released else 0.0,
+                "cells_per_column": getattr(self, "_cells_m", None), "cells": self.codec.sizes,
                 "numeric_bins": self.codec.numeric_bins, **asdict(self.flow)}
 
     # -- use ---------------------------------------------------------------------------------------
@@ -173,7 +209,7 @@ class TableSynthesizer:
                     "privacy": asdict(self.privacy), "clip": self.clip,
                     "pairs": [list(p) for p in self.pairs], "numeric_bins": self.codec.numeric_bins,
                     "flow": asdict(self.flow), "report": self._report.to_json(), "noisy_counts": self._counts,
-                    "particles": list(self._particles)}, path)
+                    "particles": list(self._particles), "resolution": self._resolution_state()}, path)
         return path
 
     @classmethod
@@ -197,9 +233,14 @@ class TableSynthesizer:
             report = PrivacyReport.from_json(blob["report"])
             particles = [torch.as_tensor(p, dtype=torch.float32) for p in blob["particles"]]
             counts = torch.as_tensor(blob["noisy_counts"], dtype=torch.float64)
+            verify_report(report, source=str(path))
+            # files of earlier releases had the schema's equal-width bins only
+            syn._restore_cells(blob.get("resolution", {"mode": "uniform", "share": RESOLUTION_SHARE,
+                                                       "cells_per_column": None, "columns": []}), report, str(path))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
+            if isinstance(err, ClaimMismatch):
+                raise
             raise ClaimMismatch(f"{path} is not a readable saved table Synthesizer ({err}); fit again") from None
-        verify_report(report, source=str(path))
         sizes = [b - a for a, b in syn.codec.blocks()]
         if report.method != syn.method or report.target_epsilon != syn.privacy.epsilon or (
                 report.run_config.get("dataset_size") != report.dataset_size):
@@ -213,6 +254,13 @@ class TableSynthesizer:
         syn._report, syn._counts = report, counts
         syn._particles = [p / p.sum(dim=1, keepdim=True) for p in particles]
         return syn
+
+
+def _records(table, codec: TableCodec, *, clip: bool) -> int:
+    """The number of records of a frame or a file (public under replace-one)."""
+    from ..tables.files import TableRows
+
+    return len(TableRows(table, codec, clip=clip)) if isinstance(table, (str, Path)) else len(table)
 
 
 def _share(n: int) -> tuple[int, int, int]:

@@ -17,6 +17,11 @@
   composed once per count a neighbour moves (2K counts, each by one). Inside a composition (the histogram
   and a DP-SGD adaptation of the decoder) it enters as the continuous Gaussian of the same multiplier,
   whose Rényi bound it satisfies.
+* Several releases of the whole data set, each made once and all with the same noise (a table's fine one-way
+  histograms, then its pair tables): Gaussian releases compose exactly as one Gaussian of multiplier
+  (Σ z_i⁻²)^(−1/2) (Gaussian differential privacy: μ² adds; Dong, Roth & Su 2022), accounted by the analytic
+  Gaussian mechanism; discrete-Gaussian releases by dp-accounting's privacy loss distributions of every count a
+  neighbour moves, composed.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from functools import lru_cache
 from typing import Callable
 
 from .ledger import MechanismEvent
-from .mechanisms import analytic_gaussian_epsilon, discrete_gaussian_epsilon
+from .mechanisms import analytic_gaussian_epsilon, discrete_gaussians_epsilon
 
 __all__ = ["ACCOUNTANTS", "Accountant", "accountant_for", "check_combination", "epsilon_from_events"]
 
@@ -73,16 +78,21 @@ def _is_single_release(events) -> bool:
     return len(events) == 1 and events[0].count == 1 and events[0].sampling == "none"
 
 
+def _whole_releases(events, mechanism: str) -> bool:
+    """Every event one release of the whole data set with ``mechanism``'s noise."""
+    return all(e.count == 1 and e.sampling == "none" and e.mechanism == mechanism for e in events)
+
+
 def _discrete(events, delta: float) -> float:
-    if not _is_single_release(events):
-        raise ValueError("the discrete Gaussian is accounted for one release of the whole data set only")
-    # a sliced histogram's neighbour moves 2K counts by one each (privacy/histogram.py)
-    return discrete_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier,
-                                     unit_changes=2 * events[0].n_projections, delta=delta)
+    if not _whole_releases(events, "discrete-gaussian"):
+        raise ValueError("the discrete Gaussian is accounted for releases of the whole data set, each once")
+    # a histogram's neighbour moves 2K counts by one each (privacy/histogram.py)
+    return discrete_gaussians_epsilon(tuple((e.noise_multiplier, 2 * e.n_projections) for e in events), delta=delta)
 
 
 def _analytic(events, delta: float) -> float:
-    return analytic_gaussian_epsilon(noise_multiplier=events[0].noise_multiplier, delta=delta)
+    composed = sum(e.noise_multiplier ** -2 for e in events) ** -0.5
+    return analytic_gaussian_epsilon(noise_multiplier=composed, delta=delta)
 
 
 def _dp_accounting_rdp(events, delta: float) -> float:
@@ -111,6 +121,10 @@ def _dp_accounting_poisson_substitution(events, delta: float) -> float:
 DISCRETE = Accountant("rdp", "dp-accounting PLD of the discrete Gaussian, composed over the 2K counts a record moves",
                       _discrete)
 ANALYTIC = Accountant("rdp", "analytic Gaussian mechanism (Balle & Wang 2018)", _analytic)
+DISCRETE_COMPOSED = Accountant("rdp", "dp-accounting PLD of the discrete Gaussian, composed over the counts a record "
+                               "moves in every release", _discrete)
+GDP_COMPOSED = Accountant("rdp", "analytic Gaussian mechanism of the composed releases (Gaussian DP: 1/z^2 adds)",
+                          _analytic)
 RDP_FULL = Accountant("rdp", "dp-accounting RDP, composed Gaussian releases of the whole data set", _dp_accounting_rdp)
 RDP_SAMPLED = Accountant("rdp", "dp-accounting RDP, sampling without replacement", _dp_accounting_rdp)
 PLD_POISSON = Accountant("pld", "dp-accounting PLD, Poisson sampling with substitution of a null record",
@@ -124,6 +138,10 @@ def accountant_for(events: tuple[MechanismEvent, ...], *, adjacency: str, reques
         check_combination(adjacency=adjacency, sampling=e.sampling, accountant=requested)
     if _is_single_release(events):
         return DISCRETE if events[0].mechanism == "discrete-gaussian" else ANALYTIC
+    if _whole_releases(events, "discrete-gaussian"):
+        return DISCRETE_COMPOSED
+    if _whole_releases(events, "gaussian"):
+        return GDP_COMPOSED
     if any(e.sampling == "poisson" for e in events):
         return PLD_POISSON
     if all(e.sampling == "none" for e in events):

@@ -18,8 +18,8 @@ from .ledger import MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
 from .sensitivity import SensitivityBound, projection_sensitivity
 
-__all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_local",
-           "noise_multiplier_for"]
+__all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_shares",
+           "calibrate_local", "noise_multiplier_for"]
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,40 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
     return Calibration(spec=spec, plan=plan, noise_multiplier=z, mode=mode, delta_theta=delta_theta,
                        delta_accountant=delta_acc, epsilon=eps,
                        accountant=accountant_for(events, adjacency=spec.adjacency, requested=spec.accountant))
+
+
+def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...],
+                     shares: tuple[float, ...]) -> tuple[Calibration, ...] | None:
+    """Several releases of the whole data set, each made once (a table's fine one-way histograms, then its pair
+    tables), splitting one budget: release i has multiplier z / √share_i, so that it takes the fraction share_i of
+    ρ (zCDP) or of μ² (Gaussian DP), and together they compose as one Gaussian of multiplier z. z is the smallest
+    whose composed ε (the accountant of :func:`~swflow.privacy.accountants.accountant_for`) meets the target, or
+    the given ``spec.noise_multiplier``. None for a non-private spec. Every returned calibration carries the
+    composed ε and accountant."""
+    if len(plans) != len(shares) or not plans or any(not 0 < f <= 1 for f in shares) or abs(sum(shares) - 1) > 1e-9:
+        raise ValueError(f"shares must be positive and add up to 1, one per release; got {shares}")
+    if any((plan.releases, plan.sample_size) != (1, None) for plan in plans):
+        raise ValueError("a split budget is for releases of the whole data set, each made once")
+    single = calibrate(spec, plans[-1])  # the checks on δ, n and the accountant; z for one release
+    if single is None:
+        return None
+
+    def composed(z: float) -> tuple[tuple[MechanismEvent, ...], float]:
+        events = tuple(plan_events(plan, adjacency=spec.adjacency, multiplier=z / math.sqrt(f), bound="spectral",
+                                   delta_theta=0.0)[0] for plan, f in zip(plans, shares))
+        return events, epsilon_from_events(events, delta=single.delta_accountant, adjacency=spec.adjacency)
+
+    z = single.noise_multiplier
+    events, eps = composed(z)
+    nudge = 1e-6
+    while single.mode == "epsilon" and eps > spec.epsilon:  # the discrete PLD needs a hair more: never overshoot
+        z *= 1 + nudge
+        nudge *= 2
+        events, eps = composed(z)
+    accountant = accountant_for(events, adjacency=spec.adjacency, requested=spec.accountant)
+    return tuple(Calibration(spec=spec, plan=plan, noise_multiplier=z / math.sqrt(f), mode=single.mode,
+                             delta_theta=0.0, delta_accountant=single.delta_accountant, accountant=accountant,
+                             epsilon=eps) for plan, f in zip(plans, shares))
 
 
 def calibrate_local(spec: PrivacySpec, *, dataset_size: int, dim: int) -> Calibration:

@@ -30,7 +30,7 @@ from torch import Tensor
 from .release import PrivateTarget
 from .sensitivity import ADJACENCIES, SensitivityBound
 
-__all__ = ["COUNT_BLOCK", "HistogramTarget", "bin_edges", "projection_counts", "histogram_sensitivity", "monotone_cdf",
+__all__ = ["COUNT_BLOCK", "HistogramTarget", "ShardedCounts", "bin_edges", "projection_counts", "histogram_sensitivity", "monotone_cdf",
            "quantile_table",
            "TABLE_LEVELS", "THRESHOLD_STDS", "histogram_shape", "histogram_step_size", "one_release_multiplier"]
 
@@ -271,6 +271,27 @@ class HistogramTarget(PrivateTarget):
         """What the release published, for model.h5: the noisy (K, B) counts, before post-processing."""
         counts = getattr(self, "released_counts", None)
         return {} if counts is None or self._calibration is None else {"noisy_counts": counts}
+
+
+class ShardedCounts:
+    """Mixed into a counting target under torchrun (before it in the bases): each rank counts its own shard, the
+    exact counts are summed over the ranks (all-reduce), and rank 0 draws the noise and shares the noisy counts, so
+    every rank holds the one release (a record is counted once, on its own rank; the noise is drawn once)."""
+
+    def _counts(self, *args) -> Tensor:
+        import torch.distributed as dist
+
+        counts = super()._counts(*args)
+        dist.all_reduce(counts)
+        return counts
+
+    def _noisy(self, counts: Tensor, sigma: float) -> Tensor:
+        import torch.distributed as dist
+
+        noisy = super()._noisy(counts, sigma) if dist.get_rank() == 0 else torch.empty(counts.shape,
+                                                                                        dtype=torch.float64)
+        dist.broadcast(noisy, src=0)
+        return noisy
 
 
 def _radius(data: Tensor) -> float:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .histogram import HistogramTarget, histogram_sensitivity
+from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
 from .release import PrivateTarget
 
 __all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
@@ -121,24 +121,6 @@ def split_tables(flat: Tensor, sizes: list[int], pairs: list[tuple[int, int]]) -
     return [part.reshape(sizes[i], sizes[j]) for part, (i, j) in zip(flat.split(lengths), pairs)]
 
 
-class ShardedMarginalTarget(MarginalTarget):
-    """One rank's contiguous shard of a table's codec rows behind the one table release (torchrun): each rank
-    counts its own records, the exact tables are summed over the ranks (all-reduce), and rank 0 draws the noise
-    and shares the noisy tables, so every rank holds the release one process makes on all the records (a record
-    is counted once, on its rank; the noise is drawn once). Built with ``dataset_size``, the records of every
-    rank."""
-
-    def _counts(self) -> Tensor:
-        import torch.distributed as dist
-
-        counts = super()._counts()
-        dist.all_reduce(counts)
-        return counts
-
-    def _noisy(self, counts: Tensor, sigma: float) -> Tensor:
-        import torch.distributed as dist
-
-        noisy = super()._noisy(counts, sigma) if dist.get_rank() == 0 else torch.empty(counts.shape,
-                                                                                        dtype=torch.float64)
-        dist.broadcast(noisy, src=0)
-        return noisy
+class ShardedMarginalTarget(ShardedCounts, MarginalTarget):
+    """One rank's contiguous shard of a table's codec rows behind the one table release (torchrun,
+    :class:`~swflow.privacy.histogram.ShardedCounts`). Built with ``dataset_size``, the records of every rank."""

@@ -11,7 +11,7 @@ import math
 from scipy.optimize import brentq
 from scipy.stats import norm
 
-__all__ = ["discrete_gaussian_epsilon", "discrete_gaussian_measurement", "analytic_gaussian_delta",
+__all__ = ["discrete_gaussian_epsilon", "discrete_gaussians_epsilon", "discrete_gaussian_measurement", "analytic_gaussian_delta",
            "analytic_gaussian_epsilon", "analytic_gaussian_multiplier",
            "classical_gaussian_multiplier", "local_gaussian_std"]
 
@@ -87,18 +87,34 @@ def discrete_gaussian_epsilon(*, noise_multiplier: float, unit_changes: int, del
     of that mechanism (pessimistic estimate, an upper bound), composed m times. Its grid is sized so
     that discretization adds about 0.1% of the continuous Gaussian's ε at the same multiplier (measured
     cost of the discrete mechanism itself: experiments/privacy_budget.py)."""
+    return discrete_gaussians_epsilon(((noise_multiplier, unit_changes),), delta=delta)
+
+
+@functools.lru_cache(maxsize=256)
+def discrete_gaussians_epsilon(releases: tuple[tuple[float, int], ...], *, delta: float) -> float:
+    """ε at ``delta`` of several releases of integer counts of the same records, release i with discrete-Gaussian
+    noise of multiplier z_i on m_i counts that a neighbour moves by one each (``releases``: ((z_i, m_i), ...)).
+
+    Every count's noise is independent, so the composed privacy loss is the sum of Σ m_i one-dimensional losses:
+    dp-accounting's privacy loss distributions (pessimistic), composed on one grid, sized as in
+    :func:`discrete_gaussian_epsilon` (about 0.1% of the continuous Gaussian's ε at the composed multiplier)."""
     _check_delta(delta)
-    if unit_changes < 1:
-        raise ValueError(f"unit_changes must be >= 1, got {unit_changes}")
-    if noise_multiplier <= 0:
+    if not releases or any(m < 1 for _, m in releases):
+        raise ValueError(f"every release moves at least one count, got {releases}")
+    if any(z <= 0 for z, _ in releases):
         return math.inf
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    continuous = analytic_gaussian_epsilon(noise_multiplier=noise_multiplier, delta=delta)
-    interval = max(1e-3 * max(continuous, 1e-3) / unit_changes, 1e-9)  # m compositions add up to m intervals
-    loss = pld.from_discrete_gaussian_mechanism(noise_multiplier * math.sqrt(unit_changes), sensitivity=1,
-                                                value_discretization_interval=interval)
-    return float(loss.self_compose(unit_changes).get_epsilon_for_delta(delta))
+    composed_z = sum(z ** -2 for z, _ in releases) ** -0.5  # Gaussian releases compose as one of this multiplier
+    continuous = analytic_gaussian_epsilon(noise_multiplier=composed_z, delta=delta)
+    changes = sum(m for _, m in releases)
+    interval = max(1e-3 * max(continuous, 1e-3) / changes, 1e-9)  # Σ m compositions add up to Σ m intervals
+    loss = None
+    for z, m in releases:
+        part = pld.from_discrete_gaussian_mechanism(z * math.sqrt(m), sensitivity=1,
+                                                    value_discretization_interval=interval).self_compose(m)
+        loss = part if loss is None else loss.compose(part)
+    return float(loss.get_epsilon_for_delta(delta))
 
 
 def classical_gaussian_multiplier(*, epsilon: float, delta: float) -> float:

@@ -22,7 +22,7 @@ from torch import Tensor
 
 from ..kernels.sliced import project, sort_rows
 from .calibrate import PrivacySpec, ReleasePlan, calibrate, calibrate_local
-from .histogram import HistogramTarget
+from .histogram import HistogramTarget, ShardedCounts
 from .ledger import PrivacyLedger
 from .noise import NoiseSource
 from .release import LocallyReleasedTarget, PrivateTarget
@@ -100,20 +100,8 @@ def sharded_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, offse
                          batch_size=plan.sample_size)
 
 
-class ShardedHistogramTarget(HistogramTarget):
-    """One rank's shard of the private rows behind a sliced-histogram release: the exact counts are
-    summed over the ranks (all-reduce) and rank 0 adds the noise and shares the noisy counts, so all
-    ranks hold the one release (a record is counted once, on its own rank; the noise is drawn once)."""
-
-    def _counts(self, theta: Tensor) -> Tensor:
-        counts = super()._counts(theta)
-        dist.all_reduce(counts)
-        return counts
-
-    def _noisy(self, counts: Tensor, sigma: float) -> Tensor:
-        noisy = super()._noisy(counts, sigma) if dist.get_rank() == 0 else torch.empty(counts.shape, dtype=torch.float64)
-        dist.broadcast(noisy, src=0)
-        return noisy
+class ShardedHistogramTarget(ShardedCounts, HistogramTarget):
+    """One rank's shard of the private rows behind a sliced-histogram release (:class:`ShardedCounts`)."""
 
 
 def sharded_histogram_target(shard: Tensor, spec: PrivacySpec, plan: ReleasePlan, *, bins: int, privacy_seed: int,

@@ -106,9 +106,10 @@ class TableRows(ChunkedRows):
     def __len__(self) -> int:
         return self._rows
 
-    def chunks(self):
-        """(offset, encoded rows (c, D) float32 tensor) per chunk, in order; a chunk that does not fit the schema
-        is refused with the first row number of its chunk (never a value)."""
+    def cell_chunks(self):
+        """(offset, cells (c, C) int64 tensor: each record's cell in each column, by ``codec``) per chunk, in order.
+        A chunk that does not fit the schema is refused with the column and the rule it breaks: never a value, a
+        count or a position of a private row."""
         import torch
 
         from .schema import SchemaError
@@ -118,13 +119,20 @@ class TableRows(ChunkedRows):
             lo, hi = max(self.start - offset, 0), min(self.stop - offset, len(frame))
             if lo < hi:
                 try:
-                    rows = self.codec.encode(frame.iloc[lo:hi], clip=self.clip)
+                    cells = self.codec.cell_index(self.codec.schema.check(frame.iloc[lo:hi], clip=self.clip))
                 except SchemaError as err:
-                    raise SchemaError(f"{self.path}, the chunk of rows from {offset + lo} on: {err}") from None
-                yield offset + lo - self.start, torch.from_numpy(rows)
+                    raise SchemaError(f"{self.path}: {err}") from None
+                yield offset + lo - self.start, torch.from_numpy(cells)
             offset += len(frame)
             if offset >= self.stop:
                 break
+
+    def chunks(self):
+        """(offset, encoded rows (c, D) float32 tensor) per chunk, in order (:meth:`cell_chunks`, one-hot)."""
+        import torch
+
+        for offset, cells in self.cell_chunks():
+            yield offset, torch.from_numpy(self.codec.rows(cells.numpy()))
 
     def sha256(self) -> str:
         """A fingerprint of the file's bytes (never its rows)."""
@@ -142,3 +150,4 @@ class TableRows(ChunkedRows):
     def __str__(self) -> str:
         return f"the {self._rows} rows of {self.path}" + ("" if self._rows == self._total else
                                                            f" from record {self.start}")
+

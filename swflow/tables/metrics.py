@@ -1,7 +1,7 @@
 """How close a synthetic table is to a reference table: marginals, associations, a downstream classifier.
 
-Numbers are read in 10 bins at the reference's deciles, categories as declared (a missing value is a category):
-the scoring protocol of docs/tables.md. Pure functions of two frames and the schema.
+Numbers are read in 10 bins at the reference's deciles (a missing number in a bin of its own, after them),
+categories as declared (a missing value is a category): the scoring protocol of docs/tables.md. Pure functions of two frames and the schema.
 """
 from __future__ import annotations
 
@@ -13,9 +13,15 @@ __all__ = ["discretize", "marginal_tvd", "associations", "efficacy"]
 
 
 def decile_edges(schema, reference) -> dict:
-    """Per numeric column, the inner edges of 10 bins at the reference's deciles."""
-    return {c.name: np.unique(np.quantile(reference[c.name].astype(float), np.linspace(0.1, 0.9, 9)))
-            for c in schema.columns if c.kind == "numeric"}
+    """Per numeric column, the inner edges of 10 bins at the deciles of the reference's values (missing ones
+    left out; no value at all: one bin)."""
+    edges = {}
+    for c in schema.columns:
+        if c.kind == "numeric":
+            values = reference[c.name].to_numpy(dtype=float, na_value=np.nan)
+            values = values[~np.isnan(values)]
+            edges[c.name] = np.unique(np.quantile(values, np.linspace(0.1, 0.9, 9))) if len(values) else np.zeros(0)
+    return edges
 
 
 def discretize(schema, frame, edges: dict) -> np.ndarray:
@@ -26,7 +32,8 @@ def discretize(schema, frame, edges: dict) -> np.ndarray:
     out = []
     for c in schema.columns:
         if c.kind == "numeric":
-            out.append(np.digitize(frame[c.name].astype(float), edges[c.name]))
+            values = frame[c.name].to_numpy(dtype=float, na_value=np.nan)
+            out.append(np.where(np.isnan(values), len(edges[c.name]) + 1, np.digitize(values, edges[c.name])))
         else:
             lookup = {v: i for i, v in enumerate(c.categories)}
             out.append(np.array([lookup.get(None if pd.isna(v) else v, -1) for v in frame[c.name]]))
@@ -34,7 +41,8 @@ def discretize(schema, frame, edges: dict) -> np.ndarray:
 
 
 def _sizes(schema, edges: dict) -> list[int]:
-    return [len(edges[c.name]) + 1 if c.kind == "numeric" else len(c.categories) for c in schema.columns]
+    return [len(edges[c.name]) + 1 + int(c.missing) if c.kind == "numeric" else len(c.categories)
+            for c in schema.columns]
 
 
 def marginal_tvd(schema, synthetic, reference, *, ways=(1, 2, 3)) -> dict:

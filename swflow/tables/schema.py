@@ -2,15 +2,16 @@
 
 Declared by the data owner (JSON), or proposed from PUBLIC rows by :meth:`Schema.propose`; nothing in it is ever
 read from private rows. It checks a private table before anything is released: a value outside the schema is an
-error that names the column and says how many rows (never which rows or what value), unless clipping was asked
+error that names the column and the rule (never which rows, how many, or what value), unless clipping was asked
 for (numbers are clipped to their bounds; a category outside the list is still an error: there is nothing to clip
 it to).
 
     {"columns": [{"name": "age", "type": "numeric", "min": 17, "max": 90, "integer": true},
                  {"name": "sex", "type": "categorical", "categories": ["Female", "Male"]}]}
 
-A missing value is allowed only where the schema declares it as a category: ``null`` in ``categories`` (written
-as an empty field in CSV files).
+A missing value (an empty field in CSV files, NaN, None or ``pd.NA``) is allowed only where the schema declares it:
+``null`` among a categorical column's ``categories``, or ``"missing": true`` on a numeric column (it then has a cell
+of its own, and comes back missing).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ class SchemaError(ValueError):
 @dataclass(frozen=True)
 class Column:
     """One column: ``kind`` 'categorical' (``categories``, in their declared order; None is the missing value) or
-    'numeric' (``low`` ≤ value ≤ ``high``; ``integer``: whole numbers)."""
+    'numeric' (``low`` ≤ value ≤ ``high``; ``integer``: whole numbers; ``missing``: a value may be missing)."""
 
     name: str
     kind: str
@@ -42,6 +43,7 @@ class Column:
     low: float | None = None
     high: float | None = None
     integer: bool = False
+    missing: bool = False
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -56,6 +58,8 @@ class Column:
                 raise SchemaError(f"column {self.name!r}: a numeric column declares finite min and max")
             if not self.low < self.high:
                 raise SchemaError(f"column {self.name!r}: min {self.low} must be below max {self.high}")
+            if self.integer and math.floor(self.high) < math.ceil(self.low):
+                raise SchemaError(f"column {self.name!r}: no whole number lies in [{self.low:g}, {self.high:g}]")
         else:
             raise SchemaError(f"column {self.name!r}: type must be 'categorical' or 'numeric', got {self.kind!r}")
 
@@ -63,13 +67,13 @@ class Column:
         if self.kind == "categorical":
             return {"name": self.name, "type": "categorical", "categories": list(self.categories)}
         out = {"name": self.name, "type": "numeric", "min": self.low, "max": self.high}
-        return {**out, "integer": True} if self.integer else out
+        return {**out, **({"integer": True} if self.integer else {}), **({"missing": True} if self.missing else {})}
 
     @classmethod
     def from_json(cls, entry) -> "Column":
         if not isinstance(entry, dict):
             raise SchemaError(f"a column is a JSON object, got {entry!r}")
-        allowed = {"name", "type", "categories", "min", "max", "integer"}
+        allowed = {"name", "type", "categories", "min", "max", "integer", "missing"}
         unknown = set(entry) - allowed
         if unknown:
             raise SchemaError(f"column {entry.get('name')!r}: unknown keys {sorted(unknown)}; a column has "
@@ -85,7 +89,11 @@ class Column:
                 low, high = float(entry["min"]), float(entry["max"])
             except (KeyError, TypeError, ValueError):
                 raise SchemaError(f"column {entry.get('name')!r}: a numeric column needs numbers min and max") from None
-            return cls(entry.get("name"), "numeric", low=low, high=high, integer=bool(entry.get("integer", False)))
+            flags = {key: entry.get(key, False) for key in ("integer", "missing")}
+            for key, value in flags.items():
+                if not isinstance(value, bool):  # "no" is a truthy string: only JSON true and false are read
+                    raise SchemaError(f"column {entry.get('name')!r}: {key!r} must be true or false, got {value!r}")
+            return cls(entry.get("name"), "numeric", low=low, high=high, **flags)
         raise SchemaError(f"column {entry.get('name')!r}: type must be 'categorical' or 'numeric', got {kind!r}")
 
 
@@ -158,7 +166,8 @@ class Schema:
 
     def check(self, table, *, clip: bool = False):
         """``table`` (a DataFrame) with the schema's columns in its order, every value valid; numbers outside their
-        bounds clipped when ``clip``. Errors name the column and count the rows, never show a value or a row."""
+        bounds clipped when ``clip``. Errors name the column and the rule broken: never a value, a count or a
+        position of a row (each would be a statistic of private rows without noise)."""
         import pandas as pd
 
         missing = [n for n in self.names if n not in table.columns]
@@ -174,25 +183,36 @@ class Schema:
             if column.kind == "categorical":
                 allowed = set(column.categories)
                 present = [_plain(v) for v in values.to_numpy(dtype=object)]
-                bad = np.array([v not in allowed for v in present], dtype=bool)
-                if bad.any():
-                    absent = all(v is MISSING for v, b in zip(present, bad) if b)
-                    what = ("missing values, which the schema does not declare (add null to its categories)"
-                            if absent else "values outside its declared categories")
-                    raise SchemaError(f"column {column.name!r}: {int(bad.sum())} row(s) hold {what}")
+                if any(v not in allowed for v in present):
+                    raise SchemaError(f"column {column.name!r}: some rows hold values outside its declared categories "
+                                      "(a missing value is one only where null is among them): declare them, or "
+                                      "clean the rows")
                 out[column.name] = pd.Series(present, index=table.index, dtype=object)
                 continue
-            numbers = pd.to_numeric(values, errors="coerce")
-            unreadable = numbers.isna() | ~np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
-            if unreadable.any():
-                raise SchemaError(f"column {column.name!r}: {int(unreadable.sum())} row(s) are missing or not "
-                                  "finite numbers; drop or impute them, or declare the column categorical")
+            absent = values.isna().to_numpy()
+            numbers = pd.to_numeric(values, errors="coerce").astype(float)
+            finite = np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
+            if (absent & ~column.missing).any():
+                raise SchemaError(f"column {column.name!r}: some rows are missing a value, which the schema does "
+                                  'not allow: declare "missing": true on the column, or drop or impute them')
+            if (~absent & ~finite).any():
+                raise SchemaError(f"column {column.name!r}: some rows hold values that are not finite numbers; "
+                                  "clean them, or declare the column categorical")
             outside = (numbers < column.low) | (numbers > column.high)
             if outside.any() and not clip:
-                raise SchemaError(f"column {column.name!r}: {int(outside.sum())} row(s) lie outside "
+                raise SchemaError(f"column {column.name!r}: some rows lie outside "
                                   f"[{column.low:g}, {column.high:g}]; pass --clip (clip=True) to clip them to the "
                                   "declared bounds, or widen the schema")
-            out[column.name] = numbers.clip(column.low, column.high)
+            if column.integer:  # the whole numbers inside the bounds: clipping to fractional bounds makes no number
+                numbers = numbers.clip(math.ceil(column.low), math.floor(column.high))
+            else:
+                numbers = numbers.clip(column.low, column.high)
+            if column.integer:
+                whole = numbers.dropna()
+                if (whole != np.round(whole)).any():
+                    raise SchemaError(f"column {column.name!r} is declared integer: some rows hold values that are "
+                                      "not whole numbers; round them, or declare the column not integer")
+            out[column.name] = numbers
         return pd.DataFrame(out, index=table.index)
 
 

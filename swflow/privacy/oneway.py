@@ -1,0 +1,199 @@
+"""The resolution release of a table: every chosen column's fine one-way histogram, as a tree, released once.
+
+A column's fine cells (swflow/tables/cells.py: its categories, its whole numbers, or 1 024 slices of its declared
+bounds) are the leaves of a complete tree of ``branching`` b and ``levels`` L (b^L ≥ leaves; the leaves past the
+last fine cell are empty by construction). Every level is a partition of the records, so a record is counted in
+exactly one node per level: released together, the L levels of every column are a histogram of K = Σ L groups, and
+a replaced record moves one unit of count out of one node and into another in each group. ℓ2 sensitivity √(2K)
+with n fixed and public, the sliced histogram's (privacy/histogram.py): the same noise, the same events and
+accountants, one ledger with the pair tables that follow (privacy/marginals.py).
+
+A numeric column's tree (b = 4) lets post-processing read any range of its values from at most 2·(b − 1)·L noisy
+nodes rather than from as many leaves as the range covers: its quantiles cost little noise. A categorical column
+with many categories is one flat level (b = its categories): its counts are what is wanted.
+
+Post-processing and read-back share one computation (:func:`fit_tree`): the least-squares leaves of every released
+level, with their sum fixed at n (and the empty leaves at zero). Those are the best linear unbiased estimates of the
+fine counts (Hay et al. 2010 compute the same on a tree); the residual of the fit is the projection of the noise on
+what the tree's identities (every node the sum of its children, every level n) leave free, so its squared norm over
+σ² is exactly χ² with (released counts − fine cells + 1) degrees of freedom (:func:`verify_levels`).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .counts import ClaimMismatch, _chi_square
+from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
+from .release import PrivateTarget
+
+__all__ = ["Tree", "ONEWAY_RELEASE", "OneWayTarget", "ShardedOneWayTarget", "fit_tree", "level_counts", "split_levels", "verify_levels"]
+
+ONEWAY_RELEASE = (
+    "one release of fine one-way histograms of the columns {columns}, each as a tree of counts ({groups} levels in "
+    "all, a record in one node per level), plus noise of std {sigma:.4g} on every count; L2 sensitivity "
+    "sqrt(2 x {groups}). Post-processing sets each column's cells for the pair tables and decodes a cell from it")
+
+
+@dataclass(frozen=True)
+class Tree:
+    """The released tree of one column: ``cells`` fine cells as leaves, ``branching`` b, ``levels`` L
+    (b^L ≥ cells; level ℓ = 1 … L has b^ℓ nodes, the root is not released)."""
+
+    cells: int
+    branching: int
+    levels: int
+
+    @classmethod
+    def for_cells(cls, cells: int, *, flat: bool) -> "Tree":
+        """A flat tree (one level of ``cells`` nodes) or a 4-ary one with the fewest levels that hold them."""
+        if cells < 2:
+            raise ValueError(f"a released histogram needs at least 2 cells, got {cells}")
+        if flat:
+            return cls(cells, cells, 1)
+        return cls(cells, 4, max(1, math.ceil(math.log(cells, 4) - 1e-12)))
+
+    def nodes(self, level: int) -> int:
+        return self.cells if self.levels == 1 else self.branching ** level
+
+    @property
+    def size(self) -> int:
+        """Released counts: every level's nodes."""
+        return sum(self.nodes(level) for level in range(1, self.levels + 1))
+
+    def node_of(self, fine: Tensor, level: int) -> Tensor:
+        return fine // self.branching ** (self.levels - level) if self.levels > 1 else fine
+
+
+def level_counts(cells: Tensor, trees: list[Tree]) -> Tensor:
+    """Exact counts of every level of every column's tree, concatenated.
+
+    Parameters
+    ----------
+    cells : Tensor, shape (m, C), int64
+        Each record's fine cell in each of the C released columns (0 ≤ cells[:, j] < trees[j].cells).
+    trees : the C columns' trees
+
+    Returns
+    -------
+    Tensor, shape (Σ_j trees[j].size,), int64: column j's levels 1 … L in order; every level sums to m.
+    """
+    parts = [torch.bincount(tree.node_of(cells[:, j], level), minlength=tree.nodes(level))
+             for j, tree in enumerate(trees) for level in range(1, tree.levels + 1)]
+    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
+
+
+def split_levels(flat: Tensor, trees: list[Tree]) -> list[list[Tensor]]:
+    """The concatenated counts of :func:`level_counts` back as each column's list of levels."""
+    sizes = [tree.size for tree in trees]
+    if flat.ndim != 1 or flat.numel() != sum(sizes):
+        raise ValueError(f"expected {sum(sizes)} released counts for these columns, got shape {tuple(flat.shape)}")
+    out = []
+    for part, tree in zip(flat.split(sizes), trees):
+        out.append(list(part.split([tree.nodes(level) for level in range(1, tree.levels + 1)])))
+    return out
+
+
+class OneWayTarget(HistogramTarget):
+    """The private records' fine cells (m, all columns) int64, or a source of them read in chunks
+    (``cell_chunks()``), behind ONE release of the trees of the columns ``columns`` (:meth:`release_levels`)."""
+
+    def __init__(self, cells, calibration, *, noise, ledger, trees: list[Tree], columns: list[int],
+                 dataset_size: int | None = None):
+        PrivateTarget.__init__(self, cells, calibration, noise=noise, ledger=ledger,
+                               dataset_size=dataset_size if dataset_size is not None else len(cells))
+        if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
+            raise ValueError("the resolution release is made once, from every record")
+        self.bins, self.radius, self.trees, self.columns = None, 1.0, list(trees), list(columns)
+        if len(self.trees) != len(self.columns) or not self.trees:
+            raise ValueError("one tree per released column, and at least one")
+        self.groups = sum(tree.levels for tree in self.trees)
+        if calibration is not None and calibration.plan.n_projections != self.groups:
+            raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} levels, not "
+                             f"{self.groups}")
+
+    @staticmethod
+    def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
+        return data  # cell indices, each record counted once per level: no norm to bound
+
+    def _counts(self) -> Tensor:
+        if isinstance(self._data, Tensor):
+            return level_counts(self._data[:, self.columns], self.trees)
+        total = level_counts(torch.zeros((0, len(self.trees)), dtype=torch.int64), self.trees)
+        for _, cells in self._data.cell_chunks():
+            total = total + level_counts(cells[:, self.columns], self.trees)
+        return total
+
+    def levels_noise_std(self) -> float:
+        cal = self._calibration
+        return 0.0 if cal is None else cal.noise_multiplier * histogram_sensitivity(
+            self.groups, adjacency=cal.spec.adjacency).value
+
+    def release_levels(self) -> Tensor:
+        """The noisy counts of every level (float64, :func:`level_counts`' layout), released once: the ledger
+        event first, then the draw."""
+        self._check_budget()
+        counts = self._counts()
+        cal = self._calibration
+        if cal is None:
+            noisy = counts.to(torch.float64)
+        else:
+            sens = histogram_sensitivity(self.groups, adjacency=cal.spec.adjacency)
+            self.ledger.record(cal.event(sens, sample_size=self.size))
+            noisy = self._noisy(counts, cal.noise_multiplier * sens.value)
+        del counts
+        self.released_counts = noisy
+        return noisy
+
+
+class ShardedOneWayTarget(ShardedCounts, OneWayTarget):
+    """One rank's contiguous shard of the records behind the one resolution release (torchrun,
+    :class:`~swflow.privacy.histogram.ShardedCounts`). Built with ``dataset_size``, the records of every rank."""
+
+
+def _design(tree: Tree) -> Tensor:
+    """(released counts, fine cells) 0/1: which fine cells each released node counts."""
+    leaves = torch.arange(tree.cells)
+    return torch.cat([torch.nn.functional.one_hot(tree.node_of(leaves, level), tree.nodes(level)).T
+                      for level in range(1, tree.levels + 1)]).to(torch.float64)
+
+
+def fit_tree(levels: list[Tensor], tree: Tree, *, total: float) -> tuple[Tensor, float, int]:
+    """The least-squares fine counts of one column's released ``levels``, their sum fixed at ``total`` (n).
+
+    Returns (fine counts (tree.cells,) float64 — negative where the noise says so, the caller clips —, the
+    residual sum of squares, its degrees of freedom: released counts − cells + 1)."""
+    y = torch.cat([level.to(torch.float64) for level in levels])
+    design = _design(tree)
+    if y.numel() != design.shape[0]:
+        raise ValueError(f"expected {design.shape[0]} counts for this tree, got {y.numel()}")
+    gram = design.T @ design  # SPD: the leaf level alone is the identity
+    factor = torch.linalg.cholesky(gram)
+    free = torch.cholesky_solve((design.T @ y)[:, None], factor)[:, 0]
+    ones = torch.cholesky_solve(torch.ones(tree.cells, 1, dtype=torch.float64), factor)[:, 0]
+    fitted = free + ones * (total - free.sum()) / ones.sum()  # the sum constraint, exactly (Lagrange)
+    rss = float(((design @ fitted - y) ** 2).sum())
+    return fitted, rss, int(y.numel() - tree.cells + 1)
+
+
+def verify_levels(noisy: Tensor, trees: list[Tree], *, sigma: float, dataset_size: int, source: str) -> None:
+    """The χ² test of released tree counts against the claimed σ and n (module docstring): the residual sum of
+    squares of :func:`fit_tree` over σ², summed over the columns, refused outside the two-sided
+    1 − COUNTS_FALSE_REFUSAL range."""
+    try:
+        levels = split_levels(torch.as_tensor(noisy, dtype=torch.float64), trees)
+    except ValueError as err:
+        raise ClaimMismatch(f"{source}: {err}; regenerate the run") from None
+    if not sigma > 0:
+        raise ClaimMismatch(f"{source}: a private resolution release with noise std {sigma}")
+    statistic, freedom = 0.0, 0
+    for tree, counts in zip(trees, levels):
+        _, rss, dof = fit_tree(counts, tree, total=dataset_size)
+        statistic, freedom = statistic + rss / sigma ** 2, freedom + dof
+    _chi_square(statistic, freedom, sigma=sigma, released="one-way histograms", source=source,
+                disagreement=f"the released one-way histograms disagree with their own sums, or with the "
+                             f"{dataset_size} rows the report claims, by more than the claimed noise allows: the counts "
+                             "or the data set size were edited")

@@ -1,0 +1,172 @@
+"""One column's cells: how its values map to the cells the release counts, and how a cell becomes a value again.
+
+Every column has a *fine grid* fixed by the public schema alone (:class:`FineGrid`): a categorical column's
+categories; an integer column's whole numbers when they fit in ``FINE_CELLS`` cells; else equal-width slices of the
+declared bounds, ``FINE_CELLS`` of them; a numeric column declared ``"missing": true`` gives one of its cells to the
+missing value (the last). The *coarse cells* that the pair tables count are runs of consecutive fine cells (numbers) or groups of
+categories (:class:`ColumnCells`). They come from the schema alone (equal-width bins, each category its own cell), or
+from a release of the fine one-way histograms (:mod:`swflow.tables.resolution`), or from public rows: never from
+private rows for free.
+
+Decoding draws a fine cell inside the coarse cell in proportion to the column's fine weights (uniform when it has
+none), then a value inside the fine cell: a category, a whole number of the slice, a real number uniformly inside
+the slice, or the missing value. Every value drawn is valid under the schema.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .schema import Column
+
+__all__ = ["FINE_CELLS", "FineGrid", "ColumnCells"]
+
+#: fine slices of a real column (and of an integer column with more whole numbers than this)
+FINE_CELLS = 1024
+
+
+@dataclass(frozen=True)
+class FineGrid:
+    """The fine cells of ``column``, from its schema alone (module docstring)."""
+
+    column: Column
+
+    @property
+    def whole(self) -> bool:
+        """One fine cell per whole number."""
+        c = self.column
+        return (c.kind == "numeric" and c.integer
+                and math.floor(c.high) - math.ceil(c.low) + 1 + int(c.missing) <= FINE_CELLS)
+
+    @property
+    def values(self) -> int:
+        """Fine cells that hold a value (the missing cell, where declared, comes after them)."""
+        c = self.column
+        if c.kind == "categorical":
+            return len(c.categories)
+        return math.floor(c.high) - math.ceil(c.low) + 1 if self.whole else FINE_CELLS - int(c.missing)
+
+    @property
+    def size(self) -> int:
+        return self.values + int(self.column.kind == "numeric" and self.column.missing)
+
+    def index(self, values) -> np.ndarray:
+        """(n,) int64 fine cells of checked values (a Series under the schema: categories as declared, numbers
+        within the bounds, NaN where missing is declared)."""
+        c = self.column
+        if c.kind == "categorical":
+            lookup = {v: i for i, v in enumerate(c.categories)}
+            return np.fromiter((lookup[v] for v in values.to_numpy(dtype=object)), np.int64, len(values))
+        x = values.to_numpy(dtype=float, na_value=np.nan)
+        absent = np.isnan(x)
+        if self.whole:
+            cell = np.round(np.where(absent, 0, x)) - math.ceil(c.low)
+        else:
+            cell = np.floor((np.where(absent, c.low, x) - c.low) / (c.high - c.low) * self.values)
+        cell = np.clip(cell, 0, self.values - 1).astype(np.int64)
+        return np.where(absent, self.values, cell)
+
+    def draw(self, fine: np.ndarray, rng: np.random.Generator):
+        """Values (a numpy array: object for categories, float with NaN for a missing number) for fine cells."""
+        c = self.column
+        if c.kind == "categorical":
+            return np.array(c.categories, dtype=object)[fine]
+        absent = fine >= self.values
+        fine = np.minimum(fine, self.values - 1)
+        if self.whole:
+            drawn = (math.ceil(c.low) + fine).astype(float)
+        else:
+            width = (c.high - c.low) / self.values
+            left = c.low + fine * width
+            if c.integer:  # a whole number of the slice [left, left + width), the last slice closed
+                first = np.maximum(np.ceil(left), math.ceil(c.low))
+                last = np.where(fine == self.values - 1, math.floor(c.high), np.ceil(left + width) - 1)
+                last = np.maximum(np.minimum(last, math.floor(c.high)), first)
+                drawn = first + np.floor(rng.uniform(size=len(fine)) * (last - first + 1))
+            else:
+                drawn = np.clip(left + rng.uniform(size=len(fine)) * width, c.low, c.high)
+        return np.where(absent, np.nan, drawn)
+
+
+class ColumnCells:
+    """A column's coarse cells over its fine grid.
+
+    ``starts``: (m + 1,) increasing fine-cell boundaries of the value cells: coarse cell k holds the fine cells
+    ``starts[k] … starts[k+1] − 1`` (for numbers, consecutive slices; for categories, ``order`` lists the fine
+    cells in the order the groups take them). A declared missing number is one more coarse cell, the last.
+    ``weights``: (fine size,) non-negative weights that decoding draws fine cells by inside a coarse cell (None:
+    uniform).
+    """
+
+    def __init__(self, grid: FineGrid, starts, *, order=None, weights=None):
+        self.grid = grid
+        self.starts = np.asarray(starts, dtype=np.int64)
+        values = grid.values
+        if self.starts.ndim != 1 or self.starts[0] != 0 or self.starts[-1] != values or (np.diff(self.starts) <= 0).any():
+            raise ValueError(f"cell starts must rise from 0 to {values}, got {self.starts.tolist()}")
+        self.order = np.arange(values) if order is None else np.asarray(order, dtype=np.int64)
+        if sorted(self.order.tolist()) != list(range(values)):
+            raise ValueError("order must list each fine cell once")
+        self.weights = None if weights is None else np.clip(np.asarray(weights, dtype=np.float64), 0, None)
+        if self.weights is not None and self.weights.shape != (grid.size,):
+            raise ValueError(f"weights must be ({grid.size},), got {self.weights.shape}")
+        position = np.empty(values, dtype=np.int64)
+        position[self.order] = np.arange(values)
+        self._coarse_of_fine = np.searchsorted(self.starts, position, side="right") - 1
+        self.missing = grid.size > values
+
+    @classmethod
+    def uniform(cls, column: Column, *, bins: int) -> "ColumnCells":
+        """From the schema alone: each category or whole number its own cell when there are at most ``bins`` of
+        them (categories always), else ``bins`` equal-width cells on the declared bounds."""
+        grid = FineGrid(column)
+        if column.kind == "categorical" or (grid.whole and grid.values <= bins):
+            return cls(grid, np.arange(grid.values + 1))
+        return cls(grid, np.unique(np.round(np.linspace(0, grid.values, bins + 1)).astype(np.int64)))
+
+    @property
+    def size(self) -> int:
+        """Coarse cells, the missing cell included."""
+        return len(self.starts) - 1 + int(self.missing)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def index(self, values) -> np.ndarray:
+        """(n,) int64 coarse cells of checked values."""
+        fine = self.grid.index(values)
+        absent = fine >= self.grid.values
+        return np.where(absent, len(self.starts) - 1, self._coarse_of_fine[np.minimum(fine, self.grid.values - 1)])
+
+    def draw(self, cells: np.ndarray, rng: np.random.Generator):
+        """Values for coarse cells (n,): a fine cell by the weights inside each, then a value inside it."""
+        cells = np.asarray(cells, dtype=np.int64)
+        fine = np.empty(len(cells), dtype=np.int64)
+        value_cells = len(self.starts) - 1
+        for k in np.unique(cells):
+            at = np.flatnonzero(cells == k)
+            if k == value_cells:  # the missing cell
+                fine[at] = self.grid.values
+                continue
+            members = self.order[self.starts[k]:self.starts[k + 1]]
+            p = None if self.weights is None else self.weights[members]
+            if p is not None and p.sum() > 0:
+                p = p / p.sum()
+            else:
+                p = None
+            fine[at] = members[rng.choice(len(members), size=len(at), p=p)] if len(members) > 1 else members[0]
+        return self.grid.draw(fine, rng)
+
+    def to_json(self) -> dict:
+        out = {"starts": self.starts.tolist()}
+        if not np.array_equal(self.order, np.arange(self.grid.values)):
+            out["order"] = self.order.tolist()
+        if self.weights is not None:
+            out["weights"] = self.weights.tolist()
+        return out
+
+    @classmethod
+    def from_json(cls, column: Column, data: dict) -> "ColumnCells":
+        return cls(FineGrid(column), data["starts"], order=data.get("order"), weights=data.get("weights"))

@@ -1,0 +1,99 @@
+"""Resolution that follows the data: each column's cells set from its released fine histogram (or from public rows).
+
+The pair tables can only afford a few cells per column (their noise grows with the cells), so where a column's
+cells fall decides what survives: equal-width bins on wide declared bounds put most of a skewed column in one cell.
+Here the cells come from the column's fine one-way histogram, released first at a share of the budget
+(swflow/privacy/oneway.py), or counted on public rows at no cost:
+
+1. :func:`fine_weights`: the released tree's least-squares fine counts (:func:`~swflow.privacy.oneway.fit_tree`),
+   allocated top-down: a node's mass goes to its children in proportion to those whose fitted count stands above
+   ``THRESHOLD_STDS`` σ, or evenly over its fine cells when none does (so the noise of empty leaves, which clipping
+   at zero would keep, puts no mass in a column's empty tails).
+2. :func:`column_cells`: a number's m cells start at the weights' quantiles k/m (a fine cell that holds more than
+   1/m of the column is a cell of its own, so fewer cells may result); a category with many categories keeps its
+   m − 1 largest as cells and merges the rest into one; a declared missing number keeps its own cell.
+3. Decoding draws a fine cell inside a cell by the weights (:class:`~swflow.tables.cells.ColumnCells`).
+
+The number of cells m follows the budget and n (:func:`cells_per_column`): a pair table of m × m cells over n
+records holds about n/m² records a cell, against its noise σ_pair; m is the largest with n/m² ≥ ``CELLS_RULE``·σ_pair,
+clamped to [``MIN_CELLS``, ``MAX_CELLS``]. Everything here reads released counts or public rows only.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..privacy.histogram import THRESHOLD_STDS
+from ..privacy.oneway import Tree, fit_tree
+from .cells import ColumnCells, FineGrid
+from .schema import Column
+
+__all__ = ["RESOLUTION_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "cells_per_column", "needs_release",
+           "tree_of", "fine_weights", "column_cells"]
+
+#: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take
+RESOLUTION_SHARE = 0.15
+#: records a pair-table cell should hold per unit of its noise std (the cells rule)
+CELLS_RULE = 2.0
+MIN_CELLS, MAX_CELLS = 6, 32
+
+
+def cells_per_column(*, dataset_size: int, pair_noise_std: float) -> int:
+    """m = ⌊√(n / (CELLS_RULE · σ_pair))⌋ in [MIN_CELLS, MAX_CELLS] (MAX_CELLS without noise)."""
+    if not pair_noise_std > 0:
+        return MAX_CELLS
+    return int(min(MAX_CELLS, max(MIN_CELLS, math.floor(math.sqrt(dataset_size / (CELLS_RULE * pair_noise_std))))))
+
+
+def needs_release(column: Column, cells: int) -> bool:
+    """Whether ``column`` has more fine cells than ``cells``: a number (not a whole-number column with at most that
+    many values) or a categorical column with more categories."""
+    grid = FineGrid(column)
+    return grid.values > cells
+
+
+def tree_of(column: Column) -> Tree:
+    """The released tree of a column's fine cells: flat for categories, 4-ary for numbers."""
+    return Tree.for_cells(FineGrid(column).size, flat=column.kind == "categorical")
+
+
+def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float, noise_std: float) -> np.ndarray:
+    """(tree.cells,) non-negative weights summing to ``total``, from one column's released ``levels`` (step 1 of
+    the module docstring; ``noise_std`` 0 for exact counts, which are then followed as they are)."""
+    fitted, _, _ = fit_tree(levels, tree, total=total)
+    leaves = torch.arange(tree.cells)
+    mass = torch.tensor([float(total)], dtype=torch.float64)
+    for level in range(1, tree.levels + 1):
+        nodes = tree.nodes(level)
+        node = tree.node_of(leaves, level)
+        value = torch.zeros(nodes, dtype=torch.float64).index_add_(0, node, fitted)
+        real = torch.bincount(node, minlength=nodes).to(torch.float64)  # fine cells under each node
+        parent = torch.arange(nodes) // (tree.branching if level > 1 else nodes)
+        kept = torch.where(value >= max(THRESHOLD_STDS * noise_std, 1e-12), value, torch.zeros_like(value))
+        kept_sum = torch.zeros(len(mass), dtype=torch.float64).index_add_(0, parent, kept)
+        real_sum = torch.zeros(len(mass), dtype=torch.float64).index_add_(0, parent, real)
+        share = torch.where(kept_sum[parent] > 0, kept / kept_sum[parent].clamp(min=1e-300),
+                            real / real_sum[parent].clamp(min=1))
+        mass = mass[parent] * share
+    return mass.numpy()[:tree.cells]  # the leaves past the last fine cell hold nothing
+
+
+def column_cells(column: Column, weights: np.ndarray | None, cells: int) -> ColumnCells:
+    """A column's cells from its fine ``weights`` (step 2; None: the schema's defaults with ``cells`` bins)."""
+    if weights is None or not needs_release(column, cells):
+        return ColumnCells.uniform(column, bins=cells)
+    grid = FineGrid(column)
+    values = np.clip(np.asarray(weights, dtype=np.float64)[:grid.values], 0, None)
+    if column.kind == "categorical":
+        order = np.argsort(-values, kind="stable")
+        return ColumnCells(grid, [*range(cells), grid.values], order=order, weights=weights)
+    total = values.sum()
+    if not total > 0:
+        return ColumnCells(grid, np.unique(np.round(np.linspace(0, grid.values, cells + 1)).astype(np.int64)),
+                           weights=None)
+    cdf = np.cumsum(values) / total
+    ends = np.searchsorted(cdf, np.arange(1, cells) / cells, side="left") + 1
+    return ColumnCells(grid, np.unique(np.concatenate([[0], np.clip(ends, 1, grid.values), [grid.values]])),
+                       weights=weights)
