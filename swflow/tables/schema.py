@@ -203,15 +203,15 @@ class Schema:
                 raise SchemaError(f"column {column.name!r}: some rows lie outside "
                                   f"[{column.low:g}, {column.high:g}]; pass --clip (clip=True) to clip them to the "
                                   "declared bounds, or widen the schema")
-            if column.integer:  # the whole numbers inside the bounds: clipping to fractional bounds makes no number
+            if column.integer:
+                inside = numbers[~outside].dropna()
+                if (inside != np.round(inside)).any():
+                    raise SchemaError(f"column {column.name!r} is declared integer: some rows hold values that are "
+                                      "not whole numbers; round them, or declare the column not integer")
+                # the whole numbers inside the bounds: clipping to a fractional bound would make a fraction
                 numbers = numbers.clip(math.ceil(column.low), math.floor(column.high))
             else:
                 numbers = numbers.clip(column.low, column.high)
-            if column.integer:
-                whole = numbers.dropna()
-                if (whole != np.round(whole)).any():
-                    raise SchemaError(f"column {column.name!r} is declared integer: some rows hold values that are "
-                                      "not whole numbers; round them, or declare the column not integer")
             out[column.name] = numbers
         return pd.DataFrame(out, index=table.index)
 
