@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .schema import Column
+from .schema import Column, category_codes
 
 __all__ = ["FINE_CELLS", "FineGrid", "ColumnCells"]
 
@@ -57,8 +57,7 @@ class FineGrid:
         within the bounds, NaN where missing is declared)."""
         c = self.column
         if c.kind == "categorical":
-            lookup = {v: i for i, v in enumerate(c.categories)}
-            return np.fromiter((lookup[v] for v in values.to_numpy(dtype=object)), np.int64, len(values))
+            return category_codes(values, c.categories)
         x = values.to_numpy(dtype=float, na_value=np.nan)
         absent = np.isnan(x)
         if self.whole:

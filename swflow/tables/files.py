@@ -67,7 +67,7 @@ class TableRows(ChunkedRows):
         if chunk_rows < 1:
             raise ValueError(f"chunk_rows must be >= 1, got {chunk_rows}")
         self.path, self.codec, self.clip, self.chunk_rows = path, codec, clip, int(chunk_rows)
-        self._total = sum(len(frame) for frame in self._frames()) if _total is None else _total
+        self._total = self._count() if _total is None else _total
         stop = self._total if stop is None else stop
         if not 0 <= start <= stop <= self._total:
             raise ValueError(f"records {start}..{stop} are not within the {self._total} records of {path}")
@@ -81,6 +81,17 @@ class TableRows(ChunkedRows):
         lo, hi, _ = rows.indices(len(self))
         return TableRows(self.path, self.codec, clip=self.clip, chunk_rows=self.chunk_rows, start=self.start + lo,
                          stop=self.start + max(lo, hi), _total=self._total)
+
+    def _count(self) -> int:
+        """The file's records: from a Parquet file's metadata, or by reading a CSV file once."""
+        if self._suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            try:
+                return pq.ParquetFile(self.path).metadata.num_rows
+            except (OSError, ValueError) as err:
+                raise ValueError(f"{self.path} is not a readable parquet table ({err})") from None
+        return sum(len(frame) for frame in self._frames())
 
     def _frames(self):
         import pandas as pd

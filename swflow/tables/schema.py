@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Column", "Schema", "SchemaError", "MISSING"]
+__all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
 
 #: how a missing value is declared among a column's categories (JSON null)
 MISSING = None
@@ -181,13 +181,13 @@ class Schema:
         for column in self.columns:
             values = table[column.name]
             if column.kind == "categorical":
-                allowed = set(column.categories)
-                present = [_plain(v) for v in values.to_numpy(dtype=object)]
-                if any(v not in allowed for v in present):
+                codes = category_codes(values, column.categories)
+                if (codes < 0).any():
                     raise SchemaError(f"column {column.name!r}: some rows hold values outside its declared categories "
                                       "(a missing value is one only where null is among them): declare them, or "
                                       "clean the rows")
-                out[column.name] = pd.Series(present, index=table.index, dtype=object)
+                out[column.name] = pd.Series(np.array(column.categories, dtype=object)[codes],
+                                             index=table.index, dtype=object)
                 continue
             absent = values.isna().to_numpy()
             numbers = pd.to_numeric(values, errors="coerce").astype(float)
@@ -214,6 +214,20 @@ class Schema:
                 numbers = numbers.clip(column.low, column.high)
             out[column.name] = numbers
         return pd.DataFrame(out, index=table.index)
+
+
+def category_codes(values, categories: tuple) -> np.ndarray:
+    """(n,) int64: each value's position among the declared ``categories`` (None: the missing value, matched by
+    NaN, None and ``pd.NA``), −1 where it is not declared. Vectorized (pandas' Categorical): no loop over rows."""
+    import pandas as pd
+
+    declared = [c for c in categories if c is not MISSING]
+    positions = np.array([i for i, c in enumerate(categories) if c is not MISSING] + [-1], dtype=np.int64)
+    codes = pd.Categorical(pd.Series(values).to_numpy(dtype=object), categories=declared).codes.astype(np.int64)
+    out = positions[codes]  # code −1 (not declared, or missing) reads the trailing −1
+    if MISSING in categories:
+        out[pd.isna(pd.Series(values)).to_numpy() & (codes < 0)] = categories.index(MISSING)
+    return out
 
 
 def _plain(value):
