@@ -272,3 +272,26 @@ def test_each_release_audits_below_its_own_claim_and_above_it_with_half_its_nois
     assert honest["audited_epsilon_lower_bound"] <= honest["claimed_epsilon"] < 2.0
     halved = resolution_whitebox_audit(2.0, trials=2_000_000, part=part, halve=part)
     assert halved["audited_epsilon_lower_bound"] > halved["claimed_epsilon"]
+
+
+def test_a_discrete_release_relabelled_or_edited_off_the_integers_is_refused():
+    """Issue 59: a discrete-Gaussian release relabelled as float Gaussian passed; counts that are not whole numbers
+    cannot come from the discrete mechanism, in the pair tables or in the levels."""
+    from swflow.privacy.counts import check_integers
+
+    check_integers(torch.tensor([3.0, -2.0]), "discrete-gaussian", source="honest")
+    check_integers(torch.tensor([3.5]), "gaussian", source="float")
+    with pytest.raises(ClaimMismatch, match="not whole numbers"):
+        check_integers(torch.tensor([3.0, 2.25]), "discrete-gaussian", source="edited")
+    tree = Tree.for_cells(16, flat=False)
+    exact = level_counts(torch.arange(16)[:, None], [tree]).double()
+    with pytest.raises(ClaimMismatch, match="not whole numbers"):
+        verify_levels(exact + 0.5, [tree], sigma=1.0, dataset_size=16, source="x", mechanism="discrete-gaussian")
+
+
+def test_a_one_column_table_says_what_is_wrong():
+    from swflow import Synthesizer
+
+    with pytest.raises(ValueError, match="at least 2 columns"):
+        Synthesizer("dpswflow-hist", epsilon=1.0, schema={"columns": [
+            {"name": "x", "type": "numeric", "min": 0, "max": 1}]})

@@ -284,11 +284,13 @@ def test_the_owners_report_is_written_apart_and_says_it_is_not_private(tmp_path,
     assert main(["evaluate", str(run)]) == 2
     assert "--against" in capsys.readouterr().err
     assert main(["evaluate", str(run), "--against", str(tmp_path / "held.csv"), "--target", "income"]) == 0
-    assert sorted(p.name for p in run.iterdir()) == sorted([*released, "owner"])  # nothing beside the outputs
-    owner = run / "owner"
+    assert sorted(p.name for p in run.iterdir()) == released  # issue 59: nothing added to what a user publishes
+    owner = tmp_path / "run.owner"  # beside the run
+    assert main(["evaluate", str(run), "--against", str(tmp_path / "held.csv"), "--owner-out", str(run / "o")]) == 2
+    assert "outside the run folder" in capsys.readouterr().err
     assert sorted(p.name for p in owner.iterdir()) == ["OWNER_ONLY.txt", "associations.png", "marginals.png",
                                                        "metrics.json"]
-    metrics = json.loads((owner / "metrics.json").read_text())
+    metrics = json.loads((owner / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     assert "OWNER ONLY" in metrics["owner_only"] and 0 <= metrics["accuracy"] <= 1
     # the TVD is the same function of the two files (checked against a recount by pandas)
     synthetic = pd.read_csv(run / "samples.csv")

@@ -101,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         hint = RESUME_HINTS.get(args.command, "nothing was written; rerun the command")
+        if getattr(args, "table", None) is not None:  # a table run keeps no checkpoint: its folder was only staged
+            hint = ("a table run has no checkpoint: nothing was written to --out and nothing was published, so "
+                    "rerun the same command (add --overwrite where --out held a finished run)")
         print(f"\nswflow {args.command}: interrupted: {hint}", file=sys.stderr)
         return 130
 

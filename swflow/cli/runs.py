@@ -22,14 +22,15 @@ def cmd_evaluate(args) -> int:
     from .tables import is_table_run
 
     if is_table_run(args.run_dir):
-        from ..tables.report import OWNER_DIR, owner_report
+        from ..tables.report import owner_dir, owner_report
 
         if args.against is None:
             raise ValueError("a table run is scored against held-out rows it never saw: --against HELDOUT.csv")
-        metrics = owner_report(args.run_dir, args.against, target=args.target)
+        out = args.owner_out or owner_dir(args.run_dir)
+        metrics = owner_report(args.run_dir, args.against, target=args.target, out=out)
         print(json.dumps({k: v for k, v in metrics.items() if k != "owner_only"}, indent=2))
-        print(f"wrote {Path(args.run_dir) / OWNER_DIR}/ (metrics.json, marginals.png, associations.png): OWNER ONLY, "
-              "it shows the held-out rows without noise; never publish it with the run")
+        print(f"wrote {out}/ (metrics.json, marginals.png, associations.png): OWNER ONLY, it shows the held-out rows "
+              "without noise; never publish it with the run")
         return 0
     if args.against is not None or args.target is not None:
         raise ValueError("--against and --target score table runs (swflow generate --table)")
@@ -165,7 +166,10 @@ def _register_evaluate(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the SW directions and subsampling")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.add_argument("--against", metavar="HELDOUT", help="table runs: held-out rows (.csv/.parquet) the run never saw; "
-                   "writes RUN/owner/ (metrics.json, marginals.png, associations.png), for the data owner only")
+                   "writes RUN.owner/ beside the run (metrics.json, marginals.png, associations.png), for the data "
+                   "owner only")
+    p.add_argument("--owner-out", metavar="DIR", help="table runs: where the owner's report goes (default RUN.owner/, "
+                   "beside the run; never inside it)")
     p.add_argument("--target", help="table runs: a column a classifier trained on the synthetic rows predicts on the "
                    "held-out rows (accuracy, AUC)")
     p.set_defaults(func=cmd_evaluate)

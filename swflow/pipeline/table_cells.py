@@ -172,7 +172,8 @@ class TableCells:
                     raise ClaimMismatch(f"{source}: its ledger does not hold the resolution release its cells come "
                                         "from (one release of the trees of the released columns); fit again")
                 sigma = float(events[1]["noise_std"])
-                verify_levels(levels, trees, sigma=sigma, dataset_size=report.dataset_size, source=source)
+                verify_levels(levels, trees, sigma=sigma, dataset_size=report.dataset_size, source=source,
+                              mechanism=events[1]["mechanism"])
             self._released_levels, self._released_columns = levels, released
             self.codec = self._codec_from_levels(levels, released, report.dataset_size, sigma)
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [

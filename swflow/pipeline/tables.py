@@ -31,6 +31,10 @@ from .table_cells import RESOLUTIONS, TableCells
 __all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE", "RESOLUTIONS"]
 
 FORMAT = "swflow-table-1"
+#: what a table run's privacy report leaves out (a table run has no autoencoder: its codec comes from the schema)
+TABLE_NOT_ACCOUNTED = ("Not accounted: settings (epsilon, cells, pairs, steps) chosen by looking at private data, and "
+                       "any use of the private rows outside this run. The codec comes from the public schema (and "
+                       "public rows, where given) only; nothing was trained on private rows.")
 POST_PROCESSING_NOTE = ("records drawn from particles fitted to the run's released two-way tables (model.pt): "
                         "post-processing of that run's differentially private output, so its (epsilon, delta) covers "
                         "them and no further privacy was spent")
@@ -65,6 +69,10 @@ class TableSynthesizer(TableCells):
                              "sliced histogram on pairs of columns")
         if not isinstance(schema, Schema):
             schema = Schema.from_json(schema) if isinstance(schema, dict) else Schema.read(schema)
+        if len(schema.columns) < 2:
+            raise ValueError(f"a table needs at least 2 columns (its release is two-way tables of column pairs); the "
+                             f"schema declares {len(schema.columns)}: add a column, or release one column's values "
+                             "as rows with swflow generate --data")
         self.method, self.schema = method, schema
         self.codec = TableCodec(schema, numeric_bins=numeric_bins)
         if pairs is not None and public is not None:
@@ -139,7 +147,8 @@ class TableSynthesizer(TableCells):
         del rows, data
         target.release_tables()
         self._counts = target.released_counts
-        self._report = privacy_report(self.method, target, run_config=run_config)
+        self._report = replace(privacy_report(self.method, target, run_config=run_config),
+                               not_accounted=TABLE_NOT_ACCOUNTED)
         if fine is not None and calibration is not None:
             self._report = compose(self._report, fine.ledger.events, target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())

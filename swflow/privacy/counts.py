@@ -99,6 +99,7 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     sigma = report.noise_std
     if not sigma > 0:
         raise ClaimMismatch(f"{source}: a private table release with noise std {sigma}")
+    check_integers(counts, report.mechanism, source=source)
     statistic = sum(float((t.sum() - report.dataset_size) ** 2) / (t.numel() * sigma ** 2) for t in tables)
     freedom = len(tables)
     for column in range(len(sizes)):
@@ -118,6 +119,14 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
                 disagreement=f"the released tables disagree with each other, or with the {report.dataset_size} rows "
                              "the report claims, by more than the claimed noise allows: the counts or the data set "
                              "size were edited")
+
+
+def check_integers(counts: torch.Tensor, mechanism: str, *, source: str) -> None:
+    """The discrete Gaussian adds integers to integer counts: a release it made holds whole numbers only."""
+    if mechanism == "discrete-gaussian" and not bool(torch.equal(counts, counts.round())):
+        raise ClaimMismatch(f"{source}: its counts are not whole numbers, but the release it claims (the discrete "
+                            "Gaussian) adds integer noise to integer counts: the mechanism or the counts were edited; "
+                            "regenerate the run")
 
 
 def _chi_square(statistic: float, freedom: int, *, sigma: float, released: str, disagreement: str,

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .counts import ClaimMismatch, _chi_square
+from .counts import ClaimMismatch, _chi_square, check_integers
 from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
 from .release import PrivateTarget
 
@@ -179,7 +179,8 @@ def fit_tree(levels: list[Tensor], tree: Tree, *, total: float) -> tuple[Tensor,
     return fitted, rss, int(y.numel() - tree.cells + 1)
 
 
-def verify_levels(noisy: Tensor, trees: list[Tree], *, sigma: float, dataset_size: int, source: str) -> None:
+def verify_levels(noisy: Tensor, trees: list[Tree], *, sigma: float, dataset_size: int, source: str,
+                  mechanism: str = "gaussian") -> None:
     """The χ² test of released tree counts against the claimed σ and n (module docstring): the residual sum of
     squares of :func:`fit_tree` over σ², summed over the columns, refused outside the two-sided
     1 − COUNTS_FALSE_REFUSAL range."""
@@ -189,6 +190,7 @@ def verify_levels(noisy: Tensor, trees: list[Tree], *, sigma: float, dataset_siz
         raise ClaimMismatch(f"{source}: {err}; regenerate the run") from None
     if not sigma > 0:
         raise ClaimMismatch(f"{source}: a private resolution release with noise std {sigma}")
+    check_integers(torch.as_tensor(noisy, dtype=torch.float64), mechanism, source=source)
     statistic, freedom = 0.0, 0
     for tree, counts in zip(trees, levels):
         _, rss, dof = fit_tree(counts, tree, total=dataset_size)

@@ -100,7 +100,9 @@ def efficacy(schema, synthetic, reference, target: str) -> dict:
     y, y_test = train[:, t] == positive, test[:, t] == positive
     if y.all() or not y.any():
         return {"accuracy": None, "auc": None}
-    model = HistGradientBoostingClassifier(categorical_features=[True] * len(features), random_state=0)
+    sizes = _sizes(schema, edges)
+    # the classifier takes at most 255 categories a feature: a column with more is read by its cells' order
+    model = HistGradientBoostingClassifier(categorical_features=[sizes[i] <= 255 for i in features], random_state=0)
     model.fit(np.maximum(train[:, features], 0), y)
     x_test = np.maximum(test[:, features], 0)
     return {"accuracy": float(model.score(x_test, y_test)),

@@ -1,7 +1,7 @@
 """The data owner's report on a table run: `swflow evaluate RUN --against HELDOUT.csv`.
 
-It compares the run's synthetic records with held-out rows the run never saw, and writes, apart from the run's
-releasable outputs, into RUN/owner/: metrics.json (mean TVD of the 1-, 2- and 3-way marginals; with a target, a
+It compares the run's synthetic records with held-out rows the run never saw, and writes, beside the run's folder
+and never inside what a user publishes, into RUN.owner/ (or a folder the owner names): metrics.json (mean TVD of the 1-, 2- and 3-way marginals; with a target, a
 classifier's accuracy and AUC), marginals.png (each column, synthetic beside held-out) and associations.png
 (Cramér's V of every pair of columns, synthetic beside held-out). The held-out rows are shown without noise: the
 folder is for the owner, and says so in every file.
@@ -16,15 +16,20 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["owner_report", "OWNER_DIR", "OWNER_NOTE"]
-
-OWNER_DIR = "owner"
+__all__ = ["owner_report", "owner_dir", "OWNER_NOTE"]
 OWNER_NOTE = ("OWNER ONLY: these files compare the synthetic records with held-out rows, shown WITHOUT noise; "
               "they are not covered by the run's privacy guarantee. Never publish this folder with the run.")
 
 
-def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None = None) -> dict:
-    """Write RUN/owner/ (module docstring) and return its metrics."""
+def owner_dir(run_dir: str | Path) -> Path:
+    """The owner's folder of a run by default: RUN.owner/, beside RUN/ (never inside it)."""
+    run_dir = Path(run_dir)
+    return run_dir.parent / f"{run_dir.name}.owner"
+
+
+def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None = None,
+                 out: str | Path | None = None) -> dict:
+    """Write the owner's folder ``out`` (default :func:`owner_dir`; module docstring) and return its metrics."""
     from ..privacy.verify import read_verified_report
     from .files import read_table
     from .metrics import decile_edges, efficacy, marginal_tvd
@@ -45,17 +50,29 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
     if target is not None:
         metrics.update(efficacy(schema, synthetic, held_out, target), target=target)
     edges = decile_edges(schema, held_out)
-    out = run_dir / OWNER_DIR
-    out.mkdir(exist_ok=True)
+    out = Path(out) if out is not None else owner_dir(run_dir)
+    if out.resolve() == run_dir.resolve() or run_dir.resolve() in out.resolve().parents:
+        raise ValueError(f"the owner's report shows held-out rows without noise: write it outside the run folder "
+                         f"{run_dir}, not into {out}")
+    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out) as tmp:  # each file appears whole, or not at all
         tmp = Path(tmp)
-        (tmp / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        (tmp / "metrics.json").write_text(json.dumps(_strict(metrics), indent=2, allow_nan=False) + "\n")
         _marginals_picture(schema, synthetic, held_out, edges, tmp / "marginals.png")
         _associations_picture(schema, synthetic, held_out, edges, tmp / "associations.png")
         (tmp / "OWNER_ONLY.txt").write_text(OWNER_NOTE + "\n")
         for name in ("metrics.json", "marginals.png", "associations.png", "OWNER_ONLY.txt"):
             os.replace(tmp / name, out / name)
     return metrics
+
+
+def _strict(value):
+    """JSON's values only: a number that is not finite becomes null."""
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _figure(width: float, height: float):
