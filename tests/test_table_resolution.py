@@ -259,13 +259,13 @@ def test_the_composed_release_audits_below_its_claim():
     from swflow.pipeline.audits import resolution_whitebox_audit
 
     honest = resolution_whitebox_audit(1.0, trials=2_000_000)
-    assert 0.4 <= honest["audited_epsilon_lower_bound"] <= 1.0
+    assert 0.3 <= honest["audited_epsilon_lower_bound"] <= 1.0  # sees the release; never above the claim
 
 
 @pytest.mark.parametrize("part", ["levels", "tables"])
 def test_each_release_audits_below_its_own_claim_and_above_it_with_half_its_noise(part):
-    """Each release alone, against the ε its own ledger event gives (at a composed ε = 2: 0.73 for the 15 % share,
-    1.83 for the tables): at or below it with the calibrated noise, above it with half."""
+    """Each release alone, against the ε its own ledger event gives at a composed ε = 2 (the library's split): at or
+    below it with the calibrated noise, above it with half."""
     from swflow.pipeline.audits import resolution_whitebox_audit
 
     honest = resolution_whitebox_audit(2.0, trials=2_000_000, part=part)

@@ -162,9 +162,11 @@ def table_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve_noise
 
 
 def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve: str | None = None, seed: int = 0,
-                              count_noise: str = "gaussian", share: float = 0.15, part: str | None = None) -> dict:
+                              count_noise: str = "gaussian", share: float | None = None,
+                              part: str | None = None) -> dict:
     """White-box audit of a table run's two releases composed: the fine one-way tree of a column (16 fine cells,
-    4-ary, two levels; :class:`~swflow.privacy.oneway.OneWayTarget`) at ``share`` of the budget, then the pair table
+    4-ary, two levels; :class:`~swflow.privacy.oneway.OneWayTarget`) at ``share`` of the budget (default: the
+    library's), then the pair table
     of two columns of two cells (:class:`~swflow.privacy.marginals.MarginalTarget`), both calibrated together by
     :func:`~swflow.privacy.calibrate.calibrate_shares` (n = 1 public). The worst-case pair of one-record sets puts
     the record in fine cell 0 and cells (0, 0), or in fine cell 15 and cells (1, 1): it moves two counts on each
@@ -179,6 +181,9 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
     from ..privacy.marginals import MarginalTarget, pair_counts
     from ..privacy.oneway import OneWayTarget, Tree, level_counts
 
+    from ..tables.resolution import RESOLUTION_SHARE
+
+    share = RESOLUTION_SHARE if share is None else share  # the library's own split by default
     if halve not in (None, "levels", "tables") or part not in (None, "levels", "tables"):
         raise ValueError(f"halve and part are None, 'levels' or 'tables', got {halve!r} and {part!r}")
     spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from ..tables.codec import NUMERIC_BINS, TableCodec
-from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells
+from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells, shrunk_tables
 from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.schema import Schema
 from .table_cells import RESOLUTIONS, TableCells
@@ -152,8 +152,10 @@ class TableSynthesizer(TableCells):
         if fine is not None and calibration is not None:
             self._report = compose(self._report, fine.ledger.events, target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
-        self._particles = fit_particles(split_tables(self._counts, target.sizes, self.pairs), target.sizes,
-                                        self.pairs, dataset_size=n, config=self.flow, progress=progress)
+        targets = shrunk_tables(split_tables(self._counts, target.sizes, self.pairs), target.sizes, self.pairs,
+                                noise_std=target.table_noise_std(), dataset_size=n)
+        self._particles = fit_particles(targets, target.sizes, self.pairs, dataset_size=n, config=self.flow,
+                                        progress=progress)
         return self
 
     def _choose_pairs(self, n: int) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-__all__ = ["MarginalFlowConfig", "fit_particles", "sample_cells"]
+__all__ = ["MarginalFlowConfig", "fit_particles", "sample_cells", "shrunk_tables"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +72,43 @@ def fit_particles(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int,
     with torch.no_grad():
         simplex = _softmax_blocks(free, offsets)
         return [simplex[:, a:b].clone() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def shrunk_tables(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, int]], *, noise_std: float,
+                  dataset_size: int) -> list[Tensor]:
+    """The released tables, each shrunk toward the product of its columns' one-way counts by the positive-part
+    James–Stein factor: T̂ = P + λ (T − P), λ = max(0, 1 − cells·σ² / ‖T − P‖²).
+
+    P is the product of the two columns' one-way counts pooled over every table that holds them (each table's
+    margin weighted by the inverse of its noise variance, cells·σ² of the other column), so it is far more precise
+    than any one table. Where the noise energy cells·σ² is most of a table's departure from independence, the
+    departure is mostly noise and is shrunk away; where the dependence stands far above the noise, λ ≈ 1 and the
+    table is kept. Post-processing of the release and of the public σ and n: no privacy is spent.
+
+    Parameters
+    ----------
+    tables : K tensors (sizes[i], sizes[j]) of noisy counts, for ``pairs``
+    noise_std : σ of the noise on each count (0: the tables are returned as they are)
+    """
+    if not noise_std > 0:
+        return tables
+    margins = []
+    for column in range(len(sizes)):
+        estimates, weights = [], []
+        for (i, j), table in zip(pairs, tables):
+            if column in (i, j):
+                estimates.append(table.sum(dim=1) if column == i else table.sum(dim=0))
+                weights.append(1.0 / sizes[j if column == i else i])
+        pooled = sum(w * e for w, e in zip(weights, estimates)) / sum(weights) if estimates else None
+        margins.append(None if pooled is None else pooled.clamp(min=0) / max(float(pooled.clamp(min=0).sum()), 1e-12))
+    out = []
+    for (i, j), table in zip(pairs, tables):
+        product = torch.outer(margins[i], margins[j]).to(table.dtype) * dataset_size
+        departure = table - product
+        energy = float((departure ** 2).sum())
+        keep = max(0.0, 1.0 - table.numel() * noise_std ** 2 / energy) if energy > 0 else 0.0
+        out.append(product + keep * departure)
+    return out
 
 
 def _softmax_blocks(free: Tensor, offsets: list[int]) -> Tensor:

@@ -84,8 +84,9 @@ def associations(schema, frame, edges: dict) -> np.ndarray:
 
 
 def efficacy(schema, synthetic, reference, target: str) -> dict:
-    """A gradient-boosted classifier trained on ``synthetic`` predicts ``target``'s last declared category (or
-    bin) on ``reference``: accuracy and AUC (None when the synthetic rows hold one class only)."""
+    """A gradient-boosted classifier trained on ``synthetic`` predicts ``target``'s last declared category (or top
+    decile bin; a missing value is never the class) on ``reference``: accuracy and AUC (None when the synthetic rows
+    hold one class only)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.metrics import roc_auc_score
 
@@ -96,7 +97,11 @@ def efficacy(schema, synthetic, reference, target: str) -> dict:
     t = names.index(target)
     features = [i for i in range(len(names)) if i != t]
     train, test = discretize(schema, synthetic, edges), discretize(schema, reference, edges)
-    positive = int(test[:, t].max())
+    column = schema.columns[t]
+    if column.kind == "numeric":  # the top decile's bin (a missing value's bin comes after it)
+        positive = len(edges[target])
+    else:  # the last declared category that is not the missing value
+        positive = max(i for i, c in enumerate(column.categories) if c is not None)
     y, y_test = train[:, t] == positive, test[:, t] == positive
     if y.all() or not y.any():
         return {"accuracy": None, "auc": None}

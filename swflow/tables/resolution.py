@@ -33,10 +33,11 @@ from .schema import Column
 __all__ = ["RESOLUTION_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "cells_per_column", "needs_release",
            "tree_of", "fine_weights", "column_cells"]
 
-#: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take
-RESOLUTION_SHARE = 0.15
+#: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
+#: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables.md)
+RESOLUTION_SHARE = 0.3
 #: records a pair-table cell should hold per unit of its noise std (the cells rule)
-CELLS_RULE = 2.0
+CELLS_RULE = 4.0
 MIN_CELLS, MAX_CELLS = 6, 32
 
 
