@@ -217,6 +217,8 @@ def main(argv=None) -> int:
                    default=["private", "uniform", "independent", "swflow-uniform", "swflow", *PEERS])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--peers-only", action="store_true", help="run and cache the peers only (MST, PrivBayes, then AIM)")
+    p.add_argument("--cached-peers", action="store_true", help="score the peers' cached samples only: a peer cell "
+                   "not run yet is left out (run it with --peers-only)")
     p.add_argument("--redo", nargs="+", default=[], help="methods whose cached scores are recomputed (e.g. swflow)")
     p.add_argument("--aim-cpu-minutes", type=float, default=60.0)
     p.add_argument("--seed", type=int, default=0)
@@ -260,6 +262,10 @@ def main(argv=None) -> int:
             for epsilon in [None] if method in ("private", "uniform") else epsilons:
                 key = f"{table} {method}" if epsilon is None else f"{table} {method} eps={epsilon:g}"
                 if key in cells and method not in args.redo:
+                    continue
+                if method in PEERS and args.cached_peers and not (
+                        cache / table / f"{method}-eps{epsilon:g}.json").exists():
+                    print(f"{key:40} not run yet (--peers-only runs it)")
                     continue
                 t0 = time.perf_counter()
                 frame, facts = run_cell(method, table, private, held_out, schema, epsilon=epsilon or 1.0,

@@ -295,3 +295,23 @@ def test_a_one_column_table_says_what_is_wrong():
     with pytest.raises(ValueError, match="at least 2 columns"):
         Synthesizer("dpswflow-hist", epsilon=1.0, schema={"columns": [
             {"name": "x", "type": "numeric", "min": 0, "max": 1}]})
+
+
+def test_particles_in_a_file_are_never_read_they_are_refitted_to_the_release(saved, tmp_path):
+    """Issue 59: particles replaced by the private records passed the read-back and were sampled under the run's
+    claim. A saved Synthesizer now carries no particles, and load refits them from the release: particles put into
+    the file (with or without the resolution state, as a file of an earlier release) are ignored, and the refit
+    samples what the fitted Synthesizer samples."""
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables import example_table
+
+    syn, path = saved
+    blob = _blob(path)
+    assert "particles" not in blob
+    private, _ = example_table(3000)
+    cells = torch.from_numpy(syn.codec.cell_index(syn.schema.check(private)))
+    blob["particles"] = [torch.nn.functional.one_hot(cells[:, j], k).float() for j, k in enumerate(syn.codec.sizes)]
+    torch.save(blob, tmp_path / "forged.pt")
+    loaded = TableSynthesizer.load(tmp_path / "forged.pt")
+    assert all(torch.equal(a, b) for a, b in zip(loaded._particles, syn._particles))
+    assert not any(torch.equal(a, b) for a, b in zip(loaded._particles, blob["particles"]))

@@ -52,7 +52,7 @@ def sample_table_run(args) -> int:
 
     run = Path(args.run_dir)
     report = read_verified_report(run)
-    syn = TableSynthesizer.load(run / MODEL)
+    syn = TableSynthesizer.load(run / MODEL, progress=not getattr(args, "quiet", False))
     if syn.privacy_report().to_json()["ledger"] != report.ledger:
         raise ValueError(f"{run}: privacy.json and {MODEL} describe different releases; regenerate the run")
     suffix = ".parquet" if (run / "samples.parquet").exists() else ".csv"

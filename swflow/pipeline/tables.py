@@ -118,7 +118,7 @@ class TableSynthesizer(TableCells):
         of the records, the exact tables are summed over the ranks and rank 0 draws the noise: every rank holds the
         release one process makes on all the records, and fits the same particles to it."""
         from ..privacy import NoiseSource, PrivacyLedger, compose, privacy_report
-        from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget, split_tables
+        from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget
         from ..sources import SourceRequest, open_source
         from ..tables.source import TableSource
 
@@ -152,11 +152,21 @@ class TableSynthesizer(TableCells):
         if fine is not None and calibration is not None:
             self._report = compose(self._report, fine.ledger.events, target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
-        targets = shrunk_tables(split_tables(self._counts, target.sizes, self.pairs), target.sizes, self.pairs,
-                                noise_std=target.table_noise_std(), dataset_size=n)
-        self._particles = fit_particles(targets, target.sizes, self.pairs, dataset_size=n, config=self.flow,
-                                        progress=progress)
+        self._particles = self._fit_to_release(progress=progress)
         return self
+
+    def _fit_to_release(self, *, progress: bool = False) -> list:
+        """The particles fitted to the released tables (shrunk, swflow.tables.flow), from public things only: the
+        released counts, the report's σ and n, the settings. Deterministic: load() refits them rather than read
+        particles a file could have replaced."""
+        from ..privacy.marginals import split_tables
+
+        sizes, report = self.codec.sizes, self._report
+        targets = shrunk_tables(split_tables(self._counts, sizes, self.pairs), sizes, self.pairs,
+                                noise_std=report.noise_std if report.private else 0.0,
+                                dataset_size=report.dataset_size)
+        return fit_particles(targets, sizes, self.pairs, dataset_size=report.dataset_size, config=self.flow,
+                             progress=progress)
 
     def _choose_pairs(self, n: int) -> None:
         """The pairs the public rows show worth their noise at this budget and this public n."""
@@ -212,21 +222,22 @@ class TableSynthesizer(TableCells):
 
     # -- persistence -------------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Everything released (the noisy tables), the fitted particles, the settings and the report: no private
-        row; loads with ``torch.load(weights_only=True)``."""
+        """Everything released (the noisy tables and levels), the settings and the report: no private row, and no
+        particles (load refits them from the release); loads with ``torch.load(weights_only=True)``."""
         self._fitted()
         path = Path(path)
         torch.save({"format": FORMAT, "method": self.method, "schema": self.schema.to_json(),
                     "privacy": asdict(self.privacy), "clip": self.clip,
                     "pairs": [list(p) for p in self.pairs], "numeric_bins": self.codec.numeric_bins,
                     "flow": asdict(self.flow), "report": self._report.to_json(), "noisy_counts": self._counts,
-                    "particles": list(self._particles), "resolution": self._resolution_state()}, path)
+                    "resolution": self._resolution_state()}, path)
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, blob: dict | None = None) -> "TableSynthesizer":
+    def load(cls, path: str | Path, *, blob: dict | None = None, progress: bool = False) -> "TableSynthesizer":
         """A saved table Synthesizer, its claim re-derived from the ledger and the released tables tested against it
-        (:func:`swflow.privacy.verify.verify_tables`); refused when anything disagrees."""
+        (:func:`swflow.privacy.verify.verify_tables`), refused when anything disagrees; its particles refitted to
+        the release, never read from the file (one of an earlier release carries some: they are ignored)."""
         from ..io.hdf5 import load_tensors
         from ..privacy import PrivacyReport
         from ..privacy.verify import ClaimMismatch, verify_report, verify_tables
@@ -242,7 +253,6 @@ class TableSynthesizer(TableCells):
                       **{k: privacy[k] for k in ("epsilon", "delta", "noise_multiplier", "adjacency", "count_noise",
                                                  "secure_noise")}, **blob["flow"])
             report = PrivacyReport.from_json(blob["report"])
-            particles = [torch.as_tensor(p, dtype=torch.float32) for p in blob["particles"]]
             counts = torch.as_tensor(blob["noisy_counts"], dtype=torch.float64)
             verify_report(report, source=str(path))
             # files of earlier releases had the schema's equal-width bins only
@@ -259,11 +269,8 @@ class TableSynthesizer(TableCells):
                                 "fit again")
         if report.private:
             verify_tables(report, counts, sizes, syn.pairs, source=str(path))
-        if len(particles) != len(sizes) or any(p.ndim != 2 or p.shape[1] != k or not torch.isfinite(p).all()
-                                               or (p < 0).any() for p, k in zip(particles, sizes)):
-            raise ClaimMismatch(f"{path}: its particles do not fit its schema's columns; fit again")
         syn._report, syn._counts = report, counts
-        syn._particles = [p / p.sum(dim=1, keepdim=True) for p in particles]
+        syn._particles = syn._fit_to_release(progress=progress)
         return syn
 
 

@@ -77,13 +77,14 @@ class MarginalTarget(HistogramTarget):
         return torch.stack([rows[:, a:b].argmax(dim=1) for a, b in self.blocks], dim=1)
 
     def _counts(self) -> Tensor:
-        """The exact tables, concatenated: of the rows in memory, or summed chunk by chunk over rows on disk (each
-        chunk checked and encoded by its source before it is counted; nothing is released before the last)."""
+        """The exact tables, concatenated: of the rows in memory, or summed chunk by chunk over records on disk (each
+        chunk checked and read into cells by its source, ``cell_chunks()``, before it is counted; nothing is released
+        before the last)."""
         if isinstance(self._data, Tensor):
             return pair_counts(self.cells(), self.sizes, self.pairs)
         total = pair_counts(torch.zeros((0, len(self.sizes)), dtype=torch.int64), self.sizes, self.pairs)
-        for _, rows in self._data.chunks():
-            total = total + pair_counts(self.cells(rows), self.sizes, self.pairs)
+        for _, cells in self._data.cell_chunks():  # each record's cells as the codec reads them: no one-hot rows
+            total = total + pair_counts(cells, self.sizes, self.pairs)
         return total
 
     def table_noise_std(self) -> float:
