@@ -315,3 +315,34 @@ def test_particles_in_a_file_are_never_read_they_are_refitted_to_the_release(sav
     loaded = TableSynthesizer.load(tmp_path / "forged.pt")
     assert all(torch.equal(a, b) for a, b in zip(loaded._particles, syn._particles))
     assert not any(torch.equal(a, b) for a, b in zip(loaded._particles, blob["particles"]))
+
+
+def test_declared_decimals_come_back_as_written():
+    """Issue 59: floats came back with 16 digits. With "decimals": 2 a column on [0, 10] has one fine cell per value
+    written with two places (1 001 of them), so atoms such as the bound 10 come back exact; on wide bounds the fine
+    slices decode to values rounded to two places, inside the bounds."""
+    from swflow import Synthesizer
+    from swflow.tables import SchemaError
+
+    schema = Schema.from_json({"columns": [
+        {"name": "visib", "type": "numeric", "min": 0, "max": 10, "decimals": 2},
+        {"name": "cost", "type": "numeric", "min": 0, "max": 100000, "decimals": 2},
+        {"name": "g", "type": "categorical", "categories": ["a", "b"]}]})
+    assert FineGrid(schema.columns[0]).whole and FineGrid(schema.columns[0]).values == 1001
+    assert not FineGrid(schema.columns[1]).whole
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"visib": rng.choice([10.0, 0.06, 2.5, 9.99], 4000, p=[0.7, 0.1, 0.1, 0.1]),
+                          "cost": np.round(rng.lognormal(5, 2, 4000).clip(0, 100000), 2),
+                          "g": rng.choice(["a", "b"], 4000)})
+    grid = FineGrid(schema.columns[0])
+    assert np.array_equal(grid.draw(grid.index(frame["visib"]), rng), frame["visib"].to_numpy())
+    out = Synthesizer("dpswflow-hist", schema=schema, epsilon=2.0, delta=1e-6, steps=100).fit(frame).sample(4000)
+    assert set(np.unique(out["visib"])) <= {10.0, 0.06, 2.5, 9.99} | set(np.round(np.arange(0, 1001) / 100, 2))
+    assert (out["visib"] == 10.0).mean() > 0.5  # the atom at the bound comes back as itself
+    assert np.allclose(out["cost"], np.round(out["cost"], 2)) and out["cost"].between(0, 100000).all()
+    for bad in (-1, 2.5, True, "2"):
+        with pytest.raises(SchemaError, match="decimals"):
+            Schema.from_json({"columns": [{"name": "x", "type": "numeric", "min": 0, "max": 1, "decimals": bad}]})
+    with pytest.raises(SchemaError, match="decimals"):
+        Schema.from_json({"columns": [{"name": "x", "type": "numeric", "min": 0, "max": 9, "integer": True,
+                                       "decimals": 1}]})

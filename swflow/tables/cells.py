@@ -1,8 +1,9 @@
 """One column's cells: how its values map to the cells the release counts, and how a cell becomes a value again.
 
 Every column has a *fine grid* fixed by the public schema alone (:class:`FineGrid`): a categorical column's
-categories; an integer column's whole numbers when they fit in ``FINE_CELLS`` cells; else equal-width slices of the
-declared bounds, ``FINE_CELLS`` of them; a numeric column declared ``"missing": true`` gives one of its cells to the
+categories; the values a numeric column can be written with (whole numbers, or multiples of 10^−decimals where
+``decimals`` is declared) when they fit in ``FINE_CELLS`` cells; else equal-width slices of the declared bounds,
+``FINE_CELLS`` of them (a value drawn in a slice is rounded to the declared places); a numeric column declared ``"missing": true`` gives one of its cells to the
 missing value (the last). The *coarse cells* that the pair tables count are runs of consecutive fine cells (numbers) or groups of
 categories (:class:`ColumnCells`). They come from the schema alone (equal-width bins, each category its own cell), or
 from a release of the fine one-way histograms (:mod:`swflow.tables.resolution`), or from public rows: never from
@@ -34,11 +35,23 @@ class FineGrid:
     column: Column
 
     @property
-    def whole(self) -> bool:
-        """One fine cell per whole number."""
+    def step(self) -> float | None:
+        """The spacing of the values the column can be written with: 1 (integer), 10^−decimals, or None."""
         c = self.column
-        return (c.kind == "numeric" and c.integer
-                and math.floor(c.high) - math.ceil(c.low) + 1 + int(c.missing) <= FINE_CELLS)
+        if c.kind != "numeric":
+            return None
+        return 1.0 if c.integer else None if c.decimals is None else 10.0 ** -c.decimals
+
+    @property
+    def whole(self) -> bool:
+        """One fine cell per value the column can be written with (the lattice of ``step`` inside the bounds)."""
+        return self.step is not None and self._lattice()[1] - self._lattice()[0] + 1 + int(self.column.missing) \
+            <= FINE_CELLS
+
+    def _lattice(self) -> tuple[int, int]:
+        """The first and last multiples of ``step`` inside the bounds, as multiples."""
+        c, step = self.column, self.step
+        return math.ceil(round(c.low / step, 9)), math.floor(round(c.high / step, 9))
 
     @property
     def values(self) -> int:
@@ -46,7 +59,8 @@ class FineGrid:
         c = self.column
         if c.kind == "categorical":
             return len(c.categories)
-        return math.floor(c.high) - math.ceil(c.low) + 1 if self.whole else FINE_CELLS - int(c.missing)
+        first, last = self._lattice() if self.step is not None else (0, 0)
+        return last - first + 1 if self.whole else FINE_CELLS - int(c.missing)
 
     @property
     def size(self) -> int:
@@ -61,7 +75,7 @@ class FineGrid:
         x = values.to_numpy(dtype=float, na_value=np.nan)
         absent = np.isnan(x)
         if self.whole:
-            cell = np.round(np.where(absent, 0, x)) - math.ceil(c.low)
+            cell = np.round(np.where(absent, 0, x) / self.step) - self._lattice()[0]
         else:
             cell = np.floor((np.where(absent, c.low, x) - c.low) / (c.high - c.low) * self.values)
         cell = np.clip(cell, 0, self.values - 1).astype(np.int64)
@@ -75,7 +89,7 @@ class FineGrid:
         absent = fine >= self.values
         fine = np.minimum(fine, self.values - 1)
         if self.whole:
-            drawn = (math.ceil(c.low) + fine).astype(float)
+            drawn = np.round((self._lattice()[0] + fine) * self.step, c.decimals or 0)
         else:
             width = (c.high - c.low) / self.values
             left = c.low + fine * width
@@ -86,7 +100,13 @@ class FineGrid:
                 drawn = first + np.floor(rng.uniform(size=len(fine)) * (last - first + 1))
             else:
                 drawn = np.clip(left + rng.uniform(size=len(fine)) * width, c.low, c.high)
+                if c.decimals is not None:  # written as declared, and still inside the bounds
+                    drawn = np.clip(np.round(drawn, c.decimals), *self._lattice_bounds())
         return np.where(absent, np.nan, drawn)
+
+    def _lattice_bounds(self) -> tuple[float, float]:
+        first, last = self._lattice()
+        return round(first * self.step, self.column.decimals), round(last * self.step, self.column.decimals)
 
 
 class ColumnCells:

@@ -35,7 +35,8 @@ class SchemaError(ValueError):
 @dataclass(frozen=True)
 class Column:
     """One column: ``kind`` 'categorical' (``categories``, in their declared order; None is the missing value) or
-    'numeric' (``low`` ≤ value ≤ ``high``; ``integer``: whole numbers; ``missing``: a value may be missing)."""
+    'numeric' (``low`` ≤ value ≤ ``high``; ``integer``: whole numbers; ``decimals``: values written with that many
+    decimal places, so they come back so; ``missing``: a value may be missing)."""
 
     name: str
     kind: str
@@ -44,6 +45,7 @@ class Column:
     high: float | None = None
     integer: bool = False
     missing: bool = False
+    decimals: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -58,6 +60,10 @@ class Column:
                 raise SchemaError(f"column {self.name!r}: a numeric column declares finite min and max")
             if not self.low < self.high:
                 raise SchemaError(f"column {self.name!r}: min {self.low} must be below max {self.high}")
+            if self.decimals is not None and (self.integer or not isinstance(self.decimals, int)
+                                              or isinstance(self.decimals, bool) or not 0 <= self.decimals <= 12):
+                raise SchemaError(f"column {self.name!r}: decimals is a whole number of places from 0 to 12, for a "
+                                  f"column that is not integer; got {self.decimals!r}")
             if self.integer and math.floor(self.high) < math.ceil(self.low):
                 raise SchemaError(f"column {self.name!r}: no whole number lies in [{self.low:g}, {self.high:g}]")
         else:
@@ -67,13 +73,14 @@ class Column:
         if self.kind == "categorical":
             return {"name": self.name, "type": "categorical", "categories": list(self.categories)}
         out = {"name": self.name, "type": "numeric", "min": self.low, "max": self.high}
-        return {**out, **({"integer": True} if self.integer else {}), **({"missing": True} if self.missing else {})}
+        return {**out, **({"integer": True} if self.integer else {}), **({"missing": True} if self.missing else {}),
+                **({"decimals": self.decimals} if self.decimals is not None else {})}
 
     @classmethod
     def from_json(cls, entry) -> "Column":
         if not isinstance(entry, dict):
             raise SchemaError(f"a column is a JSON object, got {entry!r}")
-        allowed = {"name", "type", "categories", "min", "max", "integer", "missing"}
+        allowed = {"name", "type", "categories", "min", "max", "integer", "missing", "decimals"}
         unknown = set(entry) - allowed
         if unknown:
             raise SchemaError(f"column {entry.get('name')!r}: unknown keys {sorted(unknown)}; a column has "
@@ -93,7 +100,7 @@ class Column:
             for key, value in flags.items():
                 if not isinstance(value, bool):  # "no" is a truthy string: only JSON true and false are read
                     raise SchemaError(f"column {entry.get('name')!r}: {key!r} must be true or false, got {value!r}")
-            return cls(entry.get("name"), "numeric", low=low, high=high, **flags)
+            return cls(entry.get("name"), "numeric", low=low, high=high, decimals=entry.get("decimals"), **flags)
         raise SchemaError(f"column {entry.get('name')!r}: type must be 'categorical' or 'numeric', got {kind!r}")
 
 
