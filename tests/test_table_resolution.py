@@ -346,3 +346,48 @@ def test_declared_decimals_come_back_as_written():
     with pytest.raises(SchemaError, match="decimals"):
         Schema.from_json({"columns": [{"name": "x", "type": "numeric", "min": 0, "max": 9, "integer": True,
                                        "decimals": 1}]})
+
+
+def test_conditional_samples_hold_the_condition_and_follow_the_particles_law(saved, tmp_path, capsys):
+    """Issue 59: sample(n, conditions=...) and `swflow sample RUN --where`. Every record holds the condition; another
+    column's frequencies match the particles' conditional law computed by hand (Monte Carlo, 4 standard errors);
+    values the schema does not allow, and conditions without support, are refused."""
+    syn, _ = saved
+    frame = syn.sample(20_000, seed=2, conditions={"sector": "self"})
+    assert (frame["sector"] == "self").all() and len(syn.schema.check(frame)) == 20_000
+    j, k = syn.schema.names.index("sector"), syn.schema.names.index("income")
+    cell = int(syn.codec.cells[j].index(pd.Series(["self"]))[0])
+    weight = syn._particles[j][:, cell].double()
+    expected = (weight[:, None] * syn._particles[k].double()).sum(0) / weight.sum()  # P(income cell | self-employed)
+    got = np.bincount(syn.codec.cells[k].index(frame["income"]), minlength=len(expected)) / len(frame)
+    assert np.all(np.abs(got - expected.numpy()) < 4 * np.sqrt(expected.numpy() * (1 - expected.numpy()) / 20_000)
+                  + 1e-9)
+    with pytest.raises(ValueError, match="not a value the schema allows"):
+        syn.sample(10, conditions={"sector": "X"})
+    with pytest.raises(ValueError, match="a column of the schema"):
+        syn.sample(10, conditions={"nope": 1})
+    from swflow.tables.flow import sample_cells
+
+    dead = [p.clone() for p in syn._particles]
+    dead[j][:, cell] = 0.0
+    with pytest.raises(ValueError, match="no support"):
+        sample_cells(dead, 10, conditions={j: cell})
+
+
+def test_swflow_sample_where_writes_conditioned_records(tmp_path, capsys):
+    from swflow.cli import main
+    from swflow.tables import example_table
+
+    frame, schema = example_table(1500)
+    frame.to_csv(tmp_path / "private.csv", index=False)
+    schema.write(tmp_path / "schema.json")
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--method", "dpswflow-hist", "--epsilon", "2", "--delta", "1e-6", "--steps", "100", "--quiet",
+                 "--out", str(tmp_path / "run")]) == 0
+    assert main(["sample", str(tmp_path / "run"), "--n", "200", "--where", "sector=public", "--where", "age=40",
+                 "--out", str(tmp_path / "more"), "--quiet"]) == 0
+    more = pd.read_csv(tmp_path / "more" / "samples.csv")
+    assert (more["sector"] == "public").all() and (more["age"] == 40).all() and len(more) == 200
+    assert main(["sample", str(tmp_path / "run"), "--n", "5", "--where", "sector=other", "--out",
+                 str(tmp_path / "bad")]) == 2
+    assert "declares the categories" in capsys.readouterr().err

@@ -63,6 +63,8 @@ def cmd_sample(args) -> int:
 
     if is_table_run(args.run_dir):
         return sample_table_run(args)
+    if args.where:
+        raise ValueError("--where conditions the records of a table run (swflow generate --table)")
     if args.device is not None:
         check_device(args.device)
     model = FlowModel.from_run_dir(args.run_dir)
@@ -142,6 +144,9 @@ def _register_sample(sub) -> None:
     p.add_argument("--device", default=None, help="default: the run's device")
     p.add_argument("--overwrite", action="store_true")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                   help="table runs: every record holds this value (repeat for several), e.g. --where sex=Female; "
+                   "the other columns follow the release given it (post-processing, no privacy spent)")
     p.set_defaults(func=cmd_sample)
 
 

@@ -58,10 +58,33 @@ def sample_table_run(args) -> int:
     suffix = ".parquet" if (run / "samples.parquet").exists() else ".csv"
     with staged(args.out, overwrite=args.overwrite, inputs=(run / MODEL,), resumable=False) as out:
         write_report(syn.privacy_report(), out)
-        write_table(syn.sample(args.n, seed=args.seed), out / f"samples{suffix}")
+        conditions = parse_conditions(args.where, syn.schema)
+        write_table(syn.sample(args.n, seed=args.seed, conditions=conditions), out / f"samples{suffix}")
     print(f"{args.n} new records from {run}'s released tables (no privacy spent): {report.statement}\n"
           f"wrote {args.out}/ (privacy.json, samples{suffix})")
     return 0
+
+
+def parse_conditions(where: list[str], schema) -> dict:
+    """{column: value} from --where COLUMN=VALUE flags, each value read as its column declares it: a category by its
+    written form (an empty value is the missing one), a number as a number."""
+    conditions = {}
+    for item in where:
+        name, sep, text = item.partition("=")
+        if not sep or name not in schema.names:
+            raise ValueError(f"--where takes COLUMN=VALUE with a column of the schema {schema.names}, got {item!r}")
+        column = schema.columns[schema.names.index(name)]
+        if column.kind == "categorical":
+            matches = [c for c in column.categories if (c is None and text == "") or (c is not None and str(c) == text)]
+            if not matches:
+                raise ValueError(f"--where {item}: {name} declares the categories {list(column.categories)}")
+            conditions[name] = matches[0]
+        else:
+            try:
+                conditions[name] = None if text == "" else float(text)
+            except ValueError:
+                raise ValueError(f"--where {item}: {name} is numeric; give a number") from None
+    return conditions
 
 
 def is_table_run(run_dir) -> bool:

@@ -209,11 +209,31 @@ class TableSynthesizer(TableCells):
         if self._particles is None:
             raise RuntimeError("fit the Synthesizer first: fit(table)")
 
-    def sample(self, n: int, *, seed: int = 0):
+    def sample(self, n: int, *, seed: int = 0, conditions: dict | None = None):
         """``n`` new records (a DataFrame with the schema's columns, in its order; every row valid): post-processing
-        of the released tables, no privacy spent."""
+        of the released tables, no privacy spent.
+
+        ``conditions`` ({column: value}, e.g. ``{"sex": "Female"}``): every record holds those values; the other
+        columns follow the particles' law given the conditioned values' cells (swflow.tables.flow.sample_cells).
+        A value must be valid under the schema; a condition the release gives no support is refused."""
+        import pandas as pd
+
         self._fitted()
-        return self.codec.decode_cells(sample_cells(self._particles, n, seed=seed).numpy(), seed=seed)
+        cells, values = {}, {}
+        for name, value in (conditions or {}).items():
+            if name not in self.schema.names:
+                raise ValueError(f"a condition names a column of the schema {self.schema.names}, got {name!r}")
+            j = self.schema.names.index(name)
+            try:  # the value as the schema reads it (a declared category, a number inside the bounds)
+                checked = Schema((self.schema.columns[j],)).check(pd.DataFrame({name: [value]}))[name]
+            except ValueError as err:
+                raise ValueError(f"condition {name} = {value!r} is not a value the schema allows: {err}") from None
+            cells[j], values[name] = int(self.codec.cells[j].index(checked)[0]), checked.iloc[0]
+        frame = self.codec.decode_cells(sample_cells(self._particles, n, seed=seed, conditions=cells).numpy(),
+                                        seed=seed)
+        for name, value in values.items():  # a cell may hold several values: every record holds the asked one
+            frame[name] = pd.Series([value] * n, dtype=frame[name].dtype)
+        return frame
 
     def privacy_report(self):
         """The :class:`~swflow.privacy.PrivacyReport` of the fit (``.to_json()`` for privacy.json)."""

@@ -116,13 +116,31 @@ def _softmax_blocks(free: Tensor, offsets: list[int]) -> Tensor:
     return torch.cat([torch.softmax(free[:, a:b], dim=1) for a, b in zip(offsets[:-1], offsets[1:])], dim=1)
 
 
-def sample_cells(particles: list[Tensor], n: int, *, seed: int = 0) -> Tensor:
+def sample_cells(particles: list[Tensor], n: int, *, seed: int = 0,
+                 conditions: dict[int, int] | None = None) -> Tensor:
     """(n, C) int64 cells: record r takes particle r mod N (every particle used alike), then each column's cell
-    drawn from that particle's probabilities (seeded: public randomness)."""
+    drawn from that particle's probabilities (seeded: public randomness).
+
+    ``conditions`` ({column: cell}): records conditioned on those cells. Each particle is drawn with probability
+    proportional to its probability of every conditioned cell (its columns are independent given the particle, so
+    this is the particles' law given the condition), and the conditioned columns take their cells. Refused when
+    the particles give the condition no support."""
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     generator = torch.Generator().manual_seed(seed)
     count = particles[0].shape[0]
-    owner = torch.arange(n) % count
-    owner = owner[torch.randperm(n, generator=generator)]
-    return torch.stack([torch.multinomial(p[owner], 1, generator=generator).squeeze(1) for p in particles], dim=1)
+    if conditions:
+        weight = torch.ones(count, dtype=torch.float64)
+        for column, cell in conditions.items():
+            weight = weight * particles[column][:, cell].to(torch.float64)
+        if not float(weight.mean()) > 1e-9:
+            raise ValueError("the released tables give these conditions no support (the particles' probability of "
+                             f"them is {float(weight.mean()):.2g}): no record can be drawn under them")
+        owner = torch.multinomial(weight, n, replacement=True, generator=generator)
+    else:
+        owner = torch.arange(n) % count
+        owner = owner[torch.randperm(n, generator=generator)]
+    cells = torch.stack([torch.multinomial(p[owner], 1, generator=generator).squeeze(1) for p in particles], dim=1)
+    for column, cell in (conditions or {}).items():
+        cells[:, column] = cell
+    return cells
