@@ -177,7 +177,7 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
     moves the composed ε little, so its own claim is the one its noise can be seen to break."""
     from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan
     from ..privacy.audit import split_epsilon_lower_bound
-    from ..privacy.calibrate import calibrate_shares, plan_events
+    from ..privacy.calibrate import calibrate_shares
     from ..privacy.marginals import MarginalTarget, pair_counts
     from ..privacy.oneway import OneWayTarget, Tree, level_counts
 
@@ -212,17 +212,22 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
                    0.0 if part == "levels" else tables.table_noise_std() ** -2)
         return (moved * weights[0] + (noisy_tables[:, 0] - noisy_tables[:, 3]) * weights[1]).numpy()
 
-    if part is not None:  # that release's own claim: its ledger event alone
-        from ..privacy.accountants import epsilon_from_events
-
-        cal = fine_cal if part == "levels" else pair_cal
-        event = plan_events(cal.plan, adjacency=spec.adjacency, multiplier=cal.noise_multiplier, bound="spectral",
-                            delta_theta=0.0)
-        epsilon = epsilon_from_events(event, delta=WHITEBOX_DELTA, adjacency=spec.adjacency)
+    if part is not None:
+        epsilon = _own_epsilon(fine_cal if part == "levels" else pair_cal)
     with_record, without = draws(0, 0, seed), draws(15, 1, seed + 1)
     return {"audit": f"white-box, {part or 'resolution and table releases composed'}", "claimed_epsilon": epsilon,
             "trials": trials, "halved": halve, "count_noise": count_noise, "share": share,
             "audited_epsilon_lower_bound": split_epsilon_lower_bound(with_record, without, delta=WHITEBOX_DELTA)}
+
+
+def _own_epsilon(calibration) -> float:
+    """The ε of one calibrated release alone (its ledger event, without the releases it is composed with)."""
+    from ..privacy.accountants import epsilon_from_events
+    from ..privacy.calibrate import plan_events
+
+    event = plan_events(calibration.plan, adjacency=calibration.spec.adjacency,
+                        multiplier=calibration.noise_multiplier, bound="spectral", delta_theta=0.0)
+    return epsilon_from_events(event, delta=WHITEBOX_DELTA, adjacency=calibration.spec.adjacency)
 
 
 def _histogram_draws(privacy: PrivacySpec, record: float, *, trials: int, seed: int, directions: int) -> np.ndarray:
