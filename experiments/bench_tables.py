@@ -8,6 +8,7 @@ asserted by a test: run it on a quiet machine and read it.
 
     make adult && python experiments/bench_tables.py [--n-samples 1000000] [--threads 2]
     python experiments/bench_tables.py --rows 10000000 --format parquet
+    python experiments/bench_tables.py --wide 100000     # 30 columns: 15 categorical, 15 skewed numeric
 """
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def main(argv=None) -> int:
     p.add_argument("--adult-dir", default=str(HERE.parent / "data" / "adult"))
     p.add_argument("--rows", type=int, default=None, help="fit a made-up table of this many rows from a file")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="--rows: the file's format")
+    p.add_argument("--wide", type=int, default=None, metavar="ROWS", help="fit a made-up table of ROWS records and "
+                   "30 columns (15 categorical with dependence, 15 lognormal numbers on wide declared bounds)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--smoke", action="store_true", help="the made-up example table, 1 000 samples (CI)")
     args = p.parse_args(argv)
@@ -41,6 +44,9 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     if args.rows is not None:
         private, schema = _made_up_file(args.rows, args.format), None
+        steps = {}
+    elif args.wide is not None:
+        private, schema = _wide_table(args.wide)
         steps = {}
     elif args.smoke:
         from swflow.tables import example_table
@@ -81,6 +87,24 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(out))
     return 0
+
+
+def _wide_table(rows: int):
+    """(frame, schema): experiments/tables_pairs.py's 15 categorical columns, and 15 lognormal numbers declared on
+    [0, 10^6] (a skewed column on wide, round bounds), each shifted by a categorical column's cell."""
+    import numpy as np
+
+    from tables_pairs import network_table
+
+    from swflow.tables import Schema
+
+    frame, schema = network_table(rows, columns=15, seed=0)
+    rng = np.random.default_rng(1)
+    for j in range(15):
+        shift = frame[f"c{j}"].str[1:].astype(int).to_numpy()
+        frame[f"x{j}"] = np.round(rng.lognormal(3 + shift, 1.5).clip(0, 1e6), 2)
+        schema["columns"].append({"name": f"x{j}", "type": "numeric", "min": 0, "max": 1_000_000})
+    return frame, Schema.from_json(schema)
 
 
 def _made_up_file(rows: int, form: str) -> Path:
