@@ -217,6 +217,28 @@ class HistogramTarget(PrivateTarget):
         return table.to(device=theta.device, dtype=theta.dtype), 0.0
 
 
+    def _count_noise_std(self, groups: int) -> float:
+        """σ on each count of a release of ``groups`` partitions of the records (0 without privacy)."""
+        cal = self._calibration
+        return 0.0 if cal is None else cal.noise_multiplier * histogram_sensitivity(
+            groups, adjacency=cal.spec.adjacency).value
+
+    def _release_counts(self, groups: int, *args) -> Tensor:
+        """The exact counts of ``groups`` partitions of the records (``self._counts(*args)``: a record is counted
+        once in each) plus the calibrated noise, released once: the ledger event first, then the draw. Kept as
+        ``released_counts`` (public)."""
+        self._check_budget()
+        counts = self._counts(*args)
+        cal = self._calibration
+        if cal is None:
+            noisy = counts.to(torch.float64)
+        else:
+            sens = histogram_sensitivity(groups, adjacency=cal.spec.adjacency)
+            self.ledger.record(cal.event(sens, sample_size=self.size))
+            noisy = self._noisy(counts, cal.noise_multiplier * sens.value)
+        self.released_counts = noisy
+        return noisy
+
     def _counts(self, theta: Tensor) -> Tensor:
         """The exact (K, B) counts of every private row (a sharded target sums its ranks' counts). Rows on disk
         are counted chunk by chunk, each checked first (finite, inside the ball or clipped): nothing is

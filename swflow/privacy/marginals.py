@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
+from .histogram import HistogramTarget, ShardedCounts
 from .release import PrivateTarget
 
 __all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
@@ -88,26 +88,12 @@ class MarginalTarget(HistogramTarget):
         return total
 
     def table_noise_std(self) -> float:
-        cal = self._calibration
-        if cal is None:
-            return 0.0
-        return cal.noise_multiplier * histogram_sensitivity(len(self.pairs), adjacency=cal.spec.adjacency).value
+        return self._count_noise_std(len(self.pairs))
 
     def release_tables(self) -> list[Tensor]:
         """The K noisy tables (sizes[i] × sizes[j], float64), released once: the ledger event first, then the
         draw."""
-        self._check_budget()
-        counts = self._counts()
-        cal = self._calibration
-        if cal is None:
-            noisy = counts.to(torch.float64)
-        else:
-            sens = histogram_sensitivity(len(self.pairs), adjacency=cal.spec.adjacency)
-            self.ledger.record(cal.event(sens, sample_size=self.size))
-            noisy = self._noisy(counts, cal.noise_multiplier * sens.value)
-        del counts
-        self.released_counts = noisy
-        return split_tables(noisy, self.sizes, self.pairs)
+        return split_tables(self._release_counts(len(self.pairs)), self.sizes, self.pairs)
 
     def public_release(self) -> dict:
         counts = getattr(self, "released_counts", None)

@@ -27,7 +27,7 @@ import torch
 from torch import Tensor
 
 from .counts import ClaimMismatch, _chi_square, check_integers
-from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
+from .histogram import HistogramTarget, ShardedCounts
 from .release import PrivateTarget
 
 __all__ = ["Tree", "ONEWAY_RELEASE", "OneWayTarget", "ShardedOneWayTarget", "fit_tree", "level_counts", "split_levels", "verify_levels"]
@@ -128,25 +128,12 @@ class OneWayTarget(HistogramTarget):
         return total
 
     def levels_noise_std(self) -> float:
-        cal = self._calibration
-        return 0.0 if cal is None else cal.noise_multiplier * histogram_sensitivity(
-            self.groups, adjacency=cal.spec.adjacency).value
+        return self._count_noise_std(self.groups)
 
     def release_levels(self) -> Tensor:
         """The noisy counts of every level (float64, :func:`level_counts`' layout), released once: the ledger
         event first, then the draw."""
-        self._check_budget()
-        counts = self._counts()
-        cal = self._calibration
-        if cal is None:
-            noisy = counts.to(torch.float64)
-        else:
-            sens = histogram_sensitivity(self.groups, adjacency=cal.spec.adjacency)
-            self.ledger.record(cal.event(sens, sample_size=self.size))
-            noisy = self._noisy(counts, cal.noise_multiplier * sens.value)
-        del counts
-        self.released_counts = noisy
-        return noisy
+        return self._release_counts(self.groups)
 
 
 class ShardedOneWayTarget(ShardedCounts, OneWayTarget):
