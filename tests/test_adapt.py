@@ -105,13 +105,9 @@ def test_composed_whitebox_audit_stays_below_the_claim_and_flags_halved_dp_sgd_n
     from swflow.pipeline.audits import composed_whitebox_audit
 
     for eps in (1.0, 2.0):
-        # 4 million trials a draw: since the two whole-data releases are composed exactly (Gaussian DP), the lower
-        # bound of one draw spreads over 0.45-0.65 at eps = 1 (seeds 0-3). Every draw must stay at or below the
-        # claim; the better of two must reach half of it (the audit sees the release)
-        honest = [composed_whitebox_audit(eps, count_noise="gaussian", trials=4_000_000, seed=seed)
-                  for seed in (0, 1)]
-        assert all(h["claimed_epsilon"] <= eps and h["audited_epsilon_lower_bound"] <= eps for h in honest)
-        assert max(h["audited_epsilon_lower_bound"] for h in honest) >= 0.5 * eps
+        # 4 million trials: at 1 million the lower bound of one draw spreads over 0.36-0.55 at eps = 1 (seeds 0-3)
+        honest = composed_whitebox_audit(eps, count_noise="gaussian", trials=4_000_000)
+        assert honest["claimed_epsilon"] <= eps and 0.5 * eps <= honest["audited_epsilon_lower_bound"] <= eps
         halved = composed_whitebox_audit(eps, count_noise="gaussian", halve_dp_sgd_noise=True)
         assert halved["audited_epsilon_lower_bound"] > eps
 

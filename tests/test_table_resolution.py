@@ -164,7 +164,7 @@ def test_a_split_budget_meets_its_target_and_splits_rho(count_noise):
                               noise=count_noise) for k in (15, 36))
     fine, pairs = calibrate_shares(spec, plans, (0.15, 0.85))
     assert fine.noise_multiplier / pairs.noise_multiplier == pytest.approx(math.sqrt(0.85 / 0.15))
-    events = tuple(plan_events(c.plan, adjacency="replace-one", multiplier=c.noise_multiplier, bound="spectral",
+    events = tuple(plan_events(c.plan, adjacency="replace-one", multiplier=c.noise_multiplier, bound="histogram",
                                delta_theta=0.0)[0] for c in (fine, pairs))
     eps = epsilon_from_events(events, delta=1e-9, adjacency="replace-one")
     assert 0.995 <= eps <= 1.0 and fine.epsilon == eps

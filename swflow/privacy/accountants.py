@@ -17,8 +17,8 @@
   composed once per count a neighbour moves (2K counts, each by one). Inside a composition (the histogram
   and a DP-SGD adaptation of the decoder) it enters as the continuous Gaussian of the same multiplier,
   whose Rényi bound it satisfies.
-* Several releases of the whole data set, each made once and all with the same noise (a table's fine one-way
-  histograms, then its pair tables): Gaussian releases compose exactly as one Gaussian of multiplier
+* Several histogram releases of the whole data set, each made once and all with the same noise (a table's fine
+  one-way histograms, then its pair tables): Gaussian releases compose exactly as one Gaussian of multiplier
   (Σ z_i⁻²)^(−1/2) (Gaussian differential privacy: μ² adds; Dong, Roth & Su 2022), accounted by the analytic
   Gaussian mechanism; discrete-Gaussian releases by dp-accounting's privacy loss distributions of every count a
   neighbour moves, composed.
@@ -83,6 +83,14 @@ def _whole_releases(events, mechanism: str) -> bool:
     return all(e.count == 1 and e.sampling == "none" and e.mechanism == mechanism for e in events)
 
 
+def _composed_counts(events, mechanism: str) -> bool:
+    """Several histogram releases of the whole data set (a table's trees and pair tables), each once, with
+    ``mechanism``'s noise: what the composed accountants cover. Other compositions keep the accountant they had, so
+    saved runs re-derive as before."""
+    return len(events) > 1 and _whole_releases(events, mechanism) and all(
+        e.sensitivity_bound == "histogram" for e in events)
+
+
 def _discrete(events, delta: float) -> float:
     if not _whole_releases(events, "discrete-gaussian"):
         raise ValueError("the discrete Gaussian is accounted for releases of the whole data set, each once")
@@ -138,9 +146,9 @@ def accountant_for(events: tuple[MechanismEvent, ...], *, adjacency: str, reques
         check_combination(adjacency=adjacency, sampling=e.sampling, accountant=requested)
     if _is_single_release(events):
         return DISCRETE if events[0].mechanism == "discrete-gaussian" else ANALYTIC
-    if _whole_releases(events, "discrete-gaussian"):
+    if _composed_counts(events, "discrete-gaussian"):
         return DISCRETE_COMPOSED
-    if _whole_releases(events, "gaussian"):
+    if _composed_counts(events, "gaussian"):
         return GDP_COMPOSED
     if any(e.sampling == "poisson" for e in events):
         return PLD_POISSON

@@ -199,7 +199,7 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
 
 def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...],
                      shares: tuple[float, ...]) -> tuple[Calibration, ...] | None:
-    """Several releases of the whole data set, each made once (a table's fine one-way histograms, then its pair
+    """Several histogram releases of the whole data set, each made once (a table's fine one-way histograms, then its pair
     tables), splitting one budget: release i has multiplier z / √share_i, so that it takes the fraction share_i of
     ρ (zCDP) or of μ² (Gaussian DP), and together they compose as one Gaussian of multiplier z. z is the smallest
     whose composed ε (the accountant of :func:`~swflow.privacy.accountants.accountant_for`) meets the target, or
@@ -214,7 +214,7 @@ def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...],
         return None
 
     def composed(z: float) -> tuple[tuple[MechanismEvent, ...], float]:
-        events = tuple(plan_events(plan, adjacency=spec.adjacency, multiplier=z / math.sqrt(f), bound="spectral",
+        events = tuple(plan_events(plan, adjacency=spec.adjacency, multiplier=z / math.sqrt(f), bound="histogram",
                                    delta_theta=0.0)[0] for plan, f in zip(plans, shares))
         return events, epsilon_from_events(events, delta=single.delta_accountant, adjacency=spec.adjacency)
 
