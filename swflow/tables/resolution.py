@@ -8,7 +8,9 @@ Here the cells come from the column's fine one-way histogram, released first at 
 1. :func:`fine_weights`: the released tree's least-squares fine counts (:func:`~swflow.privacy.oneway.fit_tree`),
    allocated top-down: a node's mass goes to its children in proportion to those whose fitted count stands above
    ``THRESHOLD_STDS`` σ, or evenly over its fine cells when none does (so the noise of empty leaves, which clipping
-   at zero would keep, puts no mass in a column's empty tails).
+   at zero would keep, puts no mass in a number's empty tails). A category column's flat counts are clipped at zero
+   instead: a threshold there zeroes every rare category (storms' 260 storm names at ε = 1: one-way TVD 0.111 with
+   the threshold, 0.079 clipped).
 2. :func:`column_cells`: a number's m cells start at the weights' quantiles k/m (a fine cell that holds more than
    1/m of the column is a cell of its own, so fewer cells may result); a category with many categories keeps its
    m − 1 largest as cells and merges the rest into one; a declared missing number keeps its own cell.
@@ -72,7 +74,10 @@ def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float, noise_
         value = torch.zeros(nodes, dtype=torch.float64).index_add_(0, node, fitted)
         real = torch.bincount(node, minlength=nodes).to(torch.float64)  # fine cells under each node
         parent = torch.arange(nodes) // (tree.branching if level > 1 else nodes)
-        kept = torch.where(value >= max(THRESHOLD_STDS * noise_std, 1e-12), value, torch.zeros_like(value))
+        # a tree's thresholds keep noise out of a number's empty tails; a flat list of categories has no tails, and
+        # there a threshold zeroes every rare category: it is clipped at zero only
+        threshold = THRESHOLD_STDS * noise_std if tree.levels > 1 else 0.0
+        kept = torch.where(value >= max(threshold, 1e-12), value, torch.zeros_like(value))
         kept_sum = torch.zeros(len(mass), dtype=torch.float64).index_add_(0, parent, kept)
         real_sum = torch.zeros(len(mass), dtype=torch.float64).index_add_(0, parent, real)
         share = torch.where(kept_sum[parent] > 0, kept / kept_sum[parent].clamp(min=1e-300),
