@@ -391,3 +391,22 @@ def test_swflow_sample_where_writes_conditioned_records(tmp_path, capsys):
     assert main(["sample", str(tmp_path / "run"), "--n", "5", "--where", "sector=other", "--out",
                  str(tmp_path / "bad")]) == 2
     assert "declares the categories" in capsys.readouterr().err
+
+
+def test_the_proposer_declares_missing_numbers_and_keeps_numbers_numeric():
+    """Issue 59: a numeric public column with a missing value was refused with advice that then failed; raising
+    max_categories turned numbers into categories (the threshold was max_categories // 4); empty public rows gave an
+    unrelated message."""
+    from swflow.tables import SchemaError
+
+    rng = np.random.default_rng(6)
+    public = pd.DataFrame({"income": np.where(rng.uniform(size=500) < 0.1, np.nan, rng.lognormal(8, 1, 500)),
+                           "kids": rng.integers(0, 5, 500)})
+    for max_categories in (64, 1000):
+        schema = Schema.propose(public, max_categories=max_categories)
+        income = schema.columns[0]
+        assert income.kind == "numeric" and income.missing and not income.integer
+        assert schema.columns[1].kind == "categorical"
+        assert len(schema.check(public)) == 500
+    with pytest.raises(SchemaError, match="empty"):
+        Schema.propose(public.iloc[:0])

@@ -26,6 +26,8 @@ __all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
 
 #: how a missing value is declared among a column's categories (JSON null)
 MISSING = None
+#: a column of numbers with more distinct values than this is proposed as numeric, else as categories
+NUMERIC_VALUES = 16
 
 
 class SchemaError(ValueError):
@@ -149,24 +151,30 @@ class Schema:
     @classmethod
     def propose(cls, public, *, max_categories: int = 64) -> "Schema":
         """A schema read off PUBLIC rows (a DataFrame): numbers with their observed range (integer when every value
-        is whole), other columns with their observed categories (missing values as a category when any occur).
+        is whole; ``"missing": true`` when some are missing), other columns with their observed categories (missing
+        values as a category when any occur). A numeric column is one of numbers with more than ``NUMERIC_VALUES``
+        distinct values, whatever ``max_categories`` says (raising it never turns numbers into categories).
         Never call it on private rows: the bounds and categories would then be private statistics."""
         import pandas as pd
 
+        if len(public) == 0:
+            raise SchemaError("the public rows are empty: a schema is proposed from public rows that hold values")
         columns = []
         for name in public.columns:
             values = public[name]
-            numeric = pd.api.types.is_numeric_dtype(values) and values.nunique(dropna=True) > max_categories // 4
-            if numeric and values.notna().all():
-                finite = values.to_numpy(dtype=float)
+            numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) and \
+                values.nunique(dropna=True) > NUMERIC_VALUES
+            if numeric:
+                finite = values.dropna().to_numpy(dtype=float)
                 whole = bool(np.all(finite == np.round(finite)))
                 columns.append(Column(str(name), "numeric", low=float(finite.min()), high=float(finite.max()),
-                                      integer=whole))
+                                      integer=whole, missing=bool(values.isna().any())))
                 continue
             seen = sorted({_plain(v) for v in values.dropna().unique()}, key=str)
             if len(seen) > max_categories:
                 raise SchemaError(f"public column {name!r} has {len(seen)} distinct values: more than "
-                                  f"{max_categories} categories; declare it as numeric or group its values")
+                                  f"{max_categories} categories; group its values, raise --max-categories, or "
+                                  "declare it numeric if its values are numbers")
             columns.append(Column(str(name), "categorical",
                                   categories=tuple(seen) + ((MISSING,) if values.isna().any() else ())))
         return cls(tuple(columns))
