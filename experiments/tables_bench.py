@@ -179,35 +179,37 @@ def figure(cells: dict, tables: list[str], path: Path) -> Path:
 
 
 def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
-    """The Markdown table of mean 3-way TVD (and AUC) per table and method."""
-    methods = ["private", "uniform", "independent", "swflow-uniform", "swflow", "mst", "privbayes", "aim"]
-    head = "| table | " + " | ".join(f"{m} ε={e:g}" if m not in ("private", "uniform") else m
-                                     for m, e in _columns(methods, epsilons)) + " |"
-    lines = [head, "|" + "---|" * (1 + len(_columns(methods, epsilons)))]
-    for table in tables:
-        row = []
-        for m, e in _columns(methods, epsilons):
-            key = f"{table} {m}" if m in ("private", "uniform") else f"{table} {m} eps={e:g}"
-            c = cells.get(key)
-            if c is None:
-                row.append("–")
-            elif c.get("tvd_3way") is None:
-                row.append(c.get("stopped", "no result"))
-            else:
-                auc = c.get("auc")
-                row.append(f"{c['tvd_3way']:.3f}" + (f" / {auc:.2f}" if auc is not None else ""))
-        lines.append(f"| {table}{' (tuned)' if table in TUNE else ''} | " + " | ".join(row) + " |")
-    return "\n".join(lines)
-
-
-def _columns(methods, epsilons):
+    """Markdown tables, one per ε: mean 3-way TVD / AUC per table and method, and swflow's ratio to the peer the
+    issue compares with (AIM where it finished, else MST)."""
+    methods = ["independent", "swflow-uniform", "swflow", "mst", "privbayes", "aim"]
+    names = {"swflow-uniform": "swflow, 16 fixed bins", "swflow": "**swflow**", "mst": "MST", "privbayes": "PrivBayes",
+             "aim": "AIM"}
     out = []
-    for m in methods:
-        if m in ("private", "uniform"):
-            out.append((m, None))
-        else:
-            out.extend((m, e) for e in (epsilons[:1] if m == "aim" else epsilons))
-    return out
+    for epsilon in epsilons:
+        shown = [m for m in methods if m != "aim" or epsilon == epsilons[0]]
+        out.append(f"ε = {epsilon:g}, δ = {DELTA:g} (3-way TVD / AUC; the floor is the private rows themselves)\n")
+        out.append("| table | floor | uniform | " + " | ".join(names.get(m, m) for m in shown) + " | swflow ÷ peer |")
+        out.append("|" + "---|" * (len(shown) + 4))
+        for table in tables:
+            def cell(key):
+                c = cells.get(key)
+                if c is None:
+                    return "not run", None
+                if c.get("tvd_3way") is None:
+                    return c.get("stopped", "no result"), None
+                auc = c.get("auc")
+                return f"{c['tvd_3way']:.3f}" + (f" / {auc:.2f}" if auc is not None else ""), c["tvd_3way"]
+            row = [cell(f"{table} private")[0], cell(f"{table} uniform")[0]]
+            values = {}
+            for m in shown:
+                text, values[m] = cell(f"{table} {m} eps={epsilon:g}")
+                row.append(text)
+            peer = "aim" if values.get("aim") is not None else "mst"
+            ratio = (f"{values['swflow'] / values[peer]:.2f} ({names[peer]})"
+                     if values.get("swflow") is not None and values.get(peer) is not None else "–")
+            out.append(f"| {table}{' (tuned)' if table in TUNE else ''} | " + " | ".join(row) + f" | {ratio} |")
+        out.append("")
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:
