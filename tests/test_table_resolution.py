@@ -410,3 +410,15 @@ def test_the_proposer_declares_missing_numbers_and_keeps_numbers_numeric():
         assert len(schema.check(public)) == 500
     with pytest.raises(SchemaError, match="empty"):
         Schema.propose(public.iloc[:0])
+
+
+def test_the_help_of_every_command_loads_no_torch():
+    """The wheel check found a table flag that imported torch to print --help: each command's help stays light."""
+    import subprocess
+    import sys
+
+    probe = ("import sys\nfrom swflow.cli import main\nfor command in ('generate', 'sample', 'evaluate', 'schema'):\n"
+             "    try:\n        main([command, '--help'])\n    except SystemExit:\n        pass\n"
+             "print('torch' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"

@@ -32,9 +32,9 @@ def cmd_generate_table(args) -> int:
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
                            noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
                            count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
-                           public=args.public_table, resolution=args.resolution,
-                           resolution_share=args.resolution_share, cells=args.cells, seed=args.seed,
-                           privacy_seed=args.privacy_seed, **steps)
+                           public=args.public_table, resolution=args.resolution, cells=args.cells, seed=args.seed,
+                           privacy_seed=args.privacy_seed, **steps,
+                           **({} if args.resolution_share is None else {"resolution_share": args.resolution_share}))
     inputs = (args.table,) if args.public_table is None else (args.table, args.public_table)
     request = RunRequest(out=args.out, inputs=inputs, overwrite=args.overwrite, quiet=args.quiet)
     report = generate_table(syn, args.table, request, n_samples=args.n_samples, seed=args.seed)
@@ -114,9 +114,7 @@ def cmd_schema(args) -> int:
 
 
 def add_table_args(p: argparse.ArgumentParser) -> None:
-    """generate's table flags."""
-    from ..tables.resolution import RESOLUTION_SHARE
-
+    """generate's table flags (no import of torch: --help stays fast)."""
     g = p.add_argument_group("tables (--table; docs/tables.md)")
     g.add_argument("--table", metavar="PRIVATE", help="a private table (.csv or .parquet): its two-way tables on every "
                    "pair of columns are released once with --method dpswflow-hist; samples.csv (or .parquet) holds "
@@ -131,8 +129,9 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "fine one-way histograms and sets the cells at their quantiles (default without public rows); "
                    "'public' counts them on --public-table rows at no cost (default with them); 'uniform' takes the "
                    "schema's 16 equal-width bins")
-    g.add_argument("--resolution-share", type=float, default=RESOLUTION_SHARE,
-                   help="the share of the budget (of rho) the fine one-way histograms take")
+    g.add_argument("--resolution-share", type=float, default=None,
+                   help="the share of the budget (of rho) the fine one-way histograms take (default 0.3: "
+                   "swflow.tables.resolution.RESOLUTION_SHARE)")
     g.add_argument("--cells", type=int, default=None, help="cells per column in the pair tables (default: a rule of "
                    "epsilon, n and the number of pairs; docs/tables.md)")
     g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
