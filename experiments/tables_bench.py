@@ -28,7 +28,6 @@ continues and a figure is redrawn without rerunning anything:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import resource
 import subprocess

@@ -12,7 +12,7 @@ import torch
 from swflow.privacy.oneway import Tree, fit_tree, level_counts, split_levels, verify_levels
 from swflow.privacy.verify import ClaimMismatch
 from swflow.tables import Schema
-from swflow.tables.cells import FINE_CELLS, ColumnCells, FineGrid
+from swflow.tables.cells import FineGrid
 from swflow.tables.resolution import column_cells, fine_weights
 
 

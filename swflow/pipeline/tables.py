@@ -171,12 +171,11 @@ class TableSynthesizer(TableCells):
     def _choose_pairs(self, n: int) -> None:
         """The pairs the public rows show worth their noise at this budget and this public n."""
         from ..privacy.histogram import one_release_multiplier
-        from ..tables.files import read_table
         from ..tables.pairs import choose_pairs
 
         public = self._public_frame()
         cells = self.codec.cell_index(public)
-        self.pairs = choose_pairs(cells, [b - a for a, b in self.codec.blocks()], dataset_size=n,
+        self.pairs = choose_pairs(cells, self.codec.sizes, dataset_size=n,
                                   noise_multiplier=one_release_multiplier(self.privacy))
         self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
                                 "minimise noise plus left-out dependence (swflow.tables.pairs)")
@@ -282,7 +281,7 @@ class TableSynthesizer(TableCells):
             if isinstance(err, ClaimMismatch):
                 raise
             raise ClaimMismatch(f"{path} is not a readable saved table Synthesizer ({err}); fit again") from None
-        sizes = [b - a for a, b in syn.codec.blocks()]
+        sizes = syn.codec.sizes
         if report.method != syn.method or report.target_epsilon != syn.privacy.epsilon or (
                 report.run_config.get("dataset_size") != report.dataset_size):
             raise ClaimMismatch(f"{path}: its privacy report is not that of its settings: the file was edited; "

@@ -45,8 +45,10 @@ class FineGrid:
     @property
     def whole(self) -> bool:
         """One fine cell per value the column can be written with (the lattice of ``step`` inside the bounds)."""
-        return self.step is not None and self._lattice()[1] - self._lattice()[0] + 1 + int(self.column.missing) \
-            <= FINE_CELLS
+        if self.step is None:
+            return False
+        first, last = self._lattice()
+        return last - first + 1 + int(self.column.missing) <= FINE_CELLS
 
     def _lattice(self) -> tuple[int, int]:
         """The first and last multiples of ``step`` inside the bounds, as multiples."""
