@@ -9,6 +9,11 @@ asserted by a test: run it on a quiet machine and read it.
     make adult && python experiments/bench_tables.py [--n-samples 1000000] [--threads 2]
     python experiments/bench_tables.py --rows 10000000 --format parquet
     python experiments/bench_tables.py --wide 100000     # 30 columns: 15 categorical, 15 skewed numeric
+    python experiments/bench_tables.py --wide 10000 --columns 200 --score     # issue 59's wide table
+    python experiments/bench_tables.py --wide 3000 --columns 6 --categories 5000 --score   # one column of 5 000
+
+``--score`` draws held-out rows from the same law and prints the mean 1- and 2-way TVD of swflow's samples and of
+independent columns from noisy one-way counts (the trivial answer, on 32 equal-width bins) at the same epsilon.
 """
 from __future__ import annotations
 
@@ -36,6 +41,11 @@ def main(argv=None) -> int:
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet", help="--rows: the file's format")
     p.add_argument("--wide", type=int, default=None, metavar="ROWS", help="fit a made-up table of ROWS records and "
                    "30 columns (15 categorical with dependence, 15 lognormal numbers on wide declared bounds)")
+    p.add_argument("--columns", type=int, default=30, help="--wide: the number of columns (half categorical, "
+                   "half numeric, side by side)")
+    p.add_argument("--categories", type=int, default=None, help="--wide: one more column with this many categories")
+    p.add_argument("--score", action="store_true", help="--wide: score against held-out rows, with independent "
+                   "columns beside")
     p.add_argument("--json", action="store_true")
     p.add_argument("--smoke", action="store_true", help="the made-up example table, 1 000 samples (CI)")
     args = p.parse_args(argv)
@@ -46,7 +56,7 @@ def main(argv=None) -> int:
         private, schema = _made_up_file(args.rows, args.format), None
         steps = {}
     elif args.wide is not None:
-        private, schema = _wide_table(args.wide)
+        private, schema = _wide_table(args.wide, args.columns, args.categories)
         steps = {}
     elif args.smoke:
         from swflow.tables import example_table
@@ -67,7 +77,7 @@ def main(argv=None) -> int:
         schema = EXAMPLE_SCHEMA
     syn = TableSynthesizer(schema=schema, epsilon=args.epsilon, delta=1e-9, clip=True, **steps)
     t0 = time.perf_counter()
-    syn.fit(private)
+    syn.fit(private, progress="auto")
     fit = time.perf_counter() - t0
     t0 = time.perf_counter()
     samples = syn.sample(args.n_samples, seed=1)
@@ -84,27 +94,60 @@ def main(argv=None) -> int:
           f"{args.epsilon:g} ({out['particles']} particles, {out['steps']} steps, {out['threads']} threads); "
           f"{out['samples']} samples in {sample:.1f} s ({out['samples_per_second']:.0f}/s); peak memory of the "
           f"process {peak_mb:.0f} MB")
+    if args.score and args.wide is not None:
+        out.update(_scores(syn, private, schema, _wide_table(args.wide, args.columns, args.categories, seed=1)[0],
+                           args.epsilon))
+        print(f"mean TVD against held-out rows: swflow 1-way {out['swflow_tvd_1way']:.3f}, 2-way "
+              f"{out['swflow_tvd_2way']:.3f}; independent columns 1-way {out['independent_tvd_1way']:.3f}, 2-way "
+              f"{out['independent_tvd_2way']:.3f}")
     if args.json:
         print(json.dumps(out))
     return 0
 
 
-def _wide_table(rows: int):
-    """(frame, schema): experiments/tables_pairs.py's 15 categorical columns, and 15 lognormal numbers declared on
-    [0, 10^6] (a skewed column on wide, round bounds), each shifted by a categorical column's cell."""
+def _scores(syn, private, schema, held_out, epsilon: float) -> dict:
+    from tables_adult import independent
+
+    from swflow.tables import TableCodec
+    from swflow.tables.metrics import marginal_tvd
+
+    n = len(private)
+    trivial = independent(TableCodec(schema, numeric_bins=32), private, epsilon=epsilon, delta=1e-9, n=n, seed=0)
+    reference = schema.check(held_out, clip=True)
+    out = {}
+    for name, frame in (("swflow", syn.sample(n, seed=2)), ("independent", trivial)):
+        for key, value in marginal_tvd(schema, schema.check(frame), reference, ways=(1, 2)).items():
+            out[f"{name}_{key}"] = value
+    return out
+
+
+def _wide_table(rows: int, columns: int = 30, categories: int | None = None, *, seed: int = 0):
+    """(frame, schema): experiments/tables_pairs.py's categorical columns (half of ``columns``), each followed by a
+    lognormal number declared on [0, 10^6] (a skewed column on wide, round bounds) shifted by its cell; with
+    ``categories``, one more column of that many categories (Zipf-like shares, shifted by c0's cell). Rows from
+    ``seed``; the law is fixed."""
     import numpy as np
+    import pandas as pd
 
     from tables_pairs import network_table
 
     from swflow.tables import Schema
 
-    frame, schema = network_table(rows, columns=15, seed=0)
-    rng = np.random.default_rng(1)
-    for j in range(15):
-        shift = frame[f"c{j}"].str[1:].astype(int).to_numpy()
-        frame[f"x{j}"] = np.round(rng.lognormal(3 + shift, 1.5).clip(0, 1e6), 2)
-        schema["columns"].append({"name": f"x{j}", "type": "numeric", "min": 0, "max": 1_000_000})
-    return frame, Schema.from_json(schema)
+    half = columns // 2
+    frame, declared = network_table(rows, columns=half, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    out, entries = {}, []
+    for j, entry in enumerate(declared["columns"]):
+        out[entry["name"]], shift = frame[entry["name"]], frame[entry["name"]].str[1:].astype(int).to_numpy()
+        out[f"x{j}"] = np.round(rng.lognormal(3 + shift, 1.5).clip(0, 1e6), 2)
+        entries += [entry, {"name": f"x{j}", "type": "numeric", "min": 0, "max": 1_000_000}]
+    if categories:
+        shares = 1.0 / np.arange(1, categories + 1)
+        shift = frame["c0"].str[1:].astype(int).to_numpy()
+        code = (rng.choice(categories, size=rows, p=shares / shares.sum()) + 7 * shift) % categories
+        out["code"] = np.array([f"k{v:05d}" for v in range(categories)], dtype=object)[code]
+        entries.append({"name": "code", "type": "categorical", "categories": [f"k{v:05d}" for v in range(categories)]})
+    return pd.DataFrame(out), Schema.from_json({"columns": entries})
 
 
 def _made_up_file(rows: int, form: str) -> Path:

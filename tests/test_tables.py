@@ -240,6 +240,37 @@ def test_a_table_run_claiming_more_noise_or_another_size_is_refused(tmp_path):
             TableSynthesizer.load(tmp_path / "forged.pt")
 
 
+def test_a_claim_the_read_back_cannot_test_is_said_to_be_untested(tmp_path):
+    """One table (two columns): only its total can be tested, so σ × 100 with ε recomputed passes the χ² (issue 59).
+    The loaded report says so, whatever the file's own notes claim; three columns, all pairs, are tested."""
+    import torch
+
+    from swflow.privacy import MechanismEvent, epsilon_from_events, statement
+    from swflow.pipeline.tables import TableSynthesizer
+
+    rng = np.random.default_rng(0)
+    two = {"columns": SCHEMA["columns"][3:]}
+    frame = pd.DataFrame({"sex": rng.choice(["Female", "Male"], 3000), "job": rng.choice(["a", "b", "c"], 3000)})
+    path = TableSynthesizer(schema=two, epsilon=1.0, delta=1e-6, steps=50, count_noise="gaussian").fit(frame).save(
+        tmp_path / "t.pt")
+    blob = torch.load(path, weights_only=True)
+    report = blob["report"]
+    for e in report["ledger"]:
+        e["noise_multiplier"] *= 100
+        e["noise_std"] *= 100
+    report.update(noise_multiplier=report["ledger"][0]["noise_multiplier"], noise_std=report["ledger"][0]["noise_std"])
+    report["epsilon"] = epsilon_from_events(tuple(MechanismEvent(**e) for e in report["ledger"]),
+                                            delta=report["delta_accountant"], adjacency="replace-one")
+    report["target_epsilon"] = blob["privacy"]["epsilon"] = report["epsilon"]
+    report["statement"] = statement(report["epsilon"], report["delta"], report["accountant"], report["adjacency"])
+    report["noise_check"] = "tested on read-back"
+    torch.save(blob, tmp_path / "forged.pt")
+    loaded = TableSynthesizer.load(tmp_path / "forged.pt")
+    assert report["epsilon"] < 0.02 and loaded.privacy_report().notes["noise_check"].startswith("UNTESTED")
+    three = TableSynthesizer(schema=SCHEMA, epsilon=1.0, delta=1e-6, steps=20).fit(_table(2000))
+    assert three.privacy_report().notes["noise_check"].startswith("tested on read-back")
+
+
 def test_the_synthesizer_takes_a_schema_and_a_frame():
     from swflow import Synthesizer
     from swflow.tables import example_table

@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if getattr(args, "config", None):
             args = parser.parse_args(with_config(argv, args))
+        if hasattr(args, "method") and args.method is None:  # a table's method is the one that takes tables
+            args.method = "dpswflow-hist" if getattr(args, "table", None) else "dpswflow-r"
         return args.func(args)
     except RunFailed as err:
         print(f"swflow {args.command}: error: {err}", file=sys.stderr)

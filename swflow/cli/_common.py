@@ -28,8 +28,9 @@ def privacy_args(p: argparse.ArgumentParser) -> None:
 
 def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:
     g = p.add_argument_group("flow shape")
-    g.add_argument("--method", default="dpswflow-r", choices=tuple(METHODS),
-                   help="; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
+    g.add_argument("--method", default=None, choices=tuple(METHODS),
+                   help="default dpswflow-r (dpswflow-hist with --table); "
+                   + "; ".join(f"{name}: {spec.summary}" for name, spec in METHODS.items()))
     add_options(g, RunShape, notes={"steps": "(" + ", ".join(f"{m}: {s.default_length[1]} {s.default_length[0]}"
                                                              for m, s in METHODS.items()) + ")"})
     for spec in METHODS.values():  # each method's own options, declared beside its code

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -32,7 +33,8 @@ def cmd_generate_table(args) -> int:
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
                            noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
                            count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
-                           public=args.public_table, resolution=args.resolution, cells=args.cells, seed=args.seed,
+                           public=args.public_table, resolution=args.resolution, cells=parse_cells(args.cells),
+                           seed=args.seed,
                            privacy_seed=args.privacy_seed, **steps,
                            **({} if args.resolution_share is None else {"resolution_share": args.resolution_share}))
     inputs = (args.table,) if args.public_table is None else (args.table, args.public_table)
@@ -42,7 +44,15 @@ def cmd_generate_table(args) -> int:
         suffix = ".parquet" if str(args.table).lower().endswith(".parquet") else ".csv"
         print(report.statement)
         print(f"wrote {request.out}/ (privacy.json, samples{suffix}, {MODEL}) in {time.perf_counter() - t0:.1f} s")
+        print_rules(syn)
     return 0
+
+
+def print_rules(syn) -> None:
+    """Say how often the schema's rules made the samples draw again (nothing without rules)."""
+    if syn.schema.rules:
+        print(f"rules {[rule.text for rule in syn.schema.rules]}: {syn.rejected:.1%} of the records drawn broke one "
+              "and were drawn again")
 
 
 def sample_table_run(args) -> int:
@@ -54,7 +64,7 @@ def sample_table_run(args) -> int:
 
     run = Path(args.run_dir)
     report = read_verified_report(run)
-    syn = TableSynthesizer.load(run / MODEL, progress=not getattr(args, "quiet", False))
+    syn = TableSynthesizer.load(run / MODEL, progress="auto" if getattr(args, "quiet", False) else True)
     if syn.privacy_report().to_json()["ledger"] != report.ledger:
         raise ValueError(f"{run}: privacy.json and {MODEL} describe different releases; regenerate the run")
     suffix = ".parquet" if (run / "samples.parquet").exists() else ".csv"
@@ -62,14 +72,33 @@ def sample_table_run(args) -> int:
         write_report(syn.privacy_report(), out)
         conditions = parse_conditions(args.where, syn.schema)
         write_table(syn.sample(args.n, seed=args.seed, conditions=conditions), out / f"samples{suffix}")
+    check = syn.privacy_report().notes.get("noise_check", "")
+    if check.startswith("UNTESTED"):
+        print(f"warning: {run}: {check}", file=sys.stderr)
     print(f"{args.n} new records from {run}'s released tables (no privacy spent): {report.statement}\n"
           f"wrote {args.out}/ (privacy.json, samples{suffix})")
+    print_rules(syn)
     return 0
+
+
+def parse_cells(items: list[str] | None):
+    """--cells: None, one number (every column), or {column: number} from COLUMN=N items."""
+    if not items:
+        return None
+    try:
+        if len(items) == 1 and "=" not in items[0]:
+            return int(items[0])
+        pairs = [item.rsplit("=", 1) for item in items]
+        if any(len(pair) != 2 for pair in pairs):
+            raise ValueError
+        return {name: int(number) for name, number in pairs}
+    except ValueError:
+        raise UsageError(f"--cells takes one number, or COLUMN=N items, got {' '.join(items)}") from None
 
 
 def parse_conditions(where: list[str], schema) -> dict:
     """{column: value} from --where COLUMN=VALUE flags, each value read as its column declares it: a category by its
-    written form (an empty value is the missing one), a number as a number."""
+    written form (an empty value is the missing one), a number as a number, a date as ISO 8601 text."""
     conditions = {}
     for item in where:
         name, sep, text = item.partition("=")
@@ -81,6 +110,8 @@ def parse_conditions(where: list[str], schema) -> dict:
             if not matches:
                 raise ValueError(f"--where {item}: {name} declares the categories {list(column.categories)}")
             conditions[name] = matches[0]
+        elif column.temporal is not None:  # ISO 8601 text, read by the schema's check
+            conditions[name] = None if text == "" else text
         else:
             try:
                 conditions[name] = None if text == "" else float(text)
@@ -100,7 +131,7 @@ def cmd_schema(args) -> int:
     from ..tables import Schema
     from ..tables.files import read_table
 
-    schema = Schema.propose(read_table(args.public), max_categories=args.max_categories)
+    schema = Schema.propose(read_table(args.public, sep=args.sep), max_categories=args.max_categories)
     text = json.dumps(schema.to_json(), indent=2)
     if args.out:
         if Path(args.out).exists() and not args.overwrite:
@@ -132,8 +163,9 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--resolution-share", type=float, default=None,
                    help="the share of the budget (of rho) the fine one-way histograms take (default 0.3: "
                    "swflow.tables.resolution.RESOLUTION_SHARE)")
-    g.add_argument("--cells", type=int, default=None, help="cells per column in the pair tables (default: a rule of "
-                   "epsilon, n and the number of pairs; docs/tables.md)")
+    g.add_argument("--cells", nargs="+", default=None, metavar="N | COLUMN=N",
+                   help="cells per column in the pair tables: one number for every column, or COLUMN=N for some "
+                   "(the others by the rule; default: a rule of epsilon, n and the number of pairs; docs/tables.md)")
     g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
                    "private table has; n is public)")
 
@@ -142,13 +174,15 @@ def register(sub) -> None:
     p = sub.add_parser("schema", help="propose a table's schema from PUBLIC rows",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="Read a PUBLIC table (.csv or .parquet) and print a schema: numbers with their "
-                       "observed range (integer when every value is whole), other columns with their observed "
-                       "categories (a missing value as the category null). Never run it on private rows: their range "
+                       "observed range (integer when every value is whole), dates and datetimes (datetime values or "
+                       "ISO 8601 text) with theirs, other columns with their observed categories (a missing value as "
+                       "the category null; codes written with leading zeros, such as zip codes, stay text). Never run it on private rows: their range "
                        "and categories are private statistics. Edit the result to what is publicly known, then pass "
                        "it to `swflow generate --table PRIVATE --schema SCHEMA.json`.")
     p.add_argument("public", help="a public table: .csv or .parquet")
     p.add_argument("--out", help="write the schema here (default: print it)")
     p.add_argument("--max-categories", type=int, default=64,
                    help="a non-numeric column with more distinct values is refused")
+    p.add_argument("--sep", default=",", help="the CSV file's delimiter (e.g. ';' or $'\\t')")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_schema)

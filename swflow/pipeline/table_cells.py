@@ -23,18 +23,29 @@ RESOLUTIONS = ("release", "public", "uniform")
 class TableCells:
     """Mixed into TableSynthesizer: its cells (``self.codec``), set once per fit or load."""
 
-    def _cells_per_column(self, n: int) -> int:
-        """The cells rule at the noise the pair tables will carry (public quantities only)."""
+    def _check_cells(self, cells) -> None:
+        """``cells``: None (the rule), a number for every column, or {column: number} (the others by the rule)."""
+        chosen = cells.values() if isinstance(cells, dict) else [] if cells is None else [cells]
+        if any(not isinstance(m, int) or isinstance(m, bool) or m < 2 for m in chosen):
+            raise ValueError(f"cells must be whole numbers >= 2 per column, got {cells!r}")
+        unknown = set(cells) - set(self.schema.names) if isinstance(cells, dict) else set()
+        if unknown:
+            raise ValueError(f"cells names columns that the schema lacks: {sorted(unknown)}")
+        self.cells = cells
+
+    def _cells_per_column(self, n: int) -> list[int]:
+        """Each column's cells: given, or the rule at the noise the pair tables will carry (public quantities)."""
         import math
 
         from ..privacy.histogram import histogram_sensitivity, one_release_multiplier
         from ..tables.resolution import cells_per_column
 
-        if self.cells is not None:
-            return self.cells
+        if isinstance(self.cells, int):
+            return [self.cells] * len(self.schema.columns)
         z = one_release_multiplier(self.privacy) / math.sqrt(1 - self.resolution_share)
         sigma = z * histogram_sensitivity(len(self.pairs), adjacency=self.privacy.adjacency).value
-        return cells_per_column(dataset_size=n, pair_noise_std=sigma)
+        rule = cells_per_column(dataset_size=n, pair_noise_std=sigma)
+        return [(self.cells or {}).get(name, rule) for name in self.schema.names]
 
     def _plan_cells(self, n: int) -> list[int]:
         """Set the cells that need no release (the schema's, or public rows'), choose the pairs from public rows
@@ -45,16 +56,16 @@ class TableCells:
             if self.public is not None:
                 self._choose_pairs(n)
             return []
-        m = self._cells_per_column(n)
-        self._cells_m = m
+        self._cells_m = per_column = self._cells_per_column(n)
         weights = self._public_weights() if self.public is not None else [None] * len(self.schema.columns)
         self.codec = TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
-                                cells=[column_cells(c, w, m) for c, w in zip(self.schema.columns, weights)])
+                                cells=[column_cells(c, w, m) for c, w, m in zip(self.schema.columns, weights,
+                                                                                per_column)])
         if self.public is not None:
             self._choose_pairs(n)
         if self.resolution == "public":
             return []
-        return [j for j, c in enumerate(self.schema.columns) if needs_release(c, m)]
+        return [j for j, (c, m) in enumerate(zip(self.schema.columns, per_column)) if needs_release(c, m)]
 
     def _public_weights(self) -> list:
         """Each column's fine counts in the public rows (public: no budget)."""
@@ -120,7 +131,7 @@ class TableCells:
                                       for counts, tree in zip(split_levels(levels, trees), trees))))
         return TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
                           cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
-                                                                          self._cells_m)
+                                                                          self._cells_m[j])
                                  for j, c in enumerate(self.codec.cells)])
 
     def _resolution_note(self, fine) -> str:
@@ -151,15 +162,18 @@ class TableCells:
         from ..tables.resolution import column_cells
 
         mode, m, released = state["mode"], state["cells_per_column"], [int(j) for j in state["columns"]]
-        if mode not in RESOLUTIONS or (mode != "uniform" and not isinstance(m, int)):
+        if isinstance(m, int):  # files of the first resolution release: one number for every column
+            m = [m] * len(self.schema.columns)
+        if mode not in RESOLUTIONS or (mode != "uniform" and not (
+                isinstance(m, list) and len(m) == len(self.schema.columns) and all(isinstance(k, int) for k in m))):
             raise ClaimMismatch(f"{source}: its resolution {mode!r} is not one swflow writes; fit again")
         self.resolution, self.resolution_share, self._cells_m = mode, float(state["share"]), m
         if mode == "uniform":
             return
         weights = state["public_weights"] or [None] * len(self.schema.columns)
         self.codec = TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
-                                cells=[column_cells(c, None if w is None else torch.as_tensor(w).numpy(), m)
-                                       for c, w in zip(self.schema.columns, weights)])
+                                cells=[column_cells(c, None if w is None else torch.as_tensor(w).numpy(), k)
+                                       for c, w, k in zip(self.schema.columns, weights, m)])
         if mode == "release" and released:
             levels = torch.as_tensor(state["levels"], dtype=torch.float64)
             trees = [_tree(self.schema, j) for j in released]

@@ -16,7 +16,6 @@ report is every run's (privacy.json).
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import torch
 
 from ..tables.codec import NUMERIC_BINS, TableCodec
 from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells, shrunk_tables
+from ..tables.pairs import schema_pairs
 from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.schema import Schema
 from .table_cells import RESOLUTIONS, TableCells
@@ -50,15 +50,15 @@ class TableSynthesizer(TableCells):
                  adjacency: str = "replace-one",
                  count_noise: str = "discrete-gaussian", secure_noise: bool = False, clip: bool = False,
                  pairs: list[tuple[str, str]] | None = None, public=None, resolution: str | None = None,
-                 resolution_share: float = RESOLUTION_SHARE, cells: int | None = None,
+                 resolution_share: float = RESOLUTION_SHARE, cells: int | dict | None = None,
                  numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, seed: int = 0,
                  privacy_seed: int | None = None):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
         pairs whose two-way tables are released (default: every pair, a choice made from the schema alone);
         ``resolution``: where the columns' cells come from (RESOLUTIONS; default 'public' with public rows, else
-        'release': the fine one-way histograms at ``resolution_share`` of the budget); ``cells``: cells per column
-        (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
+        'release': the fine one-way histograms at ``resolution_share`` of the budget); ``cells``: cells per column, for
+        every column or ({name: cells}) some (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
         equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``: the particles' fit
         (:class:`~swflow.tables.flow.MarginalFlowConfig`); the budget as for every method (``epsilon`` or
         ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
@@ -78,7 +78,11 @@ class TableSynthesizer(TableCells):
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
         self.pairs, self.public = self._pairs(pairs), public
-        self.pairs_chosen_by = "every pair (the schema alone)" if pairs is None else "given"
+        self.pairs_chosen_by = "given" if pairs is not None else "every pair (the schema alone)" if len(
+            self.pairs) == len(schema.columns) * (len(schema.columns) - 1) // 2 else (
+            f"the schema alone: each column with its next {max(j - i for i, j in self.pairs)} in the schema's "
+            f"order ({len(self.pairs)} of the {len(schema.columns) * (len(schema.columns) - 1) // 2} pairs; "
+            "swflow.tables.pairs.schema_pairs)")
         resolution = resolution or ("public" if public is not None else "release")
         if resolution not in RESOLUTIONS:
             raise ValueError(f"resolution must be one of {RESOLUTIONS}, got {resolution!r}")
@@ -86,9 +90,8 @@ class TableSynthesizer(TableCells):
             raise ValueError("resolution='public' sets the cells from public rows: give them (public=...)")
         if not 0 < resolution_share < 1:
             raise ValueError(f"resolution_share is a share of the budget in (0, 1), got {resolution_share}")
-        if cells is not None and cells < 2:
-            raise ValueError(f"cells must be >= 2 per column, got {cells}")
-        self.resolution, self.resolution_share, self.cells = resolution, resolution_share, cells
+        self._check_cells(cells)
+        self.resolution, self.resolution_share = resolution, resolution_share
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
@@ -99,7 +102,7 @@ class TableSynthesizer(TableCells):
     def _pairs(self, pairs) -> list[tuple[int, int]]:
         names = self.schema.names
         if pairs is None:
-            return list(itertools.combinations(range(len(names)), 2))
+            return schema_pairs(len(names))
         out = []
         for pair in pairs:
             if len(pair) != 2 or any(name not in names for name in pair) or pair[0] == pair[1]:
@@ -110,9 +113,12 @@ class TableSynthesizer(TableCells):
         return out
 
     # -- fit ---------------------------------------------------------------------------------------
-    def fit(self, table, *, progress: bool = False, sharded: bool = False) -> "TableSynthesizer":
+    def fit(self, table, *, progress: bool | str = False, sharded: bool = False) -> "TableSynthesizer":
         """Spend the budget once on the private ``table``: a DataFrame, or a CSV / Parquet file, which is read in
         chunks (:class:`~swflow.tables.files.TableRows`: memory stays flat in the file's length).
+
+        ``progress``: True shows the fit's bar; 'auto' only when its first steps say it takes over a minute (with
+        an estimate), what the command line does under --quiet.
 
         ``sharded``: under torchrun (an initialized torch.distributed group), each rank counts its contiguous share
         of the records, the exact tables are summed over the ranks and rank 0 draws the noise: every rank holds the
@@ -152,10 +158,19 @@ class TableSynthesizer(TableCells):
         if fine is not None and calibration is not None:
             self._report = compose(self._report, fine.ledger.events, target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
+        self._note_noise_check()
         self._particles = self._fit_to_release(progress=progress)
         return self
 
-    def _fit_to_release(self, *, progress: bool = False) -> list:
+    def _note_noise_check(self) -> None:
+        """Say in the report what a read-back can test of the pair tables' noise (derived from the release's shape,
+        never taken from a file)."""
+        from ..privacy.counts import noise_check_note
+
+        if self._report.private:
+            self._report = self._report.with_notes(noise_check=noise_check_note(self.codec.sizes, self.pairs))
+
+    def _fit_to_release(self, *, progress: bool | str = False) -> list:
         """The particles fitted to the released tables (shrunk, swflow.tables.flow), from public things only: the
         released counts, the report's σ and n, the settings. Deterministic: load() refits them rather than read
         particles a file could have replaced."""
@@ -185,7 +200,7 @@ class TableSynthesizer(TableCells):
         from ..tables.files import read_table
 
         if getattr(self, "_public_checked", None) is None:
-            public = self.public if hasattr(self.public, "columns") else read_table(self.public)
+            public = self.public if hasattr(self.public, "columns") else read_table(self.public, schema=self.schema)
             if len(public) == 0:
                 raise ValueError("the public rows are empty: give public rows, or leave public= unset")
             try:
@@ -214,8 +229,15 @@ class TableSynthesizer(TableCells):
 
         ``conditions`` ({column: value}, e.g. ``{"sex": "Female"}``): every record holds those values; the other
         columns follow the particles' law given the conditioned values' cells (swflow.tables.flow.sample_cells).
-        A value must be valid under the schema; a condition the release gives no support is refused."""
+        A value must be valid under the schema; a condition the release gives no support is refused.
+
+        The schema's rules (swflow.tables.rules) hold in every record: records that break one are drawn again, and
+        the share drawn again is kept in ``self.rejected``."""
+        import numpy as np
         import pandas as pd
+
+        from ..tables.rules import keep_rules
+        from ..tables.types import present
 
         self._fitted()
         cells, values = {}, {}
@@ -228,10 +250,17 @@ class TableSynthesizer(TableCells):
             except ValueError as err:
                 raise ValueError(f"condition {name} = {value!r} is not a value the schema allows: {err}") from None
             cells[j], values[name] = int(self.codec.cells[j].index(checked)[0]), checked.iloc[0]
-        frame = self.codec.decode_cells(sample_cells(self._particles, n, seed=seed, conditions=cells).numpy(),
-                                        seed=seed)
-        for name, value in values.items():  # a cell may hold several values: every record holds the asked one
-            frame[name] = pd.Series([value] * n, dtype=frame[name].dtype)
+
+        def draw(count: int, draw_seed: int):
+            frame = self.codec.decode_cells(sample_cells(self._particles, count, seed=draw_seed,
+                                                         conditions=cells).numpy(), seed=draw_seed)
+            for name, value in values.items():  # a cell may hold several values: every record holds the asked one
+                frame[name] = present(self.schema.columns[self.schema.names.index(name)],
+                                      np.array([value] * count, dtype=object))
+            return frame
+
+        frame, drawn = keep_rules(draw, n, self.schema, seed=seed)
+        self.rejected = 1 - n / drawn  # the share of drawn records that broke a rule (0 without rules)
         return frame
 
     def privacy_report(self):
@@ -253,7 +282,7 @@ class TableSynthesizer(TableCells):
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, blob: dict | None = None, progress: bool = False) -> "TableSynthesizer":
+    def load(cls, path: str | Path, *, blob: dict | None = None, progress: bool | str = False) -> "TableSynthesizer":
         """A saved table Synthesizer, its claim re-derived from the ledger and the released tables tested against it
         (:func:`swflow.privacy.verify.verify_tables`), refused when anything disagrees; its particles refitted to
         the release, never read from the file (one of an earlier release carries some: they are ignored)."""
@@ -289,6 +318,7 @@ class TableSynthesizer(TableCells):
         if report.private:
             verify_tables(report, counts, sizes, syn.pairs, source=str(path))
         syn._report, syn._counts = report, counts
+        syn._note_noise_check()
         syn._particles = syn._fit_to_release(progress=progress)
         return syn
 
@@ -333,7 +363,7 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
 
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
-            syn.fit(table, progress=not request.quiet)  # read in chunks: memory flat in the file's length
+            syn.fit(table, progress="auto" if request.quiet else True)  # read in chunks: memory flat in the file's length
             write(out)
         return syn.privacy_report()
     return _generate_table_on_ranks(syn, table, request, write)
@@ -346,7 +376,8 @@ def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write):
 
     run_dir, out = open_group("cpu", request, resumable=False)
     try:
-        syn.fit(table, progress=not request.quiet and dist.get_rank() == 0, sharded=True)
+        syn.fit(table, progress=(("auto" if request.quiet else True) if dist.get_rank() == 0 else False),
+                sharded=True)
         if run_dir is not None:
             write(out)
         dist.barrier()

@@ -121,6 +121,39 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
                              "size were edited")
 
 
+#: a table release whose noise test cannot refuse a claim of this many times its noise is said to be untested
+UNTESTED_FACTOR = 10.0
+
+
+def table_test_freedom(sizes: list[int], pairs: list[tuple[int, int]]) -> int:
+    """The degrees of freedom of verify_tables' χ²: the K totals, and Σ_i k_i·(T_i − 1) for the columns held by
+    T_i ≥ 2 tables."""
+    held = [sum(column in pair for pair in pairs) for column in range(len(sizes))]
+    return len(pairs) + sum(k * (t - 1) for k, t in zip(sizes, held) if t >= 2)
+
+
+def detectable_factor(freedom: int) -> float:
+    """The smallest c such that a claim of c times the released noise is refused with probability 0.99 by the
+    χ² test on ``freedom`` degrees of freedom (its statistic then is χ²/c²; refused below the 1e-9 quantile)."""
+    from scipy.stats import chi2
+
+    return math.sqrt(chi2.ppf(0.99, freedom) / chi2.ppf(COUNTS_FALSE_REFUSAL / 2, freedom))
+
+
+def noise_check_note(sizes: list[int], pairs: list[tuple[int, int]]) -> str:
+    """What the read-back's noise test can see in a table release of these ``pairs``: said plainly where it cannot
+    (one table, or tables that share no column: only their K totals can be tested)."""
+    freedom = table_test_freedom(sizes, pairs)
+    factor = detectable_factor(freedom)
+    if factor > UNTESTED_FACTOR:
+        return (f"UNTESTED: the released tables share too little (chi-square on {freedom} degrees of freedom) for a "
+                "read-back to test the claimed noise: a file claiming far more noise than it carries, with its "
+                "epsilon recomputed, would pass. Trust this epsilon only from a run you made; release more than one "
+                "table sharing a column to make it testable")
+    return (f"tested on read-back: the released tables' chi-square on {freedom} degrees of freedom refuses a claim "
+            f"of {factor:.2g} times the noise they carry (with probability 0.99), and an edited n or edited counts")
+
+
 def check_integers(counts: torch.Tensor, mechanism: str, *, source: str) -> None:
     """The discrete Gaussian adds integers to integer counts: a release it made holds whole numbers only."""
     if mechanism == "discrete-gaussian" and not bool(torch.equal(counts, counts.round())):

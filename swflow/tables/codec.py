@@ -20,6 +20,7 @@ import numpy as np
 
 from .cells import ColumnCells
 from .schema import Schema
+from .types import present
 
 __all__ = ["TableCodec", "NUMERIC_BINS"]
 
@@ -81,7 +82,8 @@ class TableCodec:
 
     def decode_cells(self, cells: np.ndarray, *, seed: int = 0):
         """Valid records from cells (n, C), each in its column's range; a cell becomes a value drawn inside it
-        with the public ``seed`` (a whole number for integer columns, missing for a missing cell)."""
+        with the public ``seed`` (a whole number for integer columns, missing for a missing cell), in the dtype the
+        column's records came in (swflow.tables.types.present)."""
         import pandas as pd
 
         cells = np.asarray(cells, dtype=np.int64)
@@ -89,14 +91,5 @@ class TableCodec:
         if cells.ndim != 2 or cells.shape[1] != len(sizes) or (cells < 0).any() or (cells >= sizes).any():
             raise ValueError(f"cells must be (n, {len(sizes)}) with column j's cells in 0..{list(sizes - 1)}")
         rng = np.random.default_rng(seed)
-        out = {}
-        for j, (column, column_cells) in enumerate(zip(self.schema.columns, self.cells)):
-            values = column_cells.draw(cells[:, j], rng)
-            if column.kind == "categorical":
-                out[column.name] = pd.Series(values, dtype="object")
-            elif column.integer:
-                out[column.name] = (pd.Series(values).astype("Int64") if column.missing
-                                    else pd.Series(values.astype(np.int64)))
-            else:
-                out[column.name] = pd.Series(values.astype(np.float64))
-        return pd.DataFrame(out)
+        return pd.DataFrame({column.name: present(column, column_cells.draw(cells[:, j], rng))
+                             for j, (column, column_cells) in enumerate(zip(self.schema.columns, self.cells))})

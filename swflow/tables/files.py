@@ -21,25 +21,66 @@ def _suffix(path: Path) -> str:
     return suffix
 
 
-def read_table(path: str | Path, *, schema=None):
+def read_table(path: str | Path, *, schema=None, sep: str = ","):
     """The DataFrame of a CSV or Parquet file. With ``schema``, a CSV's categorical columns whose categories are all
-    strings are read as strings (a category "1" stays "1", not the number 1)."""
+    strings are read as strings (a category "1" stays "1", not the number 1). Without one (public rows for the
+    schema proposer), a CSV column is read as numbers only when every value is one and none is written with a
+    leading zero: codes such as zip code 02134 stay text. A CSV whose header repeats a name, or looks delimited by
+    something other than ``sep``, is refused with what to do."""
     import pandas as pd
 
     path = Path(path)
-    dtype = None
-    if schema is not None:
-        dtype = {c.name: str for c in schema.columns
-                 if c.kind == "categorical" and all(isinstance(v, str) for v in c.categories if v is not None)}
     suffix = _suffix(path)
     if not path.exists():
         raise FileNotFoundError(f"table file {path} is missing")
     try:
-        if suffix == ".csv":
-            return pd.read_csv(path, dtype=dtype, skipinitialspace=True)
-        return pd.read_parquet(path)
+        if suffix == ".parquet":
+            return pd.read_parquet(path)
+        check_header(path, sep)
+        if schema is not None:
+            return pd.read_csv(path, dtype=_text_columns(schema), skipinitialspace=True, sep=sep)
+        return _numbers_where_plain(pd.read_csv(path, dtype=str, skipinitialspace=True, sep=sep))
     except (ValueError, OSError, pd.errors.ParserError) as err:
         raise ValueError(f"{path} is not a readable {suffix[1:]} table ({err})") from None
+
+
+def check_header(path: Path, sep: str = ",") -> None:
+    """Refuse a CSV header that repeats a column name (pandas would rename the second silently) or that looks
+    delimited by another character than ``sep``."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8", errors="replace") as f:
+        header = next(csv.reader(f, delimiter=sep, skipinitialspace=True), [])
+    repeated = sorted({name for name in header if header.count(name) > 1})
+    if repeated:
+        raise ValueError(f"its header repeats the column names {repeated}: rename them so each is once")
+    if len(header) == 1:
+        for other in (";", "\t", "|"):
+            if other != sep and other in header[0]:
+                raise ValueError(f"its header is one column {header[0]!r} that looks delimited by {other!r}: "
+                                 f"swflow reads {sep!r}-separated files (swflow schema --sep {other!r}; for "
+                                 "generate, write it comma-separated or as Parquet)")
+
+
+def _text_columns(schema) -> dict:
+    return {c.name: str for c in schema.columns
+            if c.kind == "categorical" and all(isinstance(v, str) for v in c.categories if v is not None)}
+
+
+def _numbers_where_plain(frame):
+    """Columns of text read as numbers where every present value is a plain number (no leading zero), as booleans
+    where every one is True or False (any case)."""
+    import pandas as pd
+
+    for name in frame.columns:
+        text = frame[name].dropna().astype(str).str.strip()
+        numbers = pd.to_numeric(text, errors="coerce")
+        if len(text) and numbers.notna().all() and not text.str.match(r"^[+-]?0\d").any():
+            frame[name] = pd.to_numeric(frame[name])
+        elif len(text) and text.str.lower().isin(["true", "false"]).all():
+            flags = frame[name].str.strip().str.lower().map({"true": True, "false": False})
+            frame[name] = flags.astype("boolean" if flags.isna().any() else bool)
+    return frame
 
 
 def write_table(frame, path: str | Path) -> Path:
@@ -99,9 +140,9 @@ class TableRows(ChunkedRows):
         schema = self.codec.schema
         try:
             if self._suffix == ".csv":
-                dtype = {c.name: str for c in schema.columns
-                         if c.kind == "categorical" and all(isinstance(v, str) for v in c.categories if v is not None)}
-                yield from pd.read_csv(self.path, dtype=dtype, skipinitialspace=True, chunksize=self.chunk_rows)
+                check_header(self.path)
+                yield from pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True,
+                                       chunksize=self.chunk_rows)
             else:
                 import pyarrow.parquet as pq
 

@@ -45,33 +45,109 @@ class MarginalFlowConfig:
 
 
 def fit_particles(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, int]], *, dataset_size: int,
-                  config: MarginalFlowConfig = MarginalFlowConfig(), progress: bool = False) -> list[Tensor]:
+                  config: MarginalFlowConfig = MarginalFlowConfig(), progress: bool | str = False) -> list[Tensor]:
     """Particles (one (N, sizes[j]) tensor of probabilities per column) whose two-way marginals on ``pairs`` fit
-    the released ``tables`` (each (sizes[i], sizes[j]) noisy counts) divided by the public ``dataset_size``."""
-    from tqdm.auto import tqdm
-
+    the released ``tables`` (each (sizes[i], sizes[j]) noisy counts) divided by the public ``dataset_size``.
+    ``progress``: True shows a bar; 'auto' shows one, with an estimate of the time left, only when the first steps
+    say the fit takes over a minute (what a --quiet run still wants to know)."""
     generator = torch.Generator().manual_seed(config.seed)
     offsets = [0]
     for k in sizes:
         offsets.append(offsets[-1] + k)
-    # every measured table is a block of one D x D matrix: the particles' second moment S^T S / N holds all their
-    # two-way marginals, so one matrix product per step serves every pair
-    target = torch.zeros(offsets[-1], offsets[-1])
-    measured = torch.zeros_like(target)
-    for (i, j), table in zip(pairs, tables):
-        target[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = table.to(torch.float32) / dataset_size
-        measured[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = 1.0
-    free = torch.randn(config.n_particles, offsets[-1], generator=generator).requires_grad_()
+    gradient = _gradient(tables, offsets, pairs, dataset_size, config.n_particles)
+    block = _blocks(offsets)
+    free = torch.randn(config.n_particles, offsets[-1], generator=generator)
     optimizer = torch.optim.Adam([free], lr=config.lr)
-    for _ in tqdm(range(config.steps), desc="fitting particles to the released tables", disable=not progress):
-        simplex = _softmax_blocks(free, offsets)
-        loss = (measured * (simplex.T @ simplex / config.n_particles - target)).pow(2).sum()
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-    with torch.no_grad():
-        simplex = _softmax_blocks(free, offsets)
-        return [simplex[:, a:b].clone() for a, b in zip(offsets[:-1], offsets[1:])]
+    with _Progress(config.steps, progress, f"fitting {config.n_particles} particles to {len(pairs)} tables") as bar:
+        for _ in range(config.steps):
+            simplex = _softmax_blocks(free, block)
+            # the chain rule through each block's softmax: ∂L/∂free = S ⊙ (g − Σ_block S ⊙ g)
+            weighted = simplex * gradient(simplex)[1]
+            free.grad = weighted - simplex * _block_sums(weighted, block)[:, block]
+            optimizer.step()
+            bar.step()
+    simplex = _softmax_blocks(free, block)
+    return [simplex[:, a:b].clone() for a, b in zip(offsets[:-1], offsets[1:])]
+
+
+def _gradient(tables, offsets: list[int], pairs, dataset_size: int, n_particles: int):
+    """simplex S (N, D) -> (L, ∂L/∂S): the squared distance of the particles' two-way marginals to the released
+    tables, L = Σ_k ‖S_iᵀS_j / N − T_k / n‖², and its gradient, 2 (S_j R_kᵀ, S_i R_k) / N on the pair's blocks
+    for the residual R_k. Written out rather than left to autograd: a wide table's slices would each give their
+    gradient the full (N, D) size.
+
+    Dense pairs: every measured table is a block of one D × D matrix, the particles' second moment SᵀS / N, so one
+    matrix product per step serves every pair. Sparse pairs (a wide table's few per column): the pairs grouped by
+    their shape (cells_i, cells_j), one batched product per group, N · Σ_pairs cells_i · cells_j per step instead
+    of N · D²."""
+    columns = len(offsets) - 1
+    if 2 * len(pairs) > columns * (columns - 1) // 2:
+        target = torch.zeros(offsets[-1], offsets[-1])
+        measured = torch.zeros_like(target)
+        for (i, j), table in zip(pairs, tables):
+            target[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = table.to(torch.float32) / dataset_size
+            measured[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = 1.0
+
+        def dense(simplex):
+            residual = measured * (simplex.T @ simplex / n_particles - target)
+            return residual.pow(2).sum(), simplex @ (residual + residual.T) * (2 / n_particles)
+        return dense
+    groups: dict[tuple[int, int], list] = {}
+    for (i, j), table in zip(pairs, tables):
+        groups.setdefault(tuple(table.shape), []).append((i, j, table.to(torch.float32) / dataset_size))
+    batches = [(torch.cat([torch.arange(offsets[i], offsets[i + 1]) for i, _, _ in group]),
+                torch.cat([torch.arange(offsets[j], offsets[j + 1]) for _, j, _ in group]),
+                torch.stack([t for _, _, t in group]), shape) for shape, group in groups.items()]
+
+    def sparse(simplex):
+        loss, grad = 0.0, torch.zeros_like(simplex)
+        for left, right, target, (rows, cols) in batches:
+            a = simplex[:, left].view(n_particles, -1, rows)  # (N, K_b, rows)
+            b = simplex[:, right].view(n_particles, -1, cols)
+            residual = torch.einsum("nki,nkj->kij", a, b) / n_particles - target
+            loss += float(residual.pow(2).sum())
+            grad.index_add_(1, left, torch.einsum("nkj,kij->nki", b, residual).reshape(n_particles, -1),
+                            alpha=2 / n_particles)
+            grad.index_add_(1, right, torch.einsum("nki,kij->nkj", a, residual).reshape(n_particles, -1),
+                            alpha=2 / n_particles)
+        return loss, grad
+    return sparse
+
+
+class _Progress:
+    """A tqdm bar over the fit's steps: shown (progress True), never (False), or ('auto') from the sixth step on,
+    with an estimate of the time left, when the first five say the whole fit takes over a minute."""
+
+    def __init__(self, total: int, progress, description: str):
+        self.total, self.mode, self.description, self.done, self.bar = total, progress, description, 0, None
+        if progress is True:
+            self.bar = self._open()
+
+    def _open(self):
+        from tqdm.auto import tqdm
+
+        return tqdm(total=self.total, initial=self.done, desc=self.description)
+
+    def step(self) -> None:
+        import time
+
+        if self.done == 0:
+            self.started = time.perf_counter()
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update()
+        elif self.mode == "auto" and self.done == 5:
+            estimate = (time.perf_counter() - self.started) / 4 * self.total  # the first step warms up: not timed
+            if estimate > 60:
+                self.bar = self._open()
+                self.bar.write(f"{self.description}: about {estimate / 60:.0f} min (from its first steps)")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
 
 
 def shrunk_tables(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, int]], *, noise_std: float,
@@ -111,9 +187,23 @@ def shrunk_tables(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int,
     return out
 
 
-def _softmax_blocks(free: Tensor, offsets: list[int]) -> Tensor:
-    """(N, D): a softmax within each column's block of coordinates."""
-    return torch.cat([torch.softmax(free[:, a:b], dim=1) for a, b in zip(offsets[:-1], offsets[1:])], dim=1)
+def _blocks(offsets: list[int]) -> Tensor:
+    """(D,) int64: each coordinate's column."""
+    return torch.repeat_interleave(torch.arange(len(offsets) - 1), torch.tensor(offsets).diff())
+
+
+def _block_sums(values: Tensor, block: Tensor) -> Tensor:
+    """(N, C): the sum of ``values`` (N, D) over each column's coordinates."""
+    return torch.zeros(values.shape[0], int(block[-1]) + 1, dtype=values.dtype).index_add_(1, block, values)
+
+
+def _softmax_blocks(free: Tensor, block: Tensor) -> Tensor:
+    """(N, D): a softmax within each column's block of coordinates (``block``: _blocks), in one pass over all of
+    them."""
+    peak = torch.zeros(free.shape[0], int(block[-1]) + 1, dtype=free.dtype).scatter_reduce_(
+        1, block.expand(free.shape[0], -1), free, reduce="amax", include_self=False)  # for a stable exp
+    weights = torch.exp(free - peak[:, block])
+    return weights / _block_sums(weights, block)[:, block]
 
 
 def sample_cells(particles: list[Tensor], n: int, *, seed: int = 0,

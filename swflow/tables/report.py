@@ -95,8 +95,8 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
     for j, column in enumerate(schema.columns):
         ax = figure.add_subplot(rows, cols, j + 1)
         if column.kind == "numeric":
-            size = len(edges[column.name]) + 1
-            labels = [f"d{i + 1}" for i in range(size)]
+            labels = _range_labels(column, edges[column.name])
+            size = len(labels)
         else:
             size = len(column.categories)
             labels = ["(missing)" if v is None else str(v)[:10] for v in column.categories]
@@ -105,26 +105,50 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
         ax.bar(x - 0.2, shares[0], width=0.4, label="synthetic")
         ax.bar(x + 0.2, shares[1], width=0.4, label="held-out (no noise)")
         ax.set_title(column.name + (" (deciles of held-out)" if column.kind == "numeric" else ""), fontsize=9)
-        ax.set_xticks(x, labels, rotation=90 if size > 6 else 0, fontsize=6)
+        ax.set_xticks(x, labels, rotation=90 if size > 4 else 0, fontsize=6)
         ax.tick_params(axis="y", labelsize=7)
-        if j == 0:
-            ax.legend(fontsize=7)
-    figure.suptitle("OWNER ONLY: synthetic vs held-out marginals (held-out rows shown without noise)", fontsize=10)
-    figure.tight_layout(rect=(0, 0, 1, 0.96))
+    # one legend for every panel, above them: never over a bar
+    figure.legend(*figure.axes[0].get_legend_handles_labels(), loc="upper right", ncol=2, fontsize=8, frameon=False)
+    figure.suptitle("OWNER ONLY: synthetic vs held-out marginals (held-out rows shown without noise)", fontsize=10,
+                    x=0.02, ha="left")
+    figure.tight_layout(rect=(0, 0, 1, 0.95))
     figure.savefig(path)
+
+
+def _range_labels(column, edges: np.ndarray) -> list[str]:
+    """The value range of each decile bin ("< 12", "12 – 20", …, "≥ 90"; dates as dates), and "(missing)" where the
+    column may be missing: what a reader wants on the axis, not d1…d10."""
+    from .types import instant_text
+
+    def text(x: float) -> str:
+        if column.temporal:  # to the minute: a bin's edge needs no seconds
+            return instant_text(round(x), column.temporal).replace("T", " ")[:16]
+        return f"{x:.3g}"
+
+    if len(edges) == 0:
+        labels = ["all"]
+    else:
+        labels = [f"< {text(edges[0])}"] + [f"{text(lo)} – {text(hi)}" for lo, hi in zip(edges[:-1], edges[1:])] + \
+            [f"≥ {text(edges[-1])}"]
+    return labels + (["(missing)"] if column.missing else [])
 
 
 def _associations_picture(schema, synthetic, held_out, edges: dict, path: Path) -> None:
     from .metrics import associations
 
     names = schema.names
-    figure = _figure(12, 6)
+    side = max(6.0, 0.16 * len(names) + 3.0)  # room for every column's name at a readable size
+    figure = _figure(2 * side, side + 0.5)
+    font = max(3.0, min(8.0, 360 / (len(names) * 6)))
     for k, (frame, title) in enumerate(((synthetic, "synthetic"), (held_out, "held-out (no noise)"))):
         ax = figure.add_subplot(1, 2, k + 1)
         image = ax.imshow(associations(schema, frame, edges), vmin=0, vmax=1, cmap="viridis")
         ax.set_title(f"Cramér's V, {title}", fontsize=10)
-        ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
-        ax.set_yticks(range(len(names)), names, fontsize=7)
-    figure.colorbar(image, ax=figure.axes, shrink=0.8)
+        short = [name if len(name) <= 18 else name[:17] + "…" for name in names]
+        ax.set_xticks(range(len(names)), short, rotation=90, fontsize=font)
+        ax.set_yticks(range(len(names)), short if k == 0 else [], fontsize=font)
     figure.suptitle("OWNER ONLY: pairwise associations (held-out rows shown without noise)", fontsize=10)
+    margin = (max(len(name) for name in short) * font * 0.62 / 72 + 0.3) / (side + 0.5)  # the longest name fits
+    figure.subplots_adjust(left=margin, bottom=margin, right=0.92, top=0.9, wspace=0.05)
+    figure.colorbar(image, cax=figure.add_axes((0.935, 0.2, 0.015, 0.6)))
     figure.savefig(path)

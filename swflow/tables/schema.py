@@ -9,9 +9,15 @@ it to).
     {"columns": [{"name": "age", "type": "numeric", "min": 17, "max": 90, "integer": true},
                  {"name": "sex", "type": "categorical", "categories": ["Female", "Male"]}]}
 
-A missing value (an empty field in CSV files, NaN, None or ``pd.NA``) is allowed only where the schema declares it:
-``null`` among a categorical column's ``categories``, or ``"missing": true`` on a numeric column (it then has a cell
-of its own, and comes back missing).
+A missing value (an empty field in CSV files, NaN, NaT, None or ``pd.NA``) is allowed only where the schema declares
+it: ``null`` among a categorical column's ``categories``, or ``"missing": true`` on a numeric, date or datetime
+column (it then has a cell of its own, and comes back missing). Dates and times are declared with ISO 8601 bounds,
+and counted like integer columns (days, or seconds, since 1970-01-01; swflow/tables/types.py):
+
+    {"name": "admitted", "type": "date", "min": "2000-01-01", "max": "2030-12-31", "missing": true}
+
+Records come back with the dtypes they came in with (:func:`swflow.tables.types.present`); a categorical column
+declared ``"dtype": "category"`` comes back as a pandas ``category``.
 """
 from __future__ import annotations
 
@@ -21,6 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from .rules import Rule, parse_rule
+from .types import TEMPORAL, instant_number, instant_text, instants, looks_temporal
 
 __all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
 
@@ -36,9 +45,11 @@ class SchemaError(ValueError):
 
 @dataclass(frozen=True)
 class Column:
-    """One column: ``kind`` 'categorical' (``categories``, in their declared order; None is the missing value) or
-    'numeric' (``low`` ≤ value ≤ ``high``; ``integer``: whole numbers; ``decimals``: values written with that many
-    decimal places, so they come back so; ``missing``: a value may be missing)."""
+    """One column: ``kind`` 'categorical' (``categories``, in their declared order; None is the missing value;
+    ``dtype`` 'category': records come back as a pandas category) or 'numeric' (``low`` ≤ value ≤ ``high``;
+    ``integer``: whole numbers; ``decimals``: values written with that many decimal places, so they come back so;
+    ``missing``: a value may be missing; ``temporal`` 'date' or 'datetime': the numbers are days or seconds since
+    1970-01-01, and records hold dates or datetimes)."""
 
     name: str
     kind: str
@@ -48,6 +59,8 @@ class Column:
     integer: bool = False
     missing: bool = False
     decimals: int | None = None
+    temporal: str | None = None
+    dtype: str | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -55,8 +68,15 @@ class Column:
         if self.kind == "categorical":
             if not self.categories or len(self.categories) < 1:
                 raise SchemaError(f"column {self.name!r}: a categorical column declares its categories")
-            if len(set(self.categories)) != len(self.categories):
+            try:
+                repeated = len(set(self.categories)) != len(self.categories)
+            except TypeError:  # a list or a dict among them
+                raise SchemaError(f"column {self.name!r}: a category is a string, a number, a boolean or null, not "
+                                  "a list or an object") from None
+            if repeated:
                 raise SchemaError(f"column {self.name!r}: its categories repeat")
+            if self.dtype not in (None, "category"):
+                raise SchemaError(f"column {self.name!r}: dtype is 'category' or left out, got {self.dtype!r}")
         elif self.kind == "numeric":
             if self.low is None or self.high is None or not (math.isfinite(self.low) and math.isfinite(self.high)):
                 raise SchemaError(f"column {self.name!r}: a numeric column declares finite min and max")
@@ -66,6 +86,10 @@ class Column:
                                               or isinstance(self.decimals, bool) or not 0 <= self.decimals <= 12):
                 raise SchemaError(f"column {self.name!r}: decimals is a whole number of places from 0 to 12, for a "
                                   f"column that is not integer; got {self.decimals!r}")
+            if self.temporal is not None and (self.temporal not in TEMPORAL or not self.integer
+                                              or self.decimals is not None):
+                raise SchemaError(f"column {self.name!r}: a temporal column is a 'date' or a 'datetime', counted in "
+                                  "whole days or seconds")
             if self.integer and math.floor(self.high) < math.ceil(self.low):
                 raise SchemaError(f"column {self.name!r}: no whole number lies in [{self.low:g}, {self.high:g}]")
         else:
@@ -73,7 +97,11 @@ class Column:
 
     def to_json(self) -> dict:
         if self.kind == "categorical":
-            return {"name": self.name, "type": "categorical", "categories": list(self.categories)}
+            return {"name": self.name, "type": "categorical", "categories": list(self.categories),
+                    **({"dtype": self.dtype} if self.dtype else {})}
+        if self.temporal is not None:
+            return {"name": self.name, "type": self.temporal, "min": instant_text(self.low, self.temporal),
+                    "max": instant_text(self.high, self.temporal), **({"missing": True} if self.missing else {})}
         out = {"name": self.name, "type": "numeric", "min": self.low, "max": self.high}
         return {**out, **({"integer": True} if self.integer else {}), **({"missing": True} if self.missing else {}),
                 **({"decimals": self.decimals} if self.decimals is not None else {})}
@@ -82,17 +110,28 @@ class Column:
     def from_json(cls, entry) -> "Column":
         if not isinstance(entry, dict):
             raise SchemaError(f"a column is a JSON object, got {entry!r}")
-        allowed = {"name", "type", "categories", "min", "max", "integer", "missing", "decimals"}
+        kind = entry.get("type")
+        allowed = _KEYS.get(kind, {"name", "type"})
         unknown = set(entry) - allowed
         if unknown:
-            raise SchemaError(f"column {entry.get('name')!r}: unknown keys {sorted(unknown)}; a column has "
+            raise SchemaError(f"column {entry.get('name')!r}: unknown keys {sorted(unknown)}; a {kind} column has "
                               f"{sorted(allowed)}")
-        kind = entry.get("type")
         if kind == "categorical":
             categories = entry.get("categories")
             if not isinstance(categories, list):
                 raise SchemaError(f"column {entry.get('name')!r}: categories must be a list")
-            return cls(entry.get("name"), "categorical", categories=tuple(categories))
+            return cls(entry.get("name"), "categorical", categories=tuple(categories), dtype=entry.get("dtype"))
+        if kind in TEMPORAL:
+            try:
+                low, high = (instant_number(entry[key], kind) for key in ("min", "max"))
+            except (KeyError, ValueError) as err:
+                raise SchemaError(f"column {entry.get('name')!r}: a {kind} column needs min and max as ISO 8601 "
+                                  f"text ({err})") from None
+            missing = entry.get("missing", False)
+            if not isinstance(missing, bool):
+                raise SchemaError(f"column {entry.get('name')!r}: 'missing' must be true or false, got {missing!r}")
+            return cls(entry.get("name"), "numeric", low=low, high=high, integer=True, missing=missing,
+                       temporal=kind)
         if kind == "numeric":
             try:
                 low, high = float(entry["min"]), float(entry["max"])
@@ -103,14 +142,21 @@ class Column:
                 if not isinstance(value, bool):  # "no" is a truthy string: only JSON true and false are read
                     raise SchemaError(f"column {entry.get('name')!r}: {key!r} must be true or false, got {value!r}")
             return cls(entry.get("name"), "numeric", low=low, high=high, decimals=entry.get("decimals"), **flags)
-        raise SchemaError(f"column {entry.get('name')!r}: type must be 'categorical' or 'numeric', got {kind!r}")
+        raise SchemaError(f"column {entry.get('name')!r}: type must be one of {sorted(_KEYS)}, got {kind!r}")
+
+
+#: the keys each type of column may have
+_KEYS = {"categorical": {"name", "type", "categories", "dtype"},
+         "numeric": {"name", "type", "min", "max", "integer", "missing", "decimals"},
+         **{kind: {"name", "type", "min", "max", "missing"} for kind in TEMPORAL}}
 
 
 @dataclass(frozen=True)
 class Schema:
-    """The columns of a table, in order."""
+    """The columns of a table, in order, and the rules between them that samples keep (swflow/tables/rules.py)."""
 
     columns: tuple[Column, ...]
+    rules: tuple = ()
 
     def __post_init__(self):
         if not self.columns:
@@ -118,19 +164,32 @@ class Schema:
         names = [c.name for c in self.columns]
         if len(set(names)) != len(names):
             raise SchemaError(f"column names repeat: {sorted({n for n in names if names.count(n) > 1})}")
+        if any(not isinstance(rule, Rule) for rule in self.rules):
+            raise SchemaError("rules are swflow.tables.rules.Rule (from JSON text: Schema.from_json)")
 
     @property
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
 
     def to_json(self) -> dict:
-        return {"columns": [c.to_json() for c in self.columns]}
+        return {"columns": [c.to_json() for c in self.columns],
+                **({"rules": [rule.text for rule in self.rules]} if self.rules else {})}
 
     @classmethod
     def from_json(cls, data) -> "Schema":
         if not isinstance(data, dict) or not isinstance(data.get("columns"), list):
-            raise SchemaError('a schema is a JSON object {"columns": [...]}')
-        return cls(tuple(Column.from_json(entry) for entry in data["columns"]))
+            raise SchemaError('a schema is a JSON object {"columns": [...]} (and "rules": [...], if any)')
+        unknown = set(data) - {"columns", "rules"}
+        if unknown:
+            raise SchemaError(f"a schema has 'columns' and 'rules', not {sorted(unknown)}")
+        columns = tuple(Column.from_json(entry) for entry in data["columns"])
+        if not isinstance(data.get("rules", []), list):
+            raise SchemaError('"rules" is a list of texts such as "start <= end"')
+        try:
+            rules = tuple(parse_rule(text, {c.name: c for c in columns}) for text in data.get("rules", []))
+        except ValueError as err:
+            raise SchemaError(str(err)) from None
+        return cls(columns, rules)
 
     @classmethod
     def read(cls, path: str | Path) -> "Schema":
@@ -151,33 +210,19 @@ class Schema:
     @classmethod
     def propose(cls, public, *, max_categories: int = 64) -> "Schema":
         """A schema read off PUBLIC rows (a DataFrame): numbers with their observed range (integer when every value
-        is whole; ``"missing": true`` when some are missing), other columns with their observed categories (missing
-        values as a category when any occur). A numeric column is one of numbers with more than ``NUMERIC_VALUES``
-        distinct values, whatever ``max_categories`` says (raising it never turns numbers into categories).
+        is whole; ``"decimals"`` when every value has at most 6 places; ``"missing": true`` when some are missing), dates and datetimes likewise (datetime64 values,
+        ``datetime.date`` objects, ISO 8601 text), other columns with their observed categories (missing values as
+        a category when any occur; a pandas ``category`` column with its dtype's categories, in their order). A
+        numeric column is one of numbers with more than ``NUMERIC_VALUES`` distinct values, whatever
+        ``max_categories`` says (raising it never turns numbers into categories).
         Never call it on private rows: the bounds and categories would then be private statistics."""
-        import pandas as pd
-
         if len(public) == 0:
             raise SchemaError("the public rows are empty: a schema is proposed from public rows that hold values")
-        columns = []
-        for name in public.columns:
-            values = public[name]
-            numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) and \
-                values.nunique(dropna=True) > NUMERIC_VALUES
-            if numeric:
-                finite = values.dropna().to_numpy(dtype=float)
-                whole = bool(np.all(finite == np.round(finite)))
-                columns.append(Column(str(name), "numeric", low=float(finite.min()), high=float(finite.max()),
-                                      integer=whole, missing=bool(values.isna().any())))
-                continue
-            seen = sorted({_plain(v) for v in values.dropna().unique()}, key=str)
-            if len(seen) > max_categories:
-                raise SchemaError(f"public column {name!r} has {len(seen)} distinct values: more than "
-                                  f"{max_categories} categories; group its values, raise --max-categories, or "
-                                  "declare it numeric if its values are numbers")
-            columns.append(Column(str(name), "categorical",
-                                  categories=tuple(seen) + ((MISSING,) if values.isna().any() else ())))
-        return cls(tuple(columns))
+        odd = [name for name in public.columns if not isinstance(name, str)]
+        if odd:
+            raise SchemaError(f"column names are text: {odd!r} are not (rename them, e.g. "
+                              "frame.columns = frame.columns.astype(str))")
+        return cls(tuple(_proposed(name, public[name], max_categories) for name in public.columns))
 
     def check(self, table, *, clip: bool = False):
         """``table`` (a DataFrame) with the schema's columns in its order, every value valid; numbers outside their
@@ -196,7 +241,10 @@ class Schema:
         for column in self.columns:
             values = table[column.name]
             if column.kind == "categorical":
-                codes = category_codes(values, column.categories)
+                try:
+                    codes = category_codes(values, column.categories)
+                except SchemaError as err:
+                    raise SchemaError(f"column {column.name!r}: {err}") from None
                 if (codes < 0).any():
                     raise SchemaError(f"column {column.name!r}: some rows hold values outside its declared categories "
                                       "(a missing value is one only where null is among them): declare them, or "
@@ -205,7 +253,13 @@ class Schema:
                                              index=table.index, dtype=object)
                 continue
             absent = values.isna().to_numpy()
-            numbers = pd.to_numeric(values, errors="coerce").astype(float)
+            if column.temporal is not None:
+                try:
+                    numbers = pd.Series(instants(values, column.temporal), index=table.index)
+                except ValueError as err:
+                    raise SchemaError(f"column {column.name!r} is a {column.temporal}: {err}") from None
+            else:
+                numbers = pd.to_numeric(values, errors="coerce").astype(float)
             finite = np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
             if (absent & ~column.missing).any():
                 raise SchemaError(f"column {column.name!r}: some rows are missing a value, which the schema does "
@@ -215,8 +269,8 @@ class Schema:
                                   "clean them, or declare the column categorical")
             outside = (numbers < column.low) | (numbers > column.high)
             if outside.any() and not clip:
-                raise SchemaError(f"column {column.name!r}: some rows lie outside "
-                                  f"[{column.low:g}, {column.high:g}]; pass --clip (clip=True) to clip them to the "
+                raise SchemaError(f"column {column.name!r}: some rows lie outside [{_bound(column, column.low)}, "
+                                  f"{_bound(column, column.high)}]; pass --clip (clip=True) to clip them to the "
                                   "declared bounds, or widen the schema")
             if column.integer:
                 inside = numbers[~outside].dropna()
@@ -231,6 +285,41 @@ class Schema:
         return pd.DataFrame(out, index=table.index)
 
 
+def _proposed(name: str, values, max_categories: int) -> Column:
+    """One column of Schema.propose."""
+    import pandas as pd
+
+    missing = bool(values.isna().any())
+    temporal = looks_temporal(values)
+    if temporal is not None:
+        numbers = instants(values, temporal)
+        numbers = numbers[np.isfinite(numbers)]
+        return Column(name, "numeric", low=float(np.floor(numbers.min())), high=float(np.ceil(numbers.max())),
+                      integer=True, missing=missing, temporal=temporal)
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        declared = tuple(_plain(v) for v in values.cat.categories)
+        return Column(name, "categorical", categories=declared + ((MISSING,) if missing else ()), dtype="category")
+    if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) and \
+            values.nunique(dropna=True) > NUMERIC_VALUES:
+        finite = values.dropna().to_numpy(dtype=float)
+        whole = bool(np.all(finite == np.round(finite)))
+        # the fewest decimal places (up to 6) every value is written with: so the samples are written alike
+        places = None if whole else next((d for d in range(1, 7) if np.allclose(finite, np.round(finite, d),
+                                                                                rtol=0, atol=1e-9)), None)
+        return Column(name, "numeric", low=float(finite.min()), high=float(finite.max()), integer=whole,
+                      missing=missing, decimals=places)
+    try:
+        seen = sorted({_plain(v) for v in values.dropna().unique()}, key=str)
+    except TypeError:  # unhashable cells: lists, dicts
+        raise SchemaError(f"public column {name!r} holds lists or objects: a table's cell is a number, a string, a "
+                          "boolean, a date or missing; flatten the column first") from None
+    if len(seen) > max_categories:
+        raise SchemaError(f"public column {name!r} has {len(seen)} distinct values: more than {max_categories} "
+                          "categories; group its values, raise --max-categories, or declare it numeric if its values "
+                          "are numbers")
+    return Column(name, "categorical", categories=tuple(seen) + ((MISSING,) if missing else ()))
+
+
 def category_codes(values, categories: tuple) -> np.ndarray:
     """(n,) int64: each value's position among the declared ``categories`` (None: the missing value, matched by
     NaN, None and ``pd.NA``), −1 where it is not declared. Vectorized (pandas' Categorical): no loop over rows."""
@@ -238,11 +327,19 @@ def category_codes(values, categories: tuple) -> np.ndarray:
 
     declared = [c for c in categories if c is not MISSING]
     positions = np.array([i for i, c in enumerate(categories) if c is not MISSING] + [-1], dtype=np.int64)
-    codes = pd.Categorical(pd.Series(values).to_numpy(dtype=object), categories=declared).codes.astype(np.int64)
+    try:
+        codes = pd.Categorical(pd.Series(values).to_numpy(dtype=object), categories=declared).codes.astype(np.int64)
+    except TypeError:  # unhashable cells (lists, dicts) are no category
+        raise SchemaError("some rows hold lists or objects, not values (a category is a string, a number, a "
+                          "boolean or missing)") from None
     out = positions[codes]  # code −1 (not declared, or missing) reads the trailing −1
     if MISSING in categories:
         out[pd.isna(pd.Series(values)).to_numpy() & (codes < 0)] = categories.index(MISSING)
     return out
+
+
+def _bound(column: Column, number: float) -> str:
+    return instant_text(number, column.temporal) if column.temporal else f"{number:g}"
 
 
 def _plain(value):

@@ -1,0 +1,103 @@
+"""Rules between columns, declared in the schema and kept by the samples: ``{"rules": ["start <= end"]}``.
+
+A rule compares a column with another column or with a number: ``LEFT OP RIGHT``, OP one of ``<= < >= > == !=``.
+Numbers, dates and datetimes compare by value (dates as days, datetimes as seconds since 1970-01-01, so
+``admitted <= discharged`` reads as it is written); categorical columns only by ``==`` and ``!=`` with another
+column. A record whose value on either side is missing keeps the rule (there is nothing to compare).
+
+The samples keep the rules by resampling: records that break one are drawn again from the particles (post-
+processing: no privacy is spent), and the share drawn again is reported. The private rows are not checked against
+the rules: nothing in the release depends on them, and a rule the private rows often break is a rule the released
+tables give little support, which the rejection rate shows.
+"""
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Rule", "parse_rule"]
+
+_OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
+              "!=": operator.ne}
+_PATTERN = re.compile(r"^\s*(.+?)\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``left op right``: ``left`` a column's name, ``right`` a column's name or a number (module docstring)."""
+
+    left: str
+    op: str
+    right: str | float
+
+    @property
+    def text(self) -> str:
+        right = self.right if isinstance(self.right, str) else f"{self.right:g}"
+        return f"{self.left} {self.op} {right}"
+
+    def holds(self, checked) -> np.ndarray:
+        """(n,) bool: where the records of ``checked`` (a frame as Schema.check returns it: numbers for numeric,
+        date and datetime columns) keep the rule; a missing value on either side keeps it."""
+        import pandas as pd
+
+        left = checked[self.left]
+        right = checked[self.right] if isinstance(self.right, str) else pd.Series(self.right, index=checked.index)
+        present = (left.notna() & right.notna()).to_numpy()
+        out = np.ones(len(checked), dtype=bool)
+        out[present] = _OPERATORS[self.op](left[present].to_numpy(), right[present].to_numpy())
+        return out
+
+
+def parse_rule(text, columns: dict) -> Rule:
+    """The Rule written as ``text``, checked against ``columns`` ({name: Column}). Raises ValueError saying what a
+    rule may be."""
+    if not isinstance(text, str) or not (match := _PATTERN.match(text)):
+        raise ValueError(f"a rule is text 'COLUMN OP COLUMN' or 'COLUMN OP NUMBER', OP one of "
+                         f"{' '.join(_OPERATORS)}; got {text!r}")
+    left, op, right = match.groups()
+    if left not in columns:
+        raise ValueError(f"rule {text!r}: {left!r} is not a column of the schema")
+    if right not in columns:
+        try:
+            right = float(right)
+        except ValueError:
+            raise ValueError(f"rule {text!r}: {right!r} is neither a column of the schema nor a number") from None
+    kinds = {columns[name].kind for name in (left, right) if isinstance(name, str)}
+    if "categorical" in kinds and (op not in ("==", "!=") or kinds != {"categorical"} or not isinstance(right, str)):
+        raise ValueError(f"rule {text!r}: a categorical column is compared only with another one, by == or !=")
+    if not isinstance(right, str) and columns[left].temporal is not None:
+        raise ValueError(f"rule {text!r}: a date column is compared with another date column, not a number")
+    return Rule(left, op, right)
+
+
+#: a sample whose records break the rules more often than this is refused: the release gives the rules no support
+MAX_REJECTION = 0.99
+
+
+def keep_rules(draw, n: int, schema, *, seed: int):
+    """(n records keeping every rule of ``schema``, the number of records drawn to get them): ``draw(k, seed)``
+    returns k records (a DataFrame); records breaking a rule are drawn again with new public seeds. Refused when
+    more than MAX_REJECTION of the records drawn break a rule (the released tables give the rules no support)."""
+    import pandas as pd
+
+    def keeps(frame) -> np.ndarray:
+        checked = schema.check(frame)
+        return np.logical_and.reduce([rule.holds(checked) for rule in schema.rules])
+
+    frame = draw(n, seed)
+    if not schema.rules:
+        return frame, n
+    kept, drawn, attempt = [frame[keeps(frame)]], n, 0
+    while (missing := n - sum(len(part) for part in kept)) > 0:
+        if drawn >= 100 * n and 1 - (n - missing) / drawn > MAX_REJECTION:
+            raise ValueError(f"{1 - (n - missing) / drawn:.1%} of the records drawn break the schema's rules "
+                             f"{[rule.text for rule in schema.rules]}: the released tables give them almost no "
+                             "support; loosen or drop a rule")
+        attempt += 1
+        more = draw(max(missing, min(n, 1000)), seed + 7919 * attempt)  # public seeds, one per round
+        kept.append(more[keeps(more)])
+        drawn += len(more)
+    return pd.concat(kept, ignore_index=True).iloc[:n].reset_index(drop=True), drawn

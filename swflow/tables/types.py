@@ -1,0 +1,129 @@
+"""A column's values in and out: dates and times as the numbers the codec counts, and records written back with the
+dtypes they came in with.
+
+Inside, a ``date`` column is a whole number of days since 1970-01-01 and a ``datetime`` column a whole number of
+seconds since 1970-01-01T00:00:00 (no time zone), so both are binned like integer columns. Out, a date is a
+``datetime.date`` (Parquet date32, CSV ``2024-05-31``), a datetime a ``datetime64`` value, an integer column that may
+be missing a nullable ``Int64``, a column of booleans ``bool`` (nullable ``boolean`` where null is declared), a
+column of whole-number categories ``int64`` (``Int64``), and a categorical column declared ``"dtype": "category"`` a
+pandas ``category`` with its declared categories, in their order.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import numpy as np
+
+__all__ = ["TEMPORAL", "instant_number", "instant_text", "instants", "present", "looks_temporal"]
+
+#: seconds in one internal unit of each temporal type
+TEMPORAL = {"date": 86_400, "datetime": 1}
+_EPOCH = dt.datetime(1970, 1, 1)
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
+
+
+def instant_number(value, kind: str) -> float:
+    """A declared bound (an ISO 8601 string such as "2024-05-31" or "2024-05-31T12:00:00") as the column's number:
+    days (date) or seconds (datetime) since 1970-01-01. Raises ValueError on anything else."""
+    import pandas as pd
+
+    if not isinstance(value, str):
+        raise ValueError(f"a {kind} bound is an ISO 8601 string such as '2024-05-31', got {value!r}")
+    try:
+        stamp = pd.Timestamp(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not an ISO 8601 {kind}") from None
+    if stamp.tzinfo is not None:
+        raise ValueError(f"{value!r} has a time zone: declare bounds in UTC without one")
+    seconds = (stamp.to_pydatetime() - _EPOCH).total_seconds()
+    if kind == "date" and seconds % TEMPORAL["date"]:
+        raise ValueError(f"{value!r} has a time of day: a date column's bounds are dates")
+    return seconds / TEMPORAL[kind]
+
+
+def instant_text(number: float, kind: str) -> str:
+    """The ISO 8601 text of a column's number (instant_number's inverse)."""
+    moment = _EPOCH + dt.timedelta(seconds=float(number) * TEMPORAL[kind])
+    return moment.date().isoformat() if kind == "date" else moment.isoformat()
+
+
+def instants(values, kind: str) -> np.ndarray:
+    """(n,) float: each value (datetime64, ``datetime.date``, ``pd.Timestamp`` or ISO 8601 text) as days or seconds
+    since 1970-01-01, NaN where missing. Raises ValueError (naming the rule, never a value or a row) on values that
+    are not dates, carry a time zone, or (date) a time of day."""
+    import pandas as pd
+
+    values = pd.Series(values)
+    absent = values.isna().to_numpy()
+    if isinstance(values.dtype, pd.DatetimeTZDtype):
+        raise ValueError("its values carry a time zone: convert them to UTC without one (tz_convert(None))")
+    if pd.api.types.is_numeric_dtype(values) and not absent.all():
+        raise ValueError("its values are numbers, not dates: write them as ISO 8601 dates or datetime64 values")
+    try:
+        stamps = values if pd.api.types.is_datetime64_dtype(values) else pd.to_datetime(
+            values, errors="coerce", format="ISO8601")
+    except (ValueError, TypeError):  # mixed time zones, objects pandas cannot read
+        raise ValueError("some values are not dates without a time zone") from None
+    if isinstance(stamps.dtype, pd.DatetimeTZDtype):
+        raise ValueError("its values carry a time zone: convert them to UTC without one (tz_convert(None))")
+    if (stamps.isna().to_numpy() & ~absent).any():
+        raise ValueError("some values are not ISO 8601 dates")
+    seconds = (stamps - pd.Timestamp(_EPOCH)).dt.total_seconds().to_numpy(dtype=float, na_value=np.nan)
+    numbers = seconds / TEMPORAL[kind]
+    if kind == "date" and np.any(np.isfinite(numbers) & (numbers != np.floor(numbers))):
+        raise ValueError("some values have a time of day: declare the column a datetime, or keep the dates only")
+    if kind == "datetime":
+        numbers = np.floor(numbers)  # whole seconds: finer instants fall in their second
+    return numbers
+
+
+def present(column, values: np.ndarray):
+    """A pandas Series of ``values`` ((n,) decoded values of ``column``: numbers, or categories as objects, None
+    where missing) in the dtype the column's records came in (module docstring)."""
+    import pandas as pd
+
+    if column.kind == "categorical":
+        declared = [c for c in column.categories if c is not None]
+        nullable = None in column.categories
+        if column.dtype == "category":
+            return pd.Series(pd.Categorical(values, categories=declared))
+        if all(isinstance(c, bool) for c in declared):
+            return pd.Series(values, dtype="boolean" if nullable else bool)
+        if all(isinstance(c, int) and not isinstance(c, bool) for c in declared):
+            return pd.Series(values, dtype="Int64" if nullable else np.int64)
+        if all(isinstance(c, str) for c in declared):  # the string dtype read_csv gives this pandas (str, object)
+            return pd.Series(list(values))
+        return pd.Series(values, dtype=object)
+    numbers = np.asarray(values, dtype=np.float64)
+    if column.temporal is not None:
+        stamps = pd.Series(pd.to_datetime(numbers * TEMPORAL[column.temporal], unit="s"))
+        if column.temporal == "datetime":
+            return stamps
+        return pd.Series([None if pd.isna(s) else s.date() for s in stamps], dtype=object)
+    if column.integer:
+        return pd.Series(numbers).astype("Int64") if column.missing else pd.Series(numbers.astype(np.int64))
+    return pd.Series(numbers)
+
+
+def looks_temporal(values) -> str | None:
+    """'date' or 'datetime' when every present value of a public column is one (datetime64 values, ``datetime.date``
+    objects, or ISO 8601 text), else None: what the schema proposer calls a date."""
+    import pandas as pd
+
+    values = pd.Series(values)
+    if pd.api.types.is_datetime64_any_dtype(values):
+        return "datetime"
+    present_values = values.dropna()
+    if len(present_values) == 0 or pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        return None
+    if all(isinstance(v, dt.date) and not isinstance(v, dt.datetime) for v in present_values):
+        return "date"
+    if all(isinstance(v, dt.datetime) for v in present_values):
+        return "datetime"
+    if not all(isinstance(v, str) for v in present_values):
+        return None
+    if all(_DATE.match(v) for v in present_values):
+        return "date"
+    return "datetime" if all(_DATETIME.match(v) for v in present_values) else None
