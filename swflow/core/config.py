@@ -17,7 +17,7 @@ __all__ = ["ACCOUNTANTS", "ADJACENCIES", "AdaptSettings", "BOUNDS", "COMPOSITION
            "NOISES", "PARTICLE_CDFS", "PrivacySpec", "RunShape", "SMOOTHINGS", "SimulatorSettings"]
 
 #: neighbouring data sets: a record replaced by any other, or by the null record (the zero row); n stays public
-ADJACENCIES = ("replace-one", "zero-out")
+ADJACENCIES = ("replace-one", "zero-out", "add-remove")
 #: sensitivity bounds of a projection release (swflow/privacy/sensitivity.py)
 BOUNDS = ("bernstein", "clt", "spectral")
 #: the accountant families a user may name: 'rdp': dp-accounting RDP (replace-one, sampling without replacement,
@@ -47,7 +47,8 @@ class PrivacySpec:
     """What the user asks for. Give ``epsilon`` (calibrate the noise) or ``noise_multiplier``
     (report the ε it buys); ``epsilon=inf`` with no multiplier runs without privacy.
 
-    adjacency : 'replace-one' (default, the papers' setting) or 'zero-out'
+    adjacency : 'replace-one' (default, the papers' setting), 'zero-out', or 'add-remove' (table runs only: a record
+        added or removed, n private and estimated from a released count)
     accountant : None (default: the one that covers the adjacency and batch sampling), 'rdp'
         (dp-accounting RDP: replace-one, or no sampling) or 'pld' (dp-accounting PLD: zero-out, Poisson)
     sensitivity_bound : 'spectral' (default: ‖Θ‖₂ of the drawn directions, deterministic),
@@ -68,7 +69,8 @@ class PrivacySpec:
         "choices": ADJACENCIES,
         "help": "replace-one: fixed-size batches, dp-accounting RDP (the papers' setting); zero-out: Poisson "
                 "batches, dp-accounting PLD for Poisson substitution (a sampled null record still adds a noise "
-                "column, which Opacus' add/remove bound does not cover)"})
+                "column, which Opacus' add/remove bound does not cover); add-remove: table runs only (a record added "
+                "or removed, the peers' unit; n is private and estimated from a released count)"})
     accountant: str | None = field(default=None, metadata={
         "choices": ACCOUNTANTS,
         "help": "default: the one that covers the adjacency and sampling (rdp for replace-one or full batches, "

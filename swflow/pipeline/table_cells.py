@@ -67,6 +67,32 @@ class TableCells:
             return []
         return [j for j, (c, m) in enumerate(zip(self.schema.columns, per_column)) if needs_release(c, m)]
 
+    def _choose_pairs(self, n: int) -> None:
+        """The pairs the public rows show worth their noise at this budget and this public n."""
+        from ..privacy.histogram import one_release_multiplier
+        from ..tables.pairs import choose_pairs
+
+        public = self._public_frame()
+        cells = self.codec.cell_index(public)
+        self.pairs = choose_pairs(cells, self.codec.sizes, dataset_size=n,
+                                  noise_multiplier=one_release_multiplier(self.privacy))
+        self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
+                                "minimise noise plus left-out dependence (swflow.tables.pairs)")
+
+    def _public_frame(self):
+        """The public rows, checked against the schema (once)."""
+        from ..tables.files import read_table
+
+        if getattr(self, "_public_checked", None) is None:
+            public = self.public if hasattr(self.public, "columns") else read_table(self.public, schema=self.schema)
+            if len(public) == 0:
+                raise ValueError("the public rows are empty: give public rows, or leave public= unset")
+            try:
+                self._public_checked = self.schema.check(public, clip=self.clip)
+            except ValueError as err:
+                raise ValueError(f"the public rows do not fit the schema: {err}") from None
+        return self._public_checked
+
     def _public_weights(self) -> list:
         """Each column's fine counts in the public rows (public: no budget)."""
         import numpy as np
@@ -77,27 +103,32 @@ class TableCells:
                                      for j, c in enumerate(codec.cells)]
         return self._public_weights_used
 
-    def _calibrate(self, n: int, released: list[int]):
+    def _calibrate(self, n: int, released: list[int], spent: tuple = ()):
         """(the resolution release's calibration or None, the pair tables') for this budget; (None, None) without
-        privacy. With a resolution release, the two split the budget (privacy.calibrate_shares)."""
+        privacy. With a resolution release, the two split the budget (privacy.calibrate_shares); ``spent``: the
+        add-remove size release made before them, composed with them (they split what it leaves)."""
         from ..privacy import ReleasePlan, calibrate
         from ..privacy.calibrate import calibrate_shares
+        from ..privacy.size import SIZE_SHARE
         from ..privacy.targets import check_histogram
         from ..tables.resolution import tree_of
 
         if not self.privacy.private:
             return None, None
         noise = self.privacy.count_noise
+        size_private = bool(spent)
         pairs = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
-                            dim=self.codec.dim, noise=noise)
+                            dim=self.codec.dim, noise=noise, size_private=size_private)
         check_histogram(self.privacy, pairs, seed_typed=self.privacy_seed is not None)
+        left = 1 - sum(SIZE_SHARE for _ in spent)
         if not released:
-            return None, calibrate(self.privacy, pairs)
+            return None, (calibrate(self.privacy, pairs) if not spent else
+                          calibrate_shares(self.privacy, (pairs,), (left,), spent=spent)[0])
         trees = [tree_of(self.schema.columns[j]) for j in released]
-        levels = ReleasePlan(releases=1, dataset_size=n, sample_size=None,
-                             n_projections=sum(t.levels for t in trees), dim=sum(t.cells for t in trees), noise=noise)
+        levels = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=sum(t.levels for t in trees),
+                             dim=sum(t.cells for t in trees), noise=noise, size_private=size_private)
         share = self.resolution_share
-        return calibrate_shares(self.privacy, (levels, pairs), (share, 1 - share))
+        return calibrate_shares(self.privacy, (levels, pairs), (share * left, (1 - share) * left), spent=spent)
 
     def _release_cells(self, table, n: int, released: list[int], calibration, noise, share):
         """The resolution release on the columns ``released``, and the cells it sets (self.codec); the target."""
@@ -113,7 +144,7 @@ class TableCells:
         lo, hi, world = share
         if calibration is not None:  # its plan's rows are the records' cells, one column each
             calibration = replace(calibration, plan=replace(calibration.plan, dim=cells.shape[1]))
-        kind = ShardedOneWayTarget if world > 1 or hi - lo != n else OneWayTarget
+        kind = ShardedOneWayTarget if world > 1 else OneWayTarget
         target = kind(cells[lo:hi], calibration, noise=noise, ledger=PrivacyLedger(), columns=released,
                       trees=[_tree(self.schema, j) for j in released], dataset_size=n)
         del cells
@@ -142,8 +173,9 @@ class TableCells:
 
     def _split_note(self) -> str:
         share = self.resolution_share
-        return (f"the resolution release takes {share:g} of the budget and the pair tables {1 - share:g} (of rho in "
-                "zCDP, of mu^2 in Gaussian DP: multipliers z/sqrt(share)); the accountant composes the two")
+        whole = "the budget" if self._size is None else "what the count of records leaves"
+        return (f"the resolution release takes {share:g} of {whole} and the pair tables {1 - share:g} (of rho in "
+                "zCDP, of mu^2 in Gaussian DP: multipliers z/sqrt(share)); the accountant composes them")
 
     def _resolution_state(self) -> dict:
         """What sets the cells, as released (re-derived on load, never read back as cells)."""
@@ -181,13 +213,13 @@ class TableCells:
             if report.private:
                 events = report.ledger
                 groups = sum(t.levels for t in trees)
-                if len(events) != 2 or events[1]["n_projections"] != groups or events[1]["sensitivity"] != \
-                        histogram_sensitivity(groups, adjacency=report.adjacency).value:
+                if len(events) != 2 + (report.adjacency == "add-remove") or events[1]["n_projections"] != groups or \
+                        events[1]["sensitivity"] != histogram_sensitivity(groups, adjacency=report.adjacency).value:
                     raise ClaimMismatch(f"{source}: its ledger does not hold the resolution release its cells come "
                                         "from (one release of the trees of the released columns); fit again")
                 sigma = float(events[1]["noise_std"])
-                verify_levels(levels, trees, sigma=sigma, dataset_size=report.dataset_size, source=source,
-                              mechanism=events[1]["mechanism"])
+                verify_levels(levels, trees, sigma=sigma, source=source, mechanism=events[1]["mechanism"],
+                              dataset_size=None if report.adjacency == "add-remove" else report.dataset_size)
             self._released_levels, self._released_columns = levels, released
             self.codec = self._codec_from_levels(levels, released, report.dataset_size, sigma)
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [

@@ -27,6 +27,7 @@ from ..tables.pairs import schema_pairs
 from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.schema import Schema
 from .table_cells import RESOLUTIONS, TableCells
+from .table_size import TableSize
 
 __all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE", "RESOLUTIONS"]
 
@@ -42,7 +43,7 @@ POST_PROCESSING_NOTE = ("records drawn from particles fitted to the run's releas
 METHODS = ("dpswflow-hist",)
 
 
-class TableSynthesizer(TableCells):
+class TableSynthesizer(TableCells, TableSize):
     """fit once on a private table, then sample records as often as you like (module docstring)."""
 
     def __init__(self, method: str = "dpswflow-hist", *, schema: Schema | dict | str | Path,
@@ -131,11 +132,12 @@ class TableSynthesizer(TableCells):
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
-        n = _records(table, self.codec, clip=self.clip)
-        share = _share(n) if sharded else (0, n, 1)
-        released = self._plan_cells(n)
-        fine_cal, calibration = self._calibrate(n, released)
+        records = _records(table, self.codec, clip=self.clip)  # private under add-remove: counted, then released
+        share = _share(records) if sharded else (0, records, 1)
         noise = NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise)
+        n, spent = self._public_size(records, noise, sharded=sharded)  # what every later step may read
+        released = self._plan_cells(n)
+        fine_cal, calibration = self._calibrate(n, released, spent)
         fine = self._release_cells(table, n, released, fine_cal, noise, share) if released else None
         if calibration is not None:  # the pair tables' plan, with the dimension the cells give the rows
             calibration = replace(calibration, plan=replace(calibration.plan, dim=self.codec.dim))
@@ -149,7 +151,7 @@ class TableSynthesizer(TableCells):
             target = ShardedMarginalTarget(rows[lo:hi], calibration, dataset_size=n, **parts)
             run_config["world_size"] = world
         else:
-            target = MarginalTarget(rows, calibration, **parts)
+            target = MarginalTarget(rows, calibration, dataset_size=n, **parts)
         del rows, data
         target.release_tables()
         self._counts = target.released_counts
@@ -158,6 +160,7 @@ class TableSynthesizer(TableCells):
         if fine is not None and calibration is not None:
             self._report = compose(self._report, fine.ledger.events, target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
+        self._compose_size(spent)
         self._note_noise_check()
         self._particles = self._fit_to_release(progress=progress)
         return self
@@ -182,32 +185,6 @@ class TableSynthesizer(TableCells):
                                 dataset_size=report.dataset_size)
         return fit_particles(targets, sizes, self.pairs, dataset_size=report.dataset_size, config=self.flow,
                              progress=progress)
-
-    def _choose_pairs(self, n: int) -> None:
-        """The pairs the public rows show worth their noise at this budget and this public n."""
-        from ..privacy.histogram import one_release_multiplier
-        from ..tables.pairs import choose_pairs
-
-        public = self._public_frame()
-        cells = self.codec.cell_index(public)
-        self.pairs = choose_pairs(cells, self.codec.sizes, dataset_size=n,
-                                  noise_multiplier=one_release_multiplier(self.privacy))
-        self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
-                                "minimise noise plus left-out dependence (swflow.tables.pairs)")
-
-    def _public_frame(self):
-        """The public rows, checked against the schema (once)."""
-        from ..tables.files import read_table
-
-        if getattr(self, "_public_checked", None) is None:
-            public = self.public if hasattr(self.public, "columns") else read_table(self.public, schema=self.schema)
-            if len(public) == 0:
-                raise ValueError("the public rows are empty: give public rows, or leave public= unset")
-            try:
-                self._public_checked = self.schema.check(public, clip=self.clip)
-            except ValueError as err:
-                raise ValueError(f"the public rows do not fit the schema: {err}") from None
-        return self._public_checked
 
     def _run_config(self, n: int, released: list[int]) -> dict:
         return {"method": self.method, "table": True, "dataset_size": n, "columns": self.schema.names,
@@ -278,7 +255,7 @@ class TableSynthesizer(TableCells):
                     "privacy": asdict(self.privacy), "clip": self.clip,
                     "pairs": [list(p) for p in self.pairs], "numeric_bins": self.codec.numeric_bins,
                     "flow": asdict(self.flow), "report": self._report.to_json(), "noisy_counts": self._counts,
-                    "resolution": self._resolution_state()}, path)
+                    "resolution": self._resolution_state(), "size": self._size}, path)
         return path
 
     @classmethod
@@ -303,6 +280,7 @@ class TableSynthesizer(TableCells):
             report = PrivacyReport.from_json(blob["report"])
             counts = torch.as_tensor(blob["noisy_counts"], dtype=torch.float64)
             verify_report(report, source=str(path))
+            size = syn._restore_size(blob, report, str(path))
             # files of earlier releases had the schema's equal-width bins only
             syn._restore_cells(blob.get("resolution", {"mode": "uniform", "share": RESOLUTION_SHARE,
                                                        "cells_per_column": None, "columns": []}), report, str(path))
@@ -316,7 +294,7 @@ class TableSynthesizer(TableCells):
             raise ClaimMismatch(f"{path}: its privacy report is not that of its settings: the file was edited; "
                                 "fit again")
         if report.private:
-            verify_tables(report, counts, sizes, syn.pairs, source=str(path))
+            verify_tables(report, counts, sizes, syn.pairs, source=str(path), size=size)
         syn._report, syn._counts = report, counts
         syn._note_noise_check()
         syn._particles = syn._fit_to_release(progress=progress)

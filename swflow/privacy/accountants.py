@@ -36,7 +36,8 @@ from .mechanisms import analytic_gaussian_epsilon, discrete_gaussians_epsilon
 __all__ = ["ACCOUNTANTS", "Accountant", "accountant_for", "check_combination", "epsilon_from_events"]
 
 from ..core.config import ACCOUNTANTS  # noqa: E402  (the families a user may name in PrivacySpec.accountant)
-_ALLOWED_SAMPLING = {"replace-one": ("none", "without-replacement"), "zero-out": ("none", "poisson")}
+_ALLOWED_SAMPLING = {"replace-one": ("none", "without-replacement"), "zero-out": ("none", "poisson"),
+                     "add-remove": ("none",)}
 _FAMILY_FOR = {"without-replacement": "rdp", "poisson": "pld", "none": "rdp"}
 
 
@@ -60,7 +61,7 @@ class Accountant:
 def check_combination(*, adjacency: str, sampling: str, accountant: str | None = None) -> None:
     """Refuse settings whose accountant (None: the default) does not match the adjacency and the batch sampling."""
     if adjacency not in _ALLOWED_SAMPLING:
-        raise ValueError(f"unknown adjacency {adjacency!r}; choose 'replace-one' or 'zero-out'")
+        raise ValueError(f"unknown adjacency {adjacency!r}; choose 'replace-one', 'zero-out' or 'add-remove'")
     if accountant is not None and accountant not in ACCOUNTANTS:
         raise ValueError(f"unknown accountant {accountant!r}; choose one of {ACCOUNTANTS} (or leave it unset: "
                          "the adjacency and batch sampling decide). Opacus' add/remove accountants assume an "
@@ -68,7 +69,8 @@ def check_combination(*, adjacency: str, sampling: str, accountant: str | None =
     if sampling not in _ALLOWED_SAMPLING[adjacency]:
         raise ValueError(
             f"{sampling!r} sampling does not match {adjacency!r} adjacency: replace-one is accounted "
-            "for fixed-size batches drawn without replacement, zero-out for Poisson sampling")
+            "for fixed-size batches drawn without replacement, zero-out for Poisson sampling, add-remove for "
+            "releases of a whole table only")
     if accountant is not None and accountant != _FAMILY_FOR[sampling]:
         raise ValueError(f"{sampling!r} sampling under {adjacency!r} is accounted with "
                          f"accountant={_FAMILY_FOR[sampling]!r}, not {accountant!r}")
@@ -91,11 +93,16 @@ def _composed_counts(events, mechanism: str) -> bool:
         e.sensitivity_bound == "histogram" for e in events)
 
 
-def _discrete(events, delta: float) -> float:
+def _discrete(events, delta: float, *, moved_per_partition: int = 2) -> float:
     if not _whole_releases(events, "discrete-gaussian"):
         raise ValueError("the discrete Gaussian is accounted for releases of the whole data set, each once")
-    # a histogram's neighbour moves 2K counts by one each (privacy/histogram.py)
-    return discrete_gaussians_epsilon(tuple((e.noise_multiplier, 2 * e.n_projections) for e in events), delta=delta)
+    # a histogram's neighbour moves 2K counts by one each (privacy/histogram.py); K under add-remove
+    return discrete_gaussians_epsilon(tuple((e.noise_multiplier, moved_per_partition * e.n_projections)
+                                            for e in events), delta=delta)
+
+
+def _discrete_add_remove(events, delta: float) -> float:
+    return _discrete(events, delta, moved_per_partition=1)
 
 
 def _analytic(events, delta: float) -> float:
@@ -131,6 +138,8 @@ DISCRETE = Accountant("rdp", "dp-accounting PLD of the discrete Gaussian, compos
 ANALYTIC = Accountant("rdp", "analytic Gaussian mechanism (Balle & Wang 2018)", _analytic)
 DISCRETE_COMPOSED = Accountant("rdp", "dp-accounting PLD of the discrete Gaussian, composed over the counts a record "
                                "moves in every release", _discrete)
+DISCRETE_ADD_REMOVE = Accountant("rdp", "dp-accounting PLD of the discrete Gaussian, composed over the K counts a "
+                                 "record added or removed moves in every release", _discrete_add_remove)
 GDP_COMPOSED = Accountant("rdp", "analytic Gaussian mechanism of the composed releases (Gaussian DP: 1/z^2 adds)",
                           _analytic)
 RDP_FULL = Accountant("rdp", "dp-accounting RDP, composed Gaussian releases of the whole data set", _dp_accounting_rdp)
@@ -144,6 +153,14 @@ def accountant_for(events: tuple[MechanismEvent, ...], *, adjacency: str, reques
     named, refused when it does not cover them)."""
     for e in events:
         check_combination(adjacency=adjacency, sampling=e.sampling, accountant=requested)
+    if adjacency == "add-remove":
+        if not all(e.sensitivity_bound == "histogram" for e in events):
+            raise ValueError("add-remove adjacency is accounted for releases of counts of a whole table only")
+        if _whole_releases(events, "discrete-gaussian"):
+            return DISCRETE_ADD_REMOVE
+        if _whole_releases(events, "gaussian"):
+            return GDP_COMPOSED if len(events) > 1 else ANALYTIC
+        raise ValueError("add-remove adjacency is accounted for releases with one kind of noise")
     if _is_single_release(events):
         return DISCRETE if events[0].mechanism == "discrete-gaussian" else ANALYTIC
     if _composed_counts(events, "discrete-gaussian"):

@@ -32,6 +32,8 @@ class ReleasePlan:
     n_projections : directions per release
     dim : dimension of the rows
     noise : 'gaussian', or 'discrete-gaussian' (integer counts, OpenDP; one release of every row)
+    size_private : the caller treats n as private and uses a released estimate of it (a table run): what
+        add-remove adjacency needs; ``dataset_size`` is then that estimate
     """
 
     releases: int
@@ -40,6 +42,7 @@ class ReleasePlan:
     n_projections: int
     dim: int
     noise: str = "gaussian"
+    size_private: bool = False
 
     def __post_init__(self):
         if self.releases < 1:
@@ -68,9 +71,10 @@ class ReleasePlan:
 
 def plan_events(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: str,
                 delta_theta: float) -> tuple[MechanismEvent, ...]:
-    """The events a run of shape ``plan`` will record (sensitivity values do not enter ε)."""
+    """The events a run of shape ``plan`` will record (sensitivity values do not enter ε). Under add-remove every
+    release is one of counts (a table's: nothing else is accounted so)."""
     return (MechanismEvent(noise_multiplier=multiplier, noise_std=0.0, sensitivity=0.0,
-                           sensitivity_bound=bound,
+                           sensitivity_bound="histogram" if adjacency == "add-remove" else bound,
                            delta_sensitivity=delta_theta, sampling=plan.sampling(adjacency),
                            sample_size=plan.rows_per_release, dataset_size=plan.dataset_size,
                            n_projections=plan.n_projections, count=plan.releases, mechanism=plan.noise),)
@@ -165,6 +169,10 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
         warnings.warn(f"delta={spec.delta} is above 1/(n ln n) = {1.0 / (n * math.log(n)):.3g}; "
                       "the usual advice is delta << 1/n", stacklevel=2)
     check_combination(adjacency=spec.adjacency, sampling=plan.sampling(spec.adjacency), accountant=spec.accountant)
+    if spec.adjacency == "add-remove" and not plan.size_private:
+        raise ValueError("add-remove adjacency makes n private: only table runs (swflow generate --table, "
+                         "TableSynthesizer) estimate n from a released count; other runs use n in their "
+                         "settings and are accounted under replace-one or zero-out")
     bound = spec.sensitivity_bound
     if bound == "clt":
         if plan.n_projections <= 30:
@@ -197,16 +205,19 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
                        accountant=accountant_for(events, adjacency=spec.adjacency, requested=spec.accountant))
 
 
-def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...],
-                     shares: tuple[float, ...]) -> tuple[Calibration, ...] | None:
+def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...], shares: tuple[float, ...], *,
+                     spent: tuple[MechanismEvent, ...] = ()) -> tuple[Calibration, ...] | None:
     """Several histogram releases of the whole data set, each made once (a table's fine one-way histograms, then its pair
     tables), splitting one budget: release i has multiplier z / √share_i, so that it takes the fraction share_i of
     ρ (zCDP) or of μ² (Gaussian DP), and together they compose as one Gaussian of multiplier z. z is the smallest
     whose composed ε (the accountant of :func:`~swflow.privacy.accountants.accountant_for`) meets the target, or
     the given ``spec.noise_multiplier``. None for a non-private spec. Every returned calibration carries the
-    composed ε and accountant."""
-    if len(plans) != len(shares) or not plans or any(not 0 < f <= 1 for f in shares) or abs(sum(shares) - 1) > 1e-9:
-        raise ValueError(f"shares must be positive and add up to 1, one per release; got {shares}")
+    composed ε and accountant. ``spent``: releases of the same records already made (an add-remove table's size),
+    composed with these; ``shares`` are then what is left to split (they add up to less than 1)."""
+    if len(plans) != len(shares) or not plans or any(not 0 < f <= 1 for f in shares) or (
+            abs(sum(shares) - 1) > 1e-9 if not spent else not sum(shares) < 1):
+        raise ValueError(f"shares must be positive and add up to 1 (less with spent releases), one per release; got "
+                         f"{shares}")
     if any((plan.releases, plan.sample_size) != (1, None) for plan in plans):
         raise ValueError("a split budget is for releases of the whole data set, each made once")
     single = calibrate(spec, plans[-1])  # the checks on δ, n and the accountant; z for one release
@@ -214,8 +225,9 @@ def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...],
         return None
 
     def composed(z: float) -> tuple[tuple[MechanismEvent, ...], float]:
-        events = tuple(plan_events(plan, adjacency=spec.adjacency, multiplier=z / math.sqrt(f), bound="histogram",
-                                   delta_theta=0.0)[0] for plan, f in zip(plans, shares))
+        events = tuple(spent) + tuple(plan_events(plan, adjacency=spec.adjacency, multiplier=z / math.sqrt(f),
+                                                  bound="histogram", delta_theta=0.0)[0]
+                                      for plan, f in zip(plans, shares))
         return events, epsilon_from_events(events, delta=single.delta_accountant, adjacency=spec.adjacency)
 
     z = single.noise_multiplier

@@ -75,7 +75,7 @@ def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5
 
 
 def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: list[tuple[int, int]], *,
-                  source: str) -> None:
+                  source: str, size: tuple[float, float] | None = None) -> None:
     """A table release's noisy counts (the K tables of ``pairs`` of columns with ``sizes`` cells, concatenated as
     :func:`swflow.privacy.marginals.pair_counts` writes them) against the report's n and σ.
 
@@ -85,7 +85,11 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     variance (the other column's cells)·σ²: their spread about the inverse-variance mean is pure noise. Both sums
     of squares over their variances are χ², with K and Σ_i k_i·(T_i − 1) degrees of freedom (T_i: the tables
     holding i); the test is two-sided at 1e-9. A claim of much more noise than the counts carry (σ × 10 with ε
-    recomputed) lands far in the lower tail, an edited n or edited counts in the upper."""
+    recomputed) lands far in the lower tail, an edited n or edited counts in the upper.
+
+    ``size`` (add-remove, n private): (the released count n̂, its σ). The totals are then tested with n̂ as one
+    more estimate of the same number: the spread of the K + 1 estimates about their inverse-variance mean is χ²
+    with K degrees of freedom."""
     from .marginals import split_tables
 
     counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
@@ -100,7 +104,14 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     if not sigma > 0:
         raise ClaimMismatch(f"{source}: a private table release with noise std {sigma}")
     check_integers(counts, report.mechanism, source=source)
-    statistic = sum(float((t.sum() - report.dataset_size) ** 2) / (t.numel() * sigma ** 2) for t in tables)
+    if size is None:
+        statistic = sum(float((t.sum() - report.dataset_size) ** 2) / (t.numel() * sigma ** 2) for t in tables)
+    else:
+        totals = torch.tensor([float(t.sum()) for t in tables] + [float(size[0])], dtype=torch.float64)
+        weights = torch.tensor([1.0 / (t.numel() * sigma ** 2) for t in tables] + [1.0 / size[1] ** 2],
+                               dtype=torch.float64)
+        mean = float((weights * totals).sum() / weights.sum())
+        statistic = float((weights * (totals - mean) ** 2).sum())
     freedom = len(tables)
     for column in range(len(sizes)):
         estimates, variances = [], []

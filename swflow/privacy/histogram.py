@@ -80,8 +80,9 @@ def projection_counts(rows: Tensor, theta: Tensor, *, bins: int, radius: float) 
 
 
 def histogram_sensitivity(n_directions: int, *, adjacency: str) -> SensitivityBound:
-    """ℓ2 sensitivity of the K×B count matrix: √(2K) under both adjacencies (zero-out replaces a record
-    by the zero row, which is counted: a replacement; see the module's docstring).
+    """ℓ2 sensitivity of the K×B count matrix: √(2K) under replace-one and zero-out (zero-out replaces a record
+    by the zero row, which is counted: a replacement; see the module's docstring), √K under add-remove (a table
+    run's, where n is private: the record's one count in each partition comes or goes).
 
     Independent of the directions, the bins and R (a record moves at most one unit of count between
     two bins per direction), so the directions may be public and fixed in advance. Each of the 2K
@@ -90,6 +91,8 @@ def histogram_sensitivity(n_directions: int, *, adjacency: str) -> SensitivityBo
         raise ValueError(f"need at least one direction, got {n_directions}")
     if adjacency not in ADJACENCIES:
         raise ValueError(f"unknown adjacency {adjacency!r}; choose one of {ADJACENCIES}")
+    if adjacency == "add-remove":  # a record added or removed: one count in each partition, by one unit
+        return SensitivityBound("histogram", float(n_directions), 1.0, 0.0)
     return SensitivityBound("histogram", 2.0 * n_directions, 1.0, 0.0)  # 2K counts, each moved by one unit
 
 

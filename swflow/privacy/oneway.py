@@ -148,11 +148,12 @@ def _design(tree: Tree) -> Tensor:
                       for level in range(1, tree.levels + 1)]).to(torch.float64)
 
 
-def fit_tree(levels: list[Tensor], tree: Tree, *, total: float) -> tuple[Tensor, float, int]:
-    """The least-squares fine counts of one column's released ``levels``, their sum fixed at ``total`` (n).
+def fit_tree(levels: list[Tensor], tree: Tree, *, total: float | None) -> tuple[Tensor, float, int]:
+    """The least-squares fine counts of one column's released ``levels``, their sum fixed at ``total`` (n; None
+    under add-remove, where n is private: the sum is then free).
 
     Returns (fine counts (tree.cells,) float64 — negative where the noise says so, the caller clips —, the
-    residual sum of squares, its degrees of freedom: released counts − cells + 1)."""
+    residual sum of squares, its degrees of freedom: released counts − cells (+ 1 with a fixed total))."""
     y = torch.cat([level.to(torch.float64) for level in levels])
     design = _design(tree)
     if y.numel() != design.shape[0]:
@@ -161,16 +162,18 @@ def fit_tree(levels: list[Tensor], tree: Tree, *, total: float) -> tuple[Tensor,
     factor = torch.linalg.cholesky(gram)
     free = torch.cholesky_solve((design.T @ y)[:, None], factor)[:, 0]
     ones = torch.cholesky_solve(torch.ones(tree.cells, 1, dtype=torch.float64), factor)[:, 0]
+    if total is None:
+        return free, float(((design @ free - y) ** 2).sum()), int(y.numel() - tree.cells)
     fitted = free + ones * (total - free.sum()) / ones.sum()  # the sum constraint, exactly (Lagrange)
     rss = float(((design @ fitted - y) ** 2).sum())
     return fitted, rss, int(y.numel() - tree.cells + 1)
 
 
-def verify_levels(noisy: Tensor, trees: list[Tree], *, sigma: float, dataset_size: int, source: str,
+def verify_levels(noisy: Tensor, trees: list[Tree], *, sigma: float, dataset_size: int | None, source: str,
                   mechanism: str = "gaussian") -> None:
     """The χ² test of released tree counts against the claimed σ and n (module docstring): the residual sum of
     squares of :func:`fit_tree` over σ², summed over the columns, refused outside the two-sided
-    1 − COUNTS_FALSE_REFUSAL range."""
+    1 − COUNTS_FALSE_REFUSAL range (``dataset_size`` None under add-remove: n is private, the trees' sums free)."""
     try:
         levels = split_levels(torch.as_tensor(noisy, dtype=torch.float64), trees)
     except ValueError as err:

@@ -43,7 +43,7 @@ def _num(x: float | None):
 
 #: notes: explanations that appear as top-level strings in privacy.json when they apply
 NOTE_KEYS = ("release", "secure_noise_caveat", "amplification_note", "particle_post_processing", "post_processing",
-             "labels_note", "budget_split", "noise_check")
+             "labels_note", "budget_split", "noise_check", "private_size")
 
 
 @dataclass(frozen=True)

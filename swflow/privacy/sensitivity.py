@@ -78,6 +78,9 @@ def adjacency_factor(adjacency: str, norm_bound: float) -> float:
     """Largest ‖y − y'‖ between neighbours: 2R under replace-one, R under zero-out."""
     if adjacency not in ADJACENCIES:
         raise ValueError(f"unknown adjacency {adjacency!r}; choose one of {ADJACENCIES}")
+    if adjacency == "add-remove":
+        raise ValueError("add-remove adjacency is for a table's releases of counts only (n private); projections "
+                         "of rows are accounted under replace-one or zero-out")
     if not norm_bound > 0:
         raise ValueError(f"norm_bound R must be > 0, got {norm_bound}")
     return 2.0 * norm_bound if adjacency == "replace-one" else norm_bound

@@ -1,0 +1,46 @@
+"""The number of records, released once: all an add-remove table run knows of n.
+
+Under add-remove adjacency (the peers' unit: a neighbouring table has one record more or one less) n itself is
+private. A table run then spends SIZE_SHARE of its budget (of ρ in zCDP, of μ² in Gaussian DP) on one noisy count
+of its records (sensitivity 1), first; every later step reads that estimate n̂, never n: the cells rule, the pairs'
+choice, δ's advice, the calibration of the other releases (composed with this one by the accountant), the
+particles' normalisation and the default number of samples. The read-back tests the pair tables' totals against
+n̂ (swflow.privacy.counts.verify_tables).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .histogram import histogram_sensitivity, one_release_multiplier
+from .ledger import MechanismEvent
+
+__all__ = ["SIZE_SHARE", "release_size", "public_size"]
+
+#: the share of the budget the count of records takes: its σ is z/√0.02 ≈ 7z (±30 records at ε = 1), which moves
+#: no table; the rest is the other releases'
+SIZE_SHARE = 0.02
+
+
+def public_size(released: float) -> int:
+    """The whole number of records a released count stands for (at least 1)."""
+    return max(1, round(float(released)))
+
+
+def release_size(n: int, privacy, noise, ledger) -> tuple[float, MechanismEvent]:
+    """(n + noise, its ledger event, recorded in ``ledger``): the count of the ``n`` private records released once
+    with multiplier z/√SIZE_SHARE (z: the budget's one-release multiplier; ``privacy`` a PrivacySpec), the
+    ``privacy.count_noise`` mechanism drawn by ``noise`` (a NoiseSource)."""
+    multiplier = one_release_multiplier(privacy) / math.sqrt(SIZE_SHARE)
+    sigma = multiplier * histogram_sensitivity(1, adjacency="add-remove").value
+    if privacy.count_noise == "discrete-gaussian":
+        released = float(noise.discrete_gaussian(torch.tensor([n], dtype=torch.int64), sigma)[0])
+    else:
+        released = n + float(noise.gaussian((1,), sigma, dtype=torch.float64)[0])
+    size = public_size(released)
+    event = MechanismEvent(noise_multiplier=multiplier, noise_std=sigma, sensitivity=1.0,
+                           sensitivity_bound="histogram", delta_sensitivity=0.0, sampling="none", sample_size=size,
+                           dataset_size=size, n_projections=1, mechanism=privacy.count_noise)
+    ledger.record(event)
+    return released, event
