@@ -11,6 +11,7 @@ Rows of the table (each at every ε, δ = 1e-9):
 - ``independent``: each column from its noisy one-way counts (replace-one, sensitivity √(2C));
 - ``swflow``: ``TableSynthesizer`` at its defaults (resolution released from the data, then the pair tables);
   ``swflow-uniform``: the same with the schema's 16 equal-width bins (``resolution="uniform"``, the old codec);
+  ``swflow-ar``: swflow under add/remove adjacency, the peers' unit (sensitivity √K, n private and released);
 - ``aim``, ``mst``, ``privbayes``: dpmm in its own environment (`make peers-env`), add/remove, at their defaults,
   on 32 equal-width bins of the declared bounds (an integer column with at most 32 values keeps them). AIM runs at
   ε = 1 only and is stopped after ``--aim-cpu-minutes`` of CPU (the table says so).
@@ -121,7 +122,7 @@ def swflow(schema, private: pd.DataFrame, *, epsilon: float, n: int, seed: int, 
     return syn.fit(private).sample(n, seed=seed)
 
 
-METHODS = {"swflow": {}, "swflow-uniform": {"resolution": "uniform"}}
+METHODS = {"swflow": {}, "swflow-uniform": {"resolution": "uniform"}, "swflow-ar": {"adjacency": "add-remove"}}
 
 
 def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: float, n: int, seed: int,
@@ -141,7 +142,8 @@ def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: flo
 
 
 # -- figure ------------------------------------------------------------------------------------------------------------
-STYLE = {"swflow": ("swflow", "C3", "o"), "swflow-uniform": ("swflow, 16 fixed bins", "C5", "."),
+STYLE = {"swflow": ("swflow", "C3", "o"), "swflow-ar": ("swflow, add/remove", "C4", "D"),
+         "swflow-uniform": ("swflow, 16 fixed bins", "C5", "."),
          "aim": ("AIM", "C0", "s"), "mst": ("MST", "C1", "^"), "privbayes": ("PrivBayes", "C2", "v"),
          "independent": ("independent columns", "C7", "x")}
 
@@ -180,15 +182,16 @@ def figure(cells: dict, tables: list[str], path: Path) -> Path:
 def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
     """Markdown tables, one per ε: mean 3-way TVD / AUC per table and method, and swflow's ratio to the peer the
     issue compares with (AIM where it finished, else MST)."""
-    methods = ["independent", "swflow-uniform", "swflow", "mst", "privbayes", "aim"]
-    names = {"swflow-uniform": "swflow, 16 fixed bins", "swflow": "**swflow**", "mst": "MST", "privbayes": "PrivBayes",
-             "aim": "AIM"}
+    methods = ["independent", "swflow-uniform", "swflow", "swflow-ar", "mst", "privbayes", "aim"]
+    names = {"swflow-uniform": "swflow, 16 fixed bins", "swflow": "**swflow**", "swflow-ar": "**swflow, add/remove**",
+             "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM"}
     out = []
     for epsilon in epsilons:
         shown = [m for m in methods if m != "aim" or epsilon == epsilons[0]]
         out.append(f"ε = {epsilon:g}, δ = {DELTA:g} (3-way TVD / AUC; the floor is the private rows themselves)\n")
-        out.append("| table | floor | uniform | " + " | ".join(names.get(m, m) for m in shown) + " | swflow ÷ peer |")
-        out.append("|" + "---|" * (len(shown) + 4))
+        out.append("| table | floor | uniform | " + " | ".join(names.get(m, m) for m in shown) +
+                   " | swflow ÷ peer | add/remove ÷ peer |")
+        out.append("|" + "---|" * (len(shown) + 5))
         for table in tables:
             def cell(key):
                 c = cells.get(key)
@@ -204,9 +207,10 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
                 text, values[m] = cell(f"{table} {m} eps={epsilon:g}")
                 row.append(text)
             peer = "aim" if values.get("aim") is not None else "mst"
-            ratio = (f"{values['swflow'] / values[peer]:.2f} ({names[peer]})"
-                     if values.get("swflow") is not None and values.get(peer) is not None else "–")
-            out.append(f"| {table}{' (tuned)' if table in TUNE else ''} | " + " | ".join(row) + f" | {ratio} |")
+            ratios = [f"{values[m] / values[peer]:.2f} ({names[peer]})"
+                      if values.get(m) is not None and values.get(peer) is not None else "–"
+                      for m in ("swflow", "swflow-ar")]
+            out.append(f"| {table}{' (tuned)' if table in TUNE else ''} | " + " | ".join(row + ratios) + " |")
         out.append("")
     return "\n".join(out)
 
@@ -215,7 +219,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tables", nargs="+", default=[*TUNE, *REPORT], choices=[*TUNE, *REPORT])
     p.add_argument("--methods", nargs="+",
-                   default=["private", "uniform", "independent", "swflow-uniform", "swflow", *PEERS])
+                   default=["private", "uniform", "independent", "swflow-uniform", "swflow", "swflow-ar", *PEERS])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--peers-only", action="store_true", help="run and cache the peers only (MST, PrivBayes, then AIM)")
     p.add_argument("--cached-peers", action="store_true", help="score the peers' cached samples only: a peer cell "

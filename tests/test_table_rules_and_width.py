@@ -83,15 +83,20 @@ def test_a_wide_table_releases_neighbouring_pairs_up_to_the_stated_budget():
     assert len(schema_pairs(40)) == sum(min(12, 39 - i) for i in range(40))  # w = 496 // 40 = 12
 
 
-@pytest.mark.parametrize("pairs", [[(0, 1), (0, 2), (1, 3), (2, 3), (0, 3), (1, 2)], [(0, 1), (2, 3), (0, 3)]])
+@pytest.mark.parametrize("pairs", [[(0, 1), (0, 2), (1, 3), (2, 3), (0, 3), (1, 2)], [(0, 1), (2, 3), (0, 3)],
+                                   [(0, 1), (1, 2, 3), (0, 2, 3)]])
 def test_the_fit_gradient_is_autograds(pairs):
-    """Dense (most pairs) and sparse (few) paths against autograd of L = Σ ‖S_iᵀS_j / N − T / n‖²."""
+    """Dense (most pairs), sparse (few) and three-way paths against autograd of L = Σ ‖M − T / n‖², M the particles'
+    marginal (Σ_n of the outer product of the columns' blocks, over N)."""
     torch.manual_seed(0)
     sizes, offsets = [3, 4, 2, 5], [0, 3, 7, 9, 14]
-    tables = [torch.rand(sizes[i], sizes[j]) * 7 for i, j in pairs]
+    tables = [torch.rand(*[sizes[c] for c in cols]) * 7 for cols in pairs]
     simplex = torch.rand(50, 14, requires_grad=True)
-    reference = sum((simplex[:, offsets[i]:offsets[i + 1]].T @ simplex[:, offsets[j]:offsets[j + 1]] / 50
-                     - table / 7).pow(2).sum() for (i, j), table in zip(pairs, tables))
+    reference = 0.0
+    for cols, table in zip(pairs, tables):
+        blocks = [simplex[:, offsets[c]:offsets[c + 1]] for c in cols]
+        spec = ",".join("n" + "abc"[a] for a in range(len(cols))) + "->" + "abc"[:len(cols)]
+        reference = reference + (torch.einsum(spec, *blocks) / 50 - table / 7).pow(2).sum()
     reference.backward()
     loss, grad = _gradient(tables, offsets, pairs, 7, 50)(simplex.detach())
     assert float(loss) == pytest.approx(float(reference.detach()), rel=1e-5)

@@ -44,10 +44,11 @@ class MarginalFlowConfig:
             raise ValueError(f"n_particles and steps must be >= 1 and lr > 0, got {self}")
 
 
-def fit_particles(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, int]], *, dataset_size: int,
+def fit_particles(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, ...]], *, dataset_size: int,
                   config: MarginalFlowConfig = MarginalFlowConfig(), progress: bool | str = False) -> list[Tensor]:
     """Particles (one (N, sizes[j]) tensor of probabilities per column) whose two-way marginals on ``pairs`` fit
-    the released ``tables`` (each (sizes[i], sizes[j]) noisy counts) divided by the public ``dataset_size``.
+    the released ``tables`` (each (sizes[i], sizes[j]) noisy counts) divided by the public ``dataset_size``. A
+    tuple of three columns among ``pairs`` fits a three-way table alike (experiments/tables_triples.py).
     ``progress``: True shows a bar; 'auto' shows one, with an estimate of the time left, only when the first steps
     say the fit takes over a minute (what a --quiet run still wants to know)."""
     generator = torch.Generator().manual_seed(config.seed)
@@ -81,7 +82,7 @@ def _gradient(tables, offsets: list[int], pairs, dataset_size: int, n_particles:
     their shape (cells_i, cells_j), one batched product per group, N · Σ_pairs cells_i · cells_j per step instead
     of N · D²."""
     columns = len(offsets) - 1
-    if 2 * len(pairs) > columns * (columns - 1) // 2:
+    if all(len(p) == 2 for p in pairs) and 2 * len(pairs) > columns * (columns - 1) // 2:
         target = torch.zeros(offsets[-1], offsets[-1])
         measured = torch.zeros_like(target)
         for (i, j), table in zip(pairs, tables):
@@ -92,24 +93,33 @@ def _gradient(tables, offsets: list[int], pairs, dataset_size: int, n_particles:
             residual = measured * (simplex.T @ simplex / n_particles - target)
             return residual.pow(2).sum(), simplex @ (residual + residual.T) * (2 / n_particles)
         return dense
-    groups: dict[tuple[int, int], list] = {}
-    for (i, j), table in zip(pairs, tables):
-        groups.setdefault(tuple(table.shape), []).append((i, j, table.to(torch.float32) / dataset_size))
-    batches = [(torch.cat([torch.arange(offsets[i], offsets[i + 1]) for i, _, _ in group]),
-                torch.cat([torch.arange(offsets[j], offsets[j + 1]) for _, j, _ in group]),
-                torch.stack([t for _, _, t in group]), shape) for shape, group in groups.items()]
+    return _sparse_gradient(tables, offsets, pairs, dataset_size, n_particles)
+
+
+def _sparse_gradient(tables, offsets: list[int], marginals, dataset_size: int, n_particles: int):
+    """_gradient's sparse path, for marginals of two or three columns (``marginals``: tuples of column indices):
+    the marginals grouped by their shape, one batched product per group, and for each of a marginal's columns
+    ∂L/∂S_a = 2/N · Σ R · (the other columns' blocks)."""
+    groups: dict[tuple[int, ...], list] = {}
+    for columns, table in zip(marginals, tables):
+        groups.setdefault(tuple(table.shape), []).append((columns, table.to(torch.float32) / dataset_size))
+    batches = [([torch.cat([torch.arange(offsets[c[a]], offsets[c[a] + 1]) for c, _ in group])
+                 for a in range(len(shape))], torch.stack([t for _, t in group]), shape)
+               for shape, group in groups.items()]
 
     def sparse(simplex):
         loss, grad = 0.0, torch.zeros_like(simplex)
-        for left, right, target, (rows, cols) in batches:
-            a = simplex[:, left].view(n_particles, -1, rows)  # (N, K_b, rows)
-            b = simplex[:, right].view(n_particles, -1, cols)
-            residual = torch.einsum("nki,nkj->kij", a, b) / n_particles - target
+        for index, target, shape in batches:
+            blocks = [simplex[:, i].view(n_particles, -1, size) for i, size in zip(index, shape)]  # (N, K_b, size)
+            axes = [f"nk{letter}" for letter in "ijl"[:len(shape)]]
+            joint = "k" + "ijl"[:len(shape)]
+            residual = torch.einsum(",".join(axes) + "->" + joint, *blocks) / n_particles - target
             loss += float(residual.pow(2).sum())
-            grad.index_add_(1, left, torch.einsum("nkj,kij->nki", b, residual).reshape(n_particles, -1),
-                            alpha=2 / n_particles)
-            grad.index_add_(1, right, torch.einsum("nki,kij->nkj", a, residual).reshape(n_particles, -1),
-                            alpha=2 / n_particles)
+            for a in range(len(shape)):
+                others = [b for b in range(len(shape)) if b != a]
+                part = torch.einsum(",".join([axes[b] for b in others] + [joint]) + "->" + axes[a],
+                                    *[blocks[b] for b in others], residual)
+                grad.index_add_(1, index[a], part.reshape(n_particles, -1), alpha=2 / n_particles)
         return loss, grad
     return sparse
 
