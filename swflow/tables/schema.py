@@ -210,8 +210,8 @@ class Schema:
     @classmethod
     def propose(cls, public, *, max_categories: int = 64) -> "Schema":
         """A schema read off PUBLIC rows (a DataFrame): numbers with their observed range (integer when every value
-        is whole; ``"decimals"`` when every value has at most 6 places; ``"missing": true`` when some are missing), dates and datetimes likewise (datetime64 values,
-        ``datetime.date`` objects, ISO 8601 text), other columns with their observed categories (missing values as
+        is whole; ``"decimals"`` when every value has at most 6 places; ``"missing": true`` when some are missing),
+        dates and datetimes likewise (datetime64 values, ``datetime.date`` objects, ISO 8601 text), other columns with their observed categories (missing values as
         a category when any occur; a pandas ``category`` column with its dtype's categories, in their order). A
         numeric column is one of numbers with more than ``NUMERIC_VALUES`` distinct values, whatever
         ``max_categories`` says (raising it never turns numbers into categories).
@@ -314,9 +314,11 @@ def _proposed(name: str, values, max_categories: int) -> Column:
         raise SchemaError(f"public column {name!r} holds lists or objects: a table's cell is a number, a string, a "
                           "boolean, a date or missing; flatten the column first") from None
     if len(seen) > max_categories:
+        codes = all(isinstance(v, str) and v.isdigit() for v in seen)
         raise SchemaError(f"public column {name!r} has {len(seen)} distinct values: more than {max_categories} "
                           "categories; group its values, raise --max-categories, or declare it numeric if its values "
-                          "are numbers")
+                          "are numbers" + ("; its values are codes written with leading zeros (zip codes), which "
+                                           "stay text: group them (e.g. by their first digits)" if codes else ""))
     return Column(name, "categorical", categories=tuple(seen) + ((MISSING,) if missing else ()))
 
 
