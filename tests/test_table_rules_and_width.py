@@ -118,3 +118,21 @@ def test_cells_are_chosen_per_column_and_re_derived_on_load(tmp_path):
         with pytest.raises(ValueError, match="cells"):
             TableSynthesizer(schema=schema, epsilon=1.0, cells=bad)
     assert parse_cells(["12"]) == 12 and parse_cells(["age=20", "hours=8"]) == {"age": 20, "hours": 8}
+
+
+def test_a_long_fit_says_so_even_when_quiet(monkeypatch, capsys):
+    """progress='auto' (the command line's --quiet) opens a bar with an estimate when the first steps say the fit
+    takes over a minute, and stays silent otherwise: a clock that moves 1 s (or 1 ms) a reading, not a timed test
+    (read after the first step and after the fifth: 4 steps in 1 s, so 1 000 steps in about 4 min)."""
+    import time
+
+    from swflow.tables import flow
+
+    for tick, shown in ((1.0, True), (0.001, False)):
+        clock = iter(range(10_000))
+        monkeypatch.setattr(time, "perf_counter", lambda: next(clock) * tick)
+        with flow._Progress(1000, "auto", "fitting") as bar:
+            for _ in range(10):
+                bar.step()
+        said = capsys.readouterr()
+        assert ("about 4 min" in said.out + said.err) == shown and ("fitting" in said.out + said.err) == shown
