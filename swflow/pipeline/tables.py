@@ -56,10 +56,11 @@ class TableSynthesizer(TableCells, TableSize):
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, seed: int = 0,
                  privacy_seed: int | None = None):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
-        pairs whose two-way tables are released (default: every pair, a choice made from the schema alone);
-        ``resolution``: where the columns' cells come from (RESOLUTIONS; default 'public' with public rows, else
-        'release': the fine one-way histograms at ``resolution_share`` of the budget); ``cells``: cells per column, for
-        every column or ({name: cells}) some (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
+        pairs whose two-way tables are released (default: from the schema alone, every pair up to 32 columns, then
+        neighbours: :func:`~swflow.tables.pairs.schema_pairs`); ``resolution``: where the columns' cells come from
+        (RESOLUTIONS; default 'public' with public rows, else 'release': the fine one-way histograms at
+        ``resolution_share`` of the budget); ``cells``: cells per column, for every column or ({name: cells}) for
+        some (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
         equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``: the particles' fit
         (:class:`~swflow.tables.flow.MarginalFlowConfig`); the budget as for every method (``epsilon`` or
         ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
@@ -79,11 +80,10 @@ class TableSynthesizer(TableCells, TableSize):
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
         self.pairs, self.public = self._pairs(pairs), public
+        every, width = len(schema.columns) * (len(schema.columns) - 1) // 2, max(j - i for i, j in self.pairs)
         self.pairs_chosen_by = "given" if pairs is not None else "every pair (the schema alone)" if len(
-            self.pairs) == len(schema.columns) * (len(schema.columns) - 1) // 2 else (
-            f"the schema alone: each column with its next {max(j - i for i, j in self.pairs)} in the schema's "
-            f"order ({len(self.pairs)} of the {len(schema.columns) * (len(schema.columns) - 1) // 2} pairs; "
-            "swflow.tables.pairs.schema_pairs)")
+            self.pairs) == every else (f"the schema alone: each column with its next {width} in the schema's order "
+                                       f"({len(self.pairs)} of the {every} pairs; swflow.tables.pairs.schema_pairs)")
         resolution = resolution or ("public" if public is not None else "release")
         if resolution not in RESOLUTIONS:
             raise ValueError(f"resolution must be one of {RESOLUTIONS}, got {resolution!r}")
