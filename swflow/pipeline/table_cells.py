@@ -120,7 +120,7 @@ class TableCells:
         pairs = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
                             dim=self.codec.dim, noise=noise, size_private=size_private)
         check_histogram(self.privacy, pairs, seed_typed=self.privacy_seed is not None)
-        left = 1 - sum(SIZE_SHARE for _ in spent)
+        left = 1 - SIZE_SHARE * len(spent)  # what the size release, if made, leaves
         if not released:
             return None, (calibrate(self.privacy, pairs) if not spent else
                           calibrate_shares(self.privacy, (pairs,), (left,), spent=spent)[0])

@@ -107,11 +107,8 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     if size is None:
         statistic = sum(float((t.sum() - report.dataset_size) ** 2) / (t.numel() * sigma ** 2) for t in tables)
     else:
-        totals = torch.tensor([float(t.sum()) for t in tables] + [float(size[0])], dtype=torch.float64)
-        weights = torch.tensor([1.0 / (t.numel() * sigma ** 2) for t in tables] + [1.0 / size[1] ** 2],
-                               dtype=torch.float64)
-        mean = float((weights * totals).sum() / weights.sum())
-        statistic = float((weights * (totals - mean) ** 2).sum())
+        totals = torch.tensor([[float(t.sum())] for t in tables] + [[float(size[0])]], dtype=torch.float64)
+        statistic = _pooled_spread(totals, [t.numel() * sigma ** 2 for t in tables] + [size[1] ** 2])
     freedom = len(tables)
     for column in range(len(sizes)):
         estimates, variances = [], []
@@ -121,10 +118,7 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
                 variances.append(sizes[j if column == i else i] * sigma ** 2)
         if len(estimates) < 2:
             continue
-        weights = torch.tensor([1.0 / v for v in variances], dtype=torch.float64)
-        stacked = torch.stack(estimates)  # (T_i, k_i)
-        mean = (weights[:, None] * stacked).sum(dim=0) / weights.sum()
-        statistic += float((weights[:, None] * (stacked - mean) ** 2).sum())
+        statistic += _pooled_spread(torch.stack(estimates), variances)
         freedom += sizes[column] * (len(estimates) - 1)
     _chi_square(statistic, freedom, sigma=sigma, released="tables", source=source,
                 disagreement=f"the released tables disagree with each other, or with the {report.dataset_size} rows "
@@ -163,6 +157,14 @@ def noise_check_note(sizes: list[int], pairs: list[tuple[int, int]]) -> str:
                 "table sharing a column to make it testable")
     return (f"tested on read-back: the released tables' chi-square on {freedom} degrees of freedom refuses a claim "
             f"of {factor:.2g} times the noise they carry (with probability 0.99), and an edited n or edited counts")
+
+
+def _pooled_spread(estimates: torch.Tensor, variances: list[float]) -> float:
+    """Σ_t (x_t − x̄)² / v_t for T independent estimates (T, k) of the same k numbers, x̄ their inverse-variance
+    mean: χ² with (T − 1)·k degrees of freedom when the variances are right."""
+    weights = torch.tensor([1.0 / v for v in variances], dtype=torch.float64)
+    mean = (weights[:, None] * estimates).sum(dim=0) / weights.sum()
+    return float((weights[:, None] * (estimates - mean) ** 2).sum())
 
 
 def check_integers(counts: torch.Tensor, mechanism: str, *, source: str) -> None:
