@@ -163,60 +163,76 @@ def table_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve_noise
 
 def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve: str | None = None, seed: int = 0,
                               count_noise: str = "gaussian", share: float | None = None,
-                              part: str | None = None) -> dict:
-    """White-box audit of a table run's two releases composed: the fine one-way tree of a column (16 fine cells,
+                              part: str | None = None, adjacency: str = "replace-one") -> dict:
+    """White-box audit of a table run's releases composed: the fine one-way tree of a column (16 fine cells,
     4-ary, two levels; :class:`~swflow.privacy.oneway.OneWayTarget`) at ``share`` of the budget (default: the
-    library's), then the pair table
-    of two columns of two cells (:class:`~swflow.privacy.marginals.MarginalTarget`), both calibrated together by
-    :func:`~swflow.privacy.calibrate.calibrate_shares` (n = 1 public). The worst-case pair of one-record sets puts
-    the record in fine cell 0 and cells (0, 0), or in fine cell 15 and cells (1, 1): it moves two counts on each
-    level and two in the table. Every draw goes through the real targets' noise steps; the statistic is the
-    likelihood ratio's (each moved difference over its release's variance). ``halve``: 'levels' or 'tables' draws
-    that release with half its noise. ``part``: 'levels' or 'tables' audits that release alone (its own statistic)
-    against its own ε, the one its ledger event gives alone: a release that carries a small share of the budget
-    moves the composed ε little, so its own claim is the one its noise can be seen to break."""
+    library's), then the pair table of two columns of two cells (:class:`~swflow.privacy.marginals.MarginalTarget`),
+    both calibrated together by :func:`~swflow.privacy.calibrate.calibrate_shares`; under add-remove, first the
+    count of the records (:func:`~swflow.privacy.size.release_size`), composed with them as the run does.
+
+    The worst-case pair of one-record sets: under replace-one the record in fine cell 0 and cells (0, 0), or in
+    fine cell 15 and cells (1, 1) (it moves two counts on each level and two in the table); under add-remove that
+    record or none (it moves the count of records, one count on each level and one in the table). Every draw goes
+    through the real targets' noise steps; the statistic is the likelihood ratio's (each moved difference over its
+    release's variance). ``halve``: 'size', 'levels' or 'tables' draws that release with half its noise. ``part``:
+    one release alone (its own statistic) against its own ε, the one its ledger event gives alone: a release that
+    carries a small share of the budget moves the composed ε little, so its own claim is the one its noise can be
+    seen to break."""
     from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan
+    from ..privacy.accountants import epsilon_from_events
     from ..privacy.audit import split_epsilon_lower_bound
     from ..privacy.calibrate import calibrate_shares
     from ..privacy.marginals import MarginalTarget, pair_counts
     from ..privacy.oneway import OneWayTarget, Tree, level_counts
-
+    from ..privacy.size import SIZE_SHARE, release_size
     from ..tables.resolution import RESOLUTION_SHARE
 
     share = RESOLUTION_SHARE if share is None else share  # the library's own split by default
-    if halve not in (None, "levels", "tables") or part not in (None, "levels", "tables"):
-        raise ValueError(f"halve and part are None, 'levels' or 'tables', got {halve!r} and {part!r}")
-    spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise)
+    removing = adjacency == "add-remove"
+    parts = (None, "levels", "tables") + (("size",) if removing else ())
+    if halve not in parts or part not in parts:
+        raise ValueError(f"halve and part are one of {parts}, got {halve!r} and {part!r}")
+    spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise, adjacency=adjacency)
     tree = Tree(16, 4, 2)
     plans = (ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=tree.levels, dim=1,
-                         noise=count_noise),
-             ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=4, noise=count_noise))
-    fine_cal, pair_cal = calibrate_shares(spec, plans, (share, 1 - share))
+                         noise=count_noise, size_private=removing),
+             ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=4, noise=count_noise,
+                         size_private=removing))
+    spent = (release_size(1, spec, NoiseSource(seed + 11), PrivacyLedger())[1],) if removing else ()
+    left = 1 - SIZE_SHARE * len(spent)
+    fine_cal, pair_cal = calibrate_shares(spec, plans, (share * left, (1 - share) * left), spent=spent)
 
-    def draws(fine: int, cell: int, draw_seed: int) -> np.ndarray:
-        levels = OneWayTarget(torch.tensor([[fine]]), fine_cal, noise=NoiseSource(draw_seed), ledger=PrivacyLedger(),
-                              trees=[tree], columns=[0])
+    def draws(fine: int | None, cell: int, draw_seed: int) -> np.ndarray:
+        """The statistic's draws on the one-record set {(fine, cell)} (fine None: the empty set)."""
+        there = fine is not None
+        levels = OneWayTarget(torch.tensor([[fine or 0]]), fine_cal, noise=NoiseSource(draw_seed),
+                              ledger=PrivacyLedger(), trees=[tree], columns=[0])
         record = torch.zeros(1, 4, dtype=torch.float64)
         record[0, cell] = record[0, 2 + cell] = 2 ** -0.5  # the codec's row: one-hot blocks over sqrt(C)
         tables = MarginalTarget(record, pair_cal, noise=NoiseSource(draw_seed + 7), ledger=PrivacyLedger(),
                                 blocks=[(0, 2), (2, 4)], pairs=[(0, 1)])
-        sigma_levels = levels.levels_noise_std() * (0.5 if halve == "levels" else 1.0)
-        sigma_tables = tables.table_noise_std() * (0.5 if halve == "tables" else 1.0)
-        noisy_levels = levels._noisy(level_counts(torch.tensor([[fine]]), [tree]).expand(trials, -1).contiguous(),
-                                     sigma_levels)
-        counts = pair_counts(tables.cells(), tables.sizes, tables.pairs)
-        noisy_tables = tables._noisy(counts.expand(trials, -1).contiguous(), sigma_tables)
-        # nodes of fine cell 0 (level 1: node 0; level 2: node 0) against fine cell 15's (level 1: 3; level 2: 15)
-        moved = (noisy_levels[:, 0] - noisy_levels[:, 3]) + (noisy_levels[:, 4] - noisy_levels[:, 4 + 15])
-        weights = (0.0 if part == "tables" else levels.levels_noise_std() ** -2,
-                   0.0 if part == "levels" else tables.table_noise_std() ** -2)
-        return (moved * weights[0] + (noisy_tables[:, 0] - noisy_tables[:, 3]) * weights[1]).numpy()
+        sigmas = {"levels": levels.levels_noise_std(), "tables": tables.table_noise_std(),
+                  "size": spent[0].noise_std if removing else 1.0}
+        drawn = {name: sigma * (0.5 if halve == name else 1.0) for name, sigma in sigmas.items()}
+        level_exact = level_counts(torch.tensor([[fine or 0]]), [tree]).double() * there
+        noisy_levels = levels._noisy(level_exact.expand(trials, -1).contiguous(), drawn["levels"])
+        table_exact = pair_counts(tables.cells(), tables.sizes, tables.pairs) * there
+        noisy_tables = tables._noisy(table_exact.expand(trials, -1).contiguous(), drawn["tables"])
+        if removing:  # the record's node on each level (0, then 4 + 0), its table cell, and the count of records
+            moved = {"levels": noisy_levels[:, 0] + noisy_levels[:, 4], "tables": noisy_tables[:, 0],
+                     "size": float(there) + NoiseSource(draw_seed + 13).gaussian((trials,), drawn["size"],
+                                                                                  dtype=torch.float64)}
+        else:  # fine cell 0's nodes (level 1: 0; level 2: 4 + 0) against fine cell 15's (3; 4 + 15)
+            moved = {"levels": (noisy_levels[:, 0] - noisy_levels[:, 3]) + (noisy_levels[:, 4] - noisy_levels[:, 19]),
+                     "tables": noisy_tables[:, 0] - noisy_tables[:, 3]}
+        return sum(value * (part in (None, name)) / sigmas[name] ** 2 for name, value in moved.items()).numpy()
 
     if part is not None:
-        epsilon = _own_epsilon(fine_cal if part == "levels" else pair_cal)
-    with_record, without = draws(0, 0, seed), draws(15, 1, seed + 1)
-    return {"audit": f"white-box, {part or 'resolution and table releases composed'}", "claimed_epsilon": epsilon,
-            "trials": trials, "halved": halve, "count_noise": count_noise, "share": share,
+        epsilon = _own_epsilon(fine_cal if part == "levels" else pair_cal) if part != "size" else \
+            epsilon_from_events(spent, delta=WHITEBOX_DELTA, adjacency=adjacency)
+    with_record, without = draws(0, 0, seed), draws(None if removing else 15, 1, seed + 1)
+    return {"audit": f"white-box, {part or 'the releases composed'} ({adjacency})", "claimed_epsilon": epsilon,
+            "trials": trials, "halved": halve, "count_noise": count_noise, "share": share, "adjacency": adjacency,
             "audited_epsilon_lower_bound": split_epsilon_lower_bound(with_record, without, delta=WHITEBOX_DELTA)}
 
 

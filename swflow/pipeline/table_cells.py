@@ -149,16 +149,16 @@ class TableCells:
                       trees=[_tree(self.schema, j) for j in released], dataset_size=n)
         del cells
         self._released_levels, self._released_columns = target.release_levels(), released
-        self.codec = self._codec_from_levels(self._released_levels, released, n, target.levels_noise_std())
+        self.codec = self._codec_from_levels(self._released_levels, released, n)
         return target
 
-    def _codec_from_levels(self, levels, released: list[int], n: int, sigma: float) -> TableCodec:
+    def _codec_from_levels(self, levels, released: list[int], n: int) -> TableCodec:
         """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution)."""
         from ..privacy.oneway import split_levels
         from ..tables.resolution import column_cells, fine_weights
 
         trees = [_tree(self.schema, j) for j in released]
-        weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=sigma)
+        weights = dict(zip(released, (fine_weights(counts, tree, total=n)
                                       for counts, tree in zip(split_levels(levels, trees), trees))))
         return TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
                           cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
@@ -221,7 +221,7 @@ class TableCells:
                 verify_levels(levels, trees, sigma=sigma, source=source, mechanism=events[1]["mechanism"],
                               dataset_size=None if report.adjacency == "add-remove" else report.dataset_size)
             self._released_levels, self._released_columns = levels, released
-            self.codec = self._codec_from_levels(levels, released, report.dataset_size, sigma)
+            self.codec = self._codec_from_levels(levels, released, report.dataset_size)
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
                 self.schema.names[j] for j in released]:
             raise ClaimMismatch(f"{source}: the cells its report records are not those its release gives: the file "
