@@ -220,8 +220,7 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
         noisy_tables = tables._noisy(table_exact.expand(trials, -1).contiguous(), drawn["tables"])
         if removing:  # the record's node on each level (0, then 4 + 0), its table cell, and the count of records
             moved = {"levels": noisy_levels[:, 0] + noisy_levels[:, 4], "tables": noisy_tables[:, 0],
-                     "size": float(there) + NoiseSource(draw_seed + 13).gaussian((trials,), drawn["size"],
-                                                                                  dtype=torch.float64)}
+                     "size": _count_draws(int(there), drawn["size"], trials, count_noise, NoiseSource(draw_seed + 13))}
         else:  # fine cell 0's nodes (level 1: 0; level 2: 4 + 0) against fine cell 15's (3; 4 + 15)
             moved = {"levels": (noisy_levels[:, 0] - noisy_levels[:, 3]) + (noisy_levels[:, 4] - noisy_levels[:, 19]),
                      "tables": noisy_tables[:, 0] - noisy_tables[:, 3]}
@@ -234,6 +233,13 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
     return {"audit": f"white-box, {part or 'the releases composed'} ({adjacency})", "claimed_epsilon": epsilon,
             "trials": trials, "halved": halve, "count_noise": count_noise, "share": share, "adjacency": adjacency,
             "audited_epsilon_lower_bound": split_epsilon_lower_bound(with_record, without, delta=WHITEBOX_DELTA)}
+
+
+def _count_draws(count: int, sigma: float, trials: int, count_noise: str, noise) -> torch.Tensor:
+    """(trials,) releases of one count, drawn as swflow.privacy.size.release_size draws it (its mechanism)."""
+    if count_noise == "discrete-gaussian":
+        return noise.discrete_gaussian(torch.full((trials,), count, dtype=torch.int64), sigma).to(torch.float64)
+    return count + noise.gaussian((trials,), sigma, dtype=torch.float64)
 
 
 def _own_epsilon(calibration) -> float:
