@@ -164,27 +164,21 @@ def table_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve_noise
 def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve: str | None = None, seed: int = 0,
                               count_noise: str = "gaussian", share: float | None = None,
                               part: str | None = None, adjacency: str = "replace-one") -> dict:
-    """White-box audit of a table run's releases composed: the fine one-way tree of a column (16 fine cells,
-    4-ary, two levels; :class:`~swflow.privacy.oneway.OneWayTarget`) at ``share`` of the budget (default: the
-    library's), then the pair table of two columns of two cells (:class:`~swflow.privacy.marginals.MarginalTarget`),
-    both calibrated together by :func:`~swflow.privacy.calibrate.calibrate_shares`; under add-remove, first the
-    count of the records (:func:`~swflow.privacy.size.release_size`), composed with them as the run does.
-
-    The worst-case pair of one-record sets: under replace-one the record in fine cell 0 and cells (0, 0), or in
-    fine cell 15 and cells (1, 1) (it moves two counts on each level and two in the table); under add-remove that
-    record or none (it moves the count of records, one count on each level and one in the table). Every draw goes
-    through the real targets' noise steps; the statistic is the likelihood ratio's (each moved difference over its
+    """White-box audit of a table run's releases composed: the fine one-way tree of a column (16 fine cells, 4-ary,
+    two levels; OneWayTarget) at ``share`` of the budget (default: the library's), then the pair table of two
+    columns of two cells (MarginalTarget), calibrated together as the run does (:func:`_resolution_calibrations`;
+    under add-remove, after the count of the records). The worst-case pair: under replace-one the record in fine
+    cell 0 and cells (0, 0), or in fine cell 15 and cells (1, 1) (two counts moved on each level and in the table);
+    under add-remove that record or none (the count of records, one count on each level and in the table). Every
+    draw goes through the real noise steps; the statistic is the likelihood ratio's (each moved difference over its
     release's variance). ``halve``: 'size', 'levels' or 'tables' draws that release with half its noise. ``part``:
-    one release alone (its own statistic) against its own ε, the one its ledger event gives alone: a release that
-    carries a small share of the budget moves the composed ε little, so its own claim is the one its noise can be
-    seen to break."""
-    from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan
+    one release alone against the ε its own ledger event gives: a release with a small share moves the composed ε
+    little, so its own claim is the one its noise can be seen to break."""
+    from ..privacy import NoiseSource, PrivacyLedger
     from ..privacy.accountants import epsilon_from_events
     from ..privacy.audit import split_epsilon_lower_bound
-    from ..privacy.calibrate import calibrate_shares
     from ..privacy.marginals import MarginalTarget, pair_counts
     from ..privacy.oneway import OneWayTarget, Tree, level_counts
-    from ..privacy.size import SIZE_SHARE, release_size
     from ..tables.resolution import RESOLUTION_SHARE
 
     share = RESOLUTION_SHARE if share is None else share  # the library's own split by default
@@ -194,13 +188,7 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
         raise ValueError(f"halve and part are one of {parts}, got {halve!r} and {part!r}")
     spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise, adjacency=adjacency)
     tree = Tree(16, 4, 2)
-    plans = (ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=tree.levels, dim=1,
-                         noise=count_noise, size_private=removing),
-             ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=4, noise=count_noise,
-                         size_private=removing))
-    spent = (release_size(1, spec, NoiseSource(seed + 11), PrivacyLedger())[1],) if removing else ()
-    left = 1 - SIZE_SHARE * len(spent)
-    fine_cal, pair_cal = calibrate_shares(spec, plans, (share * left, (1 - share) * left), spent=spent)
+    spent, fine_cal, pair_cal = _resolution_calibrations(spec, tree, share, seed=seed)
 
     def draws(fine: int | None, cell: int, draw_seed: int) -> np.ndarray:
         """The statistic's draws on the one-record set {(fine, cell)} (fine None: the empty set)."""
@@ -233,6 +221,23 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
     return {"audit": f"white-box, {part or 'the releases composed'} ({adjacency})", "claimed_epsilon": epsilon,
             "trials": trials, "halved": halve, "count_noise": count_noise, "share": share, "adjacency": adjacency,
             "audited_epsilon_lower_bound": split_epsilon_lower_bound(with_record, without, delta=WHITEBOX_DELTA)}
+
+
+def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int) -> tuple:
+    """(the events spent first, the tree's calibration, the pair table's) as a table run makes them on one record:
+    under add-remove the count of records is released first and the other two split what it leaves."""
+    from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan
+    from ..privacy.calibrate import calibrate_shares
+    from ..privacy.size import SIZE_SHARE, release_size
+
+    removing = spec.adjacency == "add-remove"
+    plans = (ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=tree.levels, dim=1,
+                         noise=spec.count_noise, size_private=removing),
+             ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=4,
+                         noise=spec.count_noise, size_private=removing))
+    spent = (release_size(1, spec, NoiseSource(seed + 11), PrivacyLedger())[1],) if removing else ()
+    left = 1 - SIZE_SHARE * len(spent)
+    return (spent, *calibrate_shares(spec, plans, (share * left, (1 - share) * left), spent=spent))
 
 
 def _count_draws(count: int, sigma: float, trials: int, count_noise: str, noise) -> torch.Tensor:
