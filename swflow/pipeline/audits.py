@@ -228,7 +228,7 @@ def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int
     under add-remove the count of records is released first and the other two split what it leaves."""
     from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan
     from ..privacy.calibrate import calibrate_shares
-    from ..privacy.size import SIZE_SHARE, release_size
+    from ..privacy.size import release_size, shares_after
 
     removing = spec.adjacency == "add-remove"
     plans = (ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=tree.levels, dim=1,
@@ -236,8 +236,7 @@ def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int
              ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=4,
                          noise=spec.count_noise, size_private=removing))
     spent = (release_size(1, spec, NoiseSource(seed + 11), PrivacyLedger())[1],) if removing else ()
-    left = 1 - SIZE_SHARE * len(spent)
-    return (spent, *calibrate_shares(spec, plans, (share * left, (1 - share) * left), spent=spent))
+    return (spent, *calibrate_shares(spec, plans, shares_after((share, 1 - share), spent), spent=spent))
 
 
 def _count_draws(count: int, sigma: float, trials: int, count_noise: str, noise) -> torch.Tensor:

@@ -109,7 +109,7 @@ class TableCells:
         add-remove size release made before them, composed with them (they split what it leaves)."""
         from ..privacy import ReleasePlan, calibrate
         from ..privacy.calibrate import calibrate_shares
-        from ..privacy.size import SIZE_SHARE
+        from ..privacy.size import shares_after
         from ..privacy.targets import check_histogram
         from ..tables.resolution import tree_of
 
@@ -120,15 +120,14 @@ class TableCells:
         pairs = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
                             dim=self.codec.dim, noise=noise, size_private=size_private)
         check_histogram(self.privacy, pairs, seed_typed=self.privacy_seed is not None)
-        left = 1 - SIZE_SHARE * len(spent)  # what the size release, if made, leaves
-        if not released:
+        if not released:  # the shares of what the size release, if made, leaves
             return None, (calibrate(self.privacy, pairs) if not spent else
-                          calibrate_shares(self.privacy, (pairs,), (left,), spent=spent)[0])
+                          calibrate_shares(self.privacy, (pairs,), shares_after((1.0,), spent), spent=spent)[0])
         trees = [tree_of(self.schema.columns[j]) for j in released]
         levels = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=sum(t.levels for t in trees),
                              dim=sum(t.cells for t in trees), noise=noise, size_private=size_private)
         share = self.resolution_share
-        return calibrate_shares(self.privacy, (levels, pairs), (share * left, (1 - share) * left), spent=spent)
+        return calibrate_shares(self.privacy, (levels, pairs), shares_after((share, 1 - share), spent), spent=spent)
 
     def _release_cells(self, table, n: int, released: list[int], calibration, noise, share):
         """The resolution release on the columns ``released``, and the cells it sets (self.codec); the target."""

@@ -16,11 +16,17 @@ import torch
 from .histogram import histogram_sensitivity, one_release_multiplier
 from .ledger import MechanismEvent
 
-__all__ = ["SIZE_SHARE", "release_size", "public_size"]
+__all__ = ["SIZE_SHARE", "release_size", "public_size", "shares_after"]
 
 #: the share of the budget the count of records takes: its σ is z/√0.02 ≈ 7z (±30 records at ε = 1), which moves
 #: no table; the rest is the other releases'
 SIZE_SHARE = 0.02
+
+
+def shares_after(shares: tuple[float, ...], spent: tuple) -> tuple[float, ...]:
+    """The later releases' ``shares`` of what the size releases already ``spent`` (their events) leave."""
+    left = 1 - SIZE_SHARE * len(spent)
+    return tuple(share * left for share in shares)
 
 
 def public_size(released: float) -> int:
