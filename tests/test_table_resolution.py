@@ -100,6 +100,35 @@ def test_a_cluster_below_two_sigma_keeps_part_of_its_mass_and_the_leak_is_bounde
     assert np.mean(kept) > 12 and np.mean(leaked) < 0.3 * 660
 
 
+def test_values_on_a_declared_bound_come_back_exactly():
+    """A real column piles up on its bounds (23 % of medexp's expenses are exactly 0). The fine grid keeps each bound
+    as a cell of its own (an atom), so a private fit at eps = 2 returns the piles as the bounds themselves (before,
+    none came back: the zeros were drawn uniformly inside the first slice). Where nothing was released the schema's
+    equal bins still decode uniformly (KS test against uniform on the first bin)."""
+    from scipy import stats
+
+    from swflow import Synthesizer
+    from swflow.tables.cells import ColumnCells
+
+    schema = Schema.from_json({"columns": [
+        {"name": "cost", "type": "numeric", "min": 0, "max": 50000},
+        {"name": "g", "type": "categorical", "categories": ["a", "b"]}]})
+    rng = np.random.default_rng(8)
+    cost = rng.lognormal(7, 1.5, 4000).clip(1, 49999)
+    cost[:1000], cost[1000:1400] = 0.0, 50000.0  # 25 % at the low bound, 10 % at the high one
+    frame = pd.DataFrame({"cost": cost, "g": rng.choice(["a", "b"], 4000)})
+    grid = FineGrid(schema.columns[0])
+    fine = grid.index(frame["cost"])
+    assert (fine[:1000] == 0).all() and (fine[1000:1400] == grid.values - 1).all()
+    assert ((fine[1400:] > 0) & (fine[1400:] < grid.values - 1)).all()
+    out = Synthesizer("dpswflow-hist", schema=schema, epsilon=2.0, delta=1e-6, steps=100).fit(frame).sample(8000)
+    assert abs((out["cost"] == 0).mean() - 0.25) < 0.05 and abs((out["cost"] == 50000).mean() - 0.10) < 0.04
+    assert out["cost"].between(0, 50000).all()
+    first_bin = ColumnCells.uniform(schema.columns[0], bins=16).draw(np.zeros(4000, dtype=np.int64), rng)
+    assert stats.kstest(first_bin, stats.uniform(0, first_bin.max()).cdf).pvalue > 1e-3
+    assert (first_bin > 0).all()
+
+
 @pytest.mark.parametrize("high", [18, 99_999])
 def test_integer_columns_decode_to_whole_numbers_inside_their_bounds(high):
     """An integer column of 19 values (one fine cell each) and one of 10^5 (fine slices of ~98 numbers): every

@@ -2,16 +2,20 @@
 
 Every column has a *fine grid* fixed by the public schema alone (:class:`FineGrid`): a categorical column's
 categories; the values a numeric column can be written with (whole numbers, or multiples of 10^−decimals where
-``decimals`` is declared) when they fit in ``FINE_CELLS`` cells; else equal-width slices of the declared bounds,
-``FINE_CELLS`` of them (a value drawn in a slice is rounded to the declared places); a numeric column declared ``"missing": true`` gives one of its cells to the
-missing value (the last). The *coarse cells* that the pair tables count are runs of consecutive fine cells (numbers) or groups of
-categories (:class:`ColumnCells`). They come from the schema alone (equal-width bins, each category its own cell), or
-from a release of the fine one-way histograms (:mod:`swflow.tables.resolution`), or from public rows: never from
-private rows for free.
+``decimals`` is declared) when they fit in ``FINE_CELLS`` cells; else equal-width slices of the declared bounds
+between two *atoms*, the bounds themselves (a value drawn in a slice is rounded to the declared places). The atoms
+are there because real columns pile up exactly on their bounds (no expenses at all, visibility "10 miles or more",
+no rain) and a slice decodes uniformly inside it: the pile would come back smeared over the first slice, away from
+the value that every reader of the column counts. A numeric column declared ``"missing": true`` gives one more cell
+to the missing value (the last); the grid of a sliced column is ``FINE_CELLS`` cells in all. The *coarse cells* that
+the pair tables count are runs of consecutive fine cells (numbers) or groups of categories (:class:`ColumnCells`).
+They come from the schema alone (equal-width bins, each category its own cell), or from a release of the fine
+one-way histograms (:mod:`swflow.tables.resolution`), or from public rows: never from private rows for free.
 
-Decoding draws a fine cell inside the coarse cell in proportion to the column's fine weights (uniform when it has
-none), then a value inside the fine cell: a category, a whole number of the slice, a real number uniformly inside
-the slice, or the missing value. Every value drawn is valid under the schema.
+Decoding draws a fine cell inside the coarse cell in proportion to the column's fine weights (where it has none,
+evenly over the cell's fine cells but not its atoms: ``FineGrid.prior``), then a value inside the fine cell: a
+category, a whole number of the slice, a real number uniformly inside the slice, or the missing value. Every value
+drawn is valid under the schema.
 """
 from __future__ import annotations
 
@@ -68,6 +72,31 @@ class FineGrid:
     def size(self) -> int:
         return self.values + int(self.column.kind == "numeric" and self.column.missing)
 
+    @property
+    def sliced(self) -> bool:
+        """A numeric column cut into equal slices between its two atoms (not one cell per value)."""
+        return self.column.kind == "numeric" and not self.whole
+
+    @property
+    def _slices(self) -> int:
+        return self.values - 2
+
+    def _atoms(self) -> tuple[float, float]:
+        """The values of the two atom cells: the bounds, or the first and last whole (declared-place) values."""
+        c = self.column
+        if c.integer:
+            return float(math.ceil(c.low)), float(math.floor(c.high))
+        return self._lattice_bounds() if self.step is not None else (float(c.low), float(c.high))
+
+    @property
+    def prior(self) -> np.ndarray:
+        """(size,) the weights that decoding uses where none were released or counted: even over a cell's fine
+        cells, but none on the atoms, which a uniform draw inside the bounds reaches with probability 0."""
+        prior = np.ones(self.size)
+        if self.sliced:
+            prior[[0, self.values - 1]] = 0.0
+        return prior
+
     def index(self, values) -> np.ndarray:
         """(n,) int64 fine cells of checked values (a Series under the schema: categories as declared, numbers
         within the bounds, NaN where missing is declared)."""
@@ -79,7 +108,10 @@ class FineGrid:
         if self.whole:
             cell = np.round(np.where(absent, 0, x) / self.step) - self._lattice()[0]
         else:
-            cell = np.floor((np.where(absent, c.low, x) - c.low) / (c.high - c.low) * self.values)
+            low, high = self._atoms()
+            cell = 1 + np.clip(np.floor((np.where(absent, c.low, x) - c.low) / (c.high - c.low) * self._slices),
+                               0, self._slices - 1)
+            cell = np.where(x == low, 0, np.where(x == high, self.values - 1, cell))
         cell = np.clip(cell, 0, self.values - 1).astype(np.int64)
         return np.where(absent, self.values, cell)
 
@@ -93,17 +125,19 @@ class FineGrid:
         if self.whole:
             drawn = np.round((self._lattice()[0] + fine) * self.step, c.decimals or 0)
         else:
-            width = (c.high - c.low) / self.values
-            left = c.low + fine * width
+            slices, (low, high) = self._slices, self._atoms()
+            width = (c.high - c.low) / slices
+            left = c.low + np.clip(fine - 1, 0, slices - 1) * width
             if c.integer:  # a whole number of the slice [left, left + width), the last slice closed
-                first = np.maximum(np.ceil(left), math.ceil(c.low))
-                last = np.where(fine == self.values - 1, math.floor(c.high), np.ceil(left + width) - 1)
-                last = np.maximum(np.minimum(last, math.floor(c.high)), first)
+                first = np.maximum(np.ceil(left), low)
+                last = np.where(fine >= slices, high, np.ceil(left + width) - 1)
+                last = np.maximum(np.minimum(last, high), first)
                 drawn = first + np.floor(rng.uniform(size=len(fine)) * (last - first + 1))
             else:
                 drawn = np.clip(left + rng.uniform(size=len(fine)) * width, c.low, c.high)
                 if c.decimals is not None:  # written as declared, and still inside the bounds
-                    drawn = np.clip(np.round(drawn, c.decimals), *self._lattice_bounds())
+                    drawn = np.clip(np.round(drawn, c.decimals), low, high)
+            drawn = np.where(fine == 0, low, np.where(fine == self.values - 1, high, drawn))
         return np.where(absent, np.nan, drawn)
 
     def _lattice_bounds(self) -> tuple[float, float]:
@@ -118,7 +152,7 @@ class ColumnCells:
     ``starts[k] … starts[k+1] − 1`` (for numbers, consecutive slices; for categories, ``order`` lists the fine
     cells in the order the groups take them). A declared missing number is one more coarse cell, the last.
     ``weights``: (fine size,) non-negative weights that decoding draws fine cells by inside a coarse cell (None:
-    uniform).
+    ``grid.prior``).
     """
 
     def __init__(self, grid: FineGrid, starts, *, order=None, weights=None):
@@ -172,11 +206,8 @@ class ColumnCells:
                 fine[at] = self.grid.values
                 continue
             members = self.order[self.starts[k]:self.starts[k + 1]]
-            p = None if self.weights is None else self.weights[members]
-            if p is not None and p.sum() > 0:
-                p = p / p.sum()
-            else:
-                p = None
+            p = (self.grid.prior if self.weights is None else self.weights)[members]
+            p = p / p.sum() if p.sum() > 0 else None
             fine[at] = members[rng.choice(len(members), size=len(at), p=p)] if len(members) > 1 else members[0]
         return self.grid.draw(fine, rng)
 
