@@ -131,7 +131,7 @@ def test_values_on_a_declared_bound_come_back_exactly():
 
 @pytest.mark.parametrize("high", [18, 99_999])
 def test_integer_columns_decode_to_whole_numbers_inside_their_bounds(high):
-    """An integer column of 19 values (one fine cell each) and one of 10^5 (fine slices of ~98 numbers): every
+    """An integer column of 19 values (one fine cell each) and one of 10^5 (fine slices of 50 numbers): every
     sampled value whole and inside the bounds, after a private fit at eps = 1."""
     from swflow import Synthesizer
 

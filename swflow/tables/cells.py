@@ -2,15 +2,18 @@
 
 Every column has a *fine grid* fixed by the public schema alone (:class:`FineGrid`): a categorical column's
 categories; the values a numeric column can be written with (whole numbers, or multiples of 10^−decimals where
-``decimals`` is declared) when they fit in ``FINE_CELLS`` cells; else equal-width slices of the declared bounds
-between two *atoms*, the bounds themselves (a value drawn in a slice is rounded to the declared places). The atoms
-are there because real columns pile up exactly on their bounds (no expenses at all, visibility "10 miles or more",
-no rain) and a slice decodes uniformly inside it: the pile would come back smeared over the first slice, away from
-the value that every reader of the column counts. A numeric column declared ``"missing": true`` gives one more cell
-to the missing value (the last); the grid of a sliced column is ``FINE_CELLS`` cells in all. The *coarse cells* that
-the pair tables count are runs of consecutive fine cells (numbers) or groups of categories (:class:`ColumnCells`).
-They come from the schema alone (equal-width bins, each category its own cell), or from a release of the fine
-one-way histograms (:mod:`swflow.tables.resolution`), or from public rows: never from private rows for free.
+``decimals`` is declared) when they fit in ``FINE_CELLS`` cells; else two *atoms*, the bounds themselves, and equal
+slices between them whose edges are round numbers (the width the narrowest of 1, 2 or 5 × 10^j that fits in
+``FINE_CELLS`` cells; a value drawn in a slice is rounded to the declared places). The atoms are there because real
+columns pile up exactly on their bounds (no expenses at all, visibility "10 miles or more", no rain) and a slice
+decodes uniformly inside it: the pile would come back smeared over the first slice, away from the value that every
+reader of the column counts. The edges are round for the same reason inside the bounds: values pile up on round
+numbers (a table top of 56, 12 years of school), and a pile that sits at the start of its slice decodes at or just
+above itself, never below it. A numeric column declared ``"missing": true`` gives one more cell to the missing value
+(the last); a sliced column has at most ``FINE_CELLS`` cells in all. The *coarse cells* that the pair tables count
+are runs of consecutive fine cells (numbers) or groups of categories (:class:`ColumnCells`). They come from the
+schema alone (equal-width bins, each category its own cell), or from a release of the fine one-way histograms
+(:mod:`swflow.tables.resolution`), or from public rows: never from private rows for free.
 
 Decoding draws a fine cell inside the coarse cell in proportion to the column's fine weights (where it has none,
 evenly over the cell's fine cells but not its atoms: ``FineGrid.prior``), then a value inside the fine cell: a
@@ -28,8 +31,10 @@ from .schema import Column, category_codes
 
 __all__ = ["FINE_CELLS", "FineGrid", "ColumnCells"]
 
-#: fine slices of a real column (and of an integer column with more whole numbers than this)
-FINE_CELLS = 1024
+#: fine cells of a sliced column (a real column, and an integer column with more whole numbers than this)
+FINE_CELLS = 4096
+#: a slice's width is one of these times a power of ten (module docstring)
+ROUND_WIDTHS = (1.0, 2.0, 5.0)
 
 
 @dataclass(frozen=True)
@@ -65,8 +70,10 @@ class FineGrid:
         c = self.column
         if c.kind == "categorical":
             return len(c.categories)
-        first, last = self._lattice() if self.step is not None else (0, 0)
-        return last - first + 1 if self.whole else FINE_CELLS - int(c.missing)
+        if self.whole:
+            first, last = self._lattice()
+            return last - first + 1
+        return self.slicing()[2] + 2
 
     @property
     def size(self) -> int:
@@ -77,9 +84,21 @@ class FineGrid:
         """A numeric column cut into equal slices between its two atoms (not one cell per value)."""
         return self.column.kind == "numeric" and not self.whole
 
-    @property
-    def _slices(self) -> int:
-        return self.values - 2
+    def slicing(self) -> tuple[float, float, int]:
+        """(origin, width, slices) of a sliced column: slice k is [origin + k·width, origin + (k+1)·width), the
+        width the narrowest round number (``ROUND_WIDTHS`` × 10^j) that covers the bounds in at most
+        ``FINE_CELLS`` − 2 − missing slices from a multiple of itself."""
+        c = self.column
+        room = FINE_CELLS - 2 - int(c.missing)
+        if not ROUND_WIDTHS:
+            return float(c.low), (c.high - c.low) / room, room
+        power = 10.0 ** math.floor(math.log10((c.high - c.low) / room))
+        for width in (m * power * scale for scale in (1, 10, 100) for m in ROUND_WIDTHS):
+            origin = math.floor(round(c.low / width, 9)) * width
+            slices = math.ceil(round((c.high - origin) / width, 9))
+            if slices <= room:
+                return origin, width, max(slices, 1)
+        raise AssertionError("unreachable: a width of 100 × the plain one always fits")
 
     def _atoms(self) -> tuple[float, float]:
         """The values of the two atom cells: the bounds, or the first and last whole (declared-place) values."""
@@ -108,9 +127,10 @@ class FineGrid:
         if self.whole:
             cell = np.round(np.where(absent, 0, x) / self.step) - self._lattice()[0]
         else:
-            low, high = self._atoms()
-            cell = 1 + np.clip(np.floor((np.where(absent, c.low, x) - c.low) / (c.high - c.low) * self._slices),
-                               0, self._slices - 1)
+            (low, high), (origin, width, slices) = self._atoms(), self.slicing()
+            # rounded first: a value written at a slice's edge starts that slice, stored as a float32 too
+            # (10.2 read back as 10.1999998 is 0.000 04 of a 0.2-wide slice below its edge)
+            cell = 1 + np.clip(np.floor(np.round((np.where(absent, c.low, x) - origin) / width, 3)), 0, slices - 1)
             cell = np.where(x == low, 0, np.where(x == high, self.values - 1, cell))
         cell = np.clip(cell, 0, self.values - 1).astype(np.int64)
         return np.where(absent, self.values, cell)
@@ -125,16 +145,16 @@ class FineGrid:
         if self.whole:
             drawn = np.round((self._lattice()[0] + fine) * self.step, c.decimals or 0)
         else:
-            slices, (low, high) = self._slices, self._atoms()
-            width = (c.high - c.low) / slices
-            left = c.low + np.clip(fine - 1, 0, slices - 1) * width
-            if c.integer:  # a whole number of the slice [left, left + width), the last slice closed
-                first = np.maximum(np.ceil(left), low)
-                last = np.where(fine >= slices, high, np.ceil(left + width) - 1)
-                last = np.maximum(np.minimum(last, high), first)
-                drawn = first + np.floor(rng.uniform(size=len(fine)) * (last - first + 1))
-            else:
-                drawn = np.clip(left + rng.uniform(size=len(fine)) * width, c.low, c.high)
+            (low, high), (origin, width, slices) = self._atoms(), self.slicing()
+            left = origin + np.clip(fine - 1, 0, slices - 1) * width
+            if c.integer:  # a whole number of the slice [left, left + width) other than the atoms
+                first = np.maximum(np.ceil(np.round(left, 9)), low + 1)
+                last = np.minimum(np.ceil(np.round(left + width, 9)) - 1, high - 1)
+                drawn = first + np.floor(rng.uniform(size=len(fine)) * np.maximum(last - first + 1, 0))
+                drawn = np.clip(drawn, low, high)  # a slice that holds no whole number but an atom's: the atom
+            else:  # uniform on the part of the slice inside the bounds that index() reads back as the slice
+                start, stop = np.maximum(left, c.low), np.minimum(left + width * (1 - 1e-3), c.high)
+                drawn = np.clip(start + rng.uniform(size=len(fine)) * (stop - start), c.low, c.high)
                 if c.decimals is not None:  # written as declared, and still inside the bounds
                     drawn = np.clip(np.round(drawn, c.decimals), low, high)
             drawn = np.where(fine == 0, low, np.where(fine == self.values - 1, high, drawn))
