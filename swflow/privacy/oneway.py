@@ -1,12 +1,12 @@
 """The resolution release of a table: every chosen column's fine one-way histogram, as a tree, released once.
 
-A column's fine cells (swflow/tables/cells.py: its categories, its whole numbers, or its two declared bounds
-and up to 4 094 round slices between them) are the leaves of a complete tree of ``branching`` b and ``levels`` L (b^L ≥ leaves; the leaves past the
-last fine cell are empty by construction). Every level is a partition of the records, so a record is counted in
-exactly one node per level: released together, the L levels of every column are a histogram of K = Σ L groups, and
-a replaced record moves one unit of count out of one node and into another in each group. ℓ2 sensitivity √(2K)
-with n fixed and public, the sliced histogram's (privacy/histogram.py): the same noise, the same events and
-accountants, one ledger with the pair tables that follow (privacy/marginals.py).
+A column's fine cells (swflow/tables/cells.py: its categories, its whole numbers, or its two declared bounds and up
+to 4 094 round slices between them) are the leaves of a complete tree of ``branching`` b and ``levels`` L (b^L ≥
+leaves; the leaves past the last fine cell are empty by construction). Every level is a partition of the records, so
+a record is counted in exactly one node per level: released together, the L levels of every column are a histogram
+of K = Σ L groups, and a replaced record moves one unit of count out of one node and into another in each group. ℓ2
+sensitivity √(2K) with n fixed and public, the sliced histogram's (privacy/histogram.py): the same noise, the same
+events and accountants, one ledger with the pair tables that follow (privacy/marginals.py).
 
 A numeric column's tree (b = 4) lets post-processing read any range of its values from at most 2·(b − 1)·L noisy
 nodes rather than from as many leaves as the range covers: its quantiles cost little noise. A categorical column

@@ -90,8 +90,6 @@ class FineGrid:
         ``FINE_CELLS`` − 2 − missing slices from a multiple of itself."""
         c = self.column
         room = FINE_CELLS - 2 - int(c.missing)
-        if not ROUND_WIDTHS:
-            return float(c.low), (c.high - c.low) / room, room
         power = 10.0 ** math.floor(math.log10((c.high - c.low) / room))
         for width in (m * power * scale for scale in (1, 10, 100) for m in ROUND_WIDTHS):
             origin = math.floor(round(c.low / width, 9)) * width
