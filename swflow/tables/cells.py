@@ -218,13 +218,14 @@ class ColumnCells:
         cells = np.asarray(cells, dtype=np.int64)
         fine = np.empty(len(cells), dtype=np.int64)
         value_cells = len(self.starts) - 1
+        weights = self.grid.prior if self.weights is None else self.weights
         for k in np.unique(cells):
             at = np.flatnonzero(cells == k)
             if k == value_cells:  # the missing cell
                 fine[at] = self.grid.values
                 continue
             members = self.order[self.starts[k]:self.starts[k + 1]]
-            p = (self.grid.prior if self.weights is None else self.weights)[members]
+            p = weights[members]
             p = p / p.sum() if p.sum() > 0 else None
             fine[at] = members[rng.choice(len(members), size=len(at), p=p)] if len(members) > 1 else members[0]
         return self.grid.draw(fine, rng)
