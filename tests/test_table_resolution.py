@@ -37,22 +37,48 @@ def test_replacing_one_record_moves_the_levels_by_at_most_sqrt_2_levels():
         assert all(float(level.sum()) == 200 for level in level_sums)
 
 
-def test_the_tree_fit_is_least_squares_and_its_residual_is_chi_square():
-    """fit_tree against numpy's least squares with the sum constraint (eliminated by hand), and its residual over σ²
-    against χ² with its degrees of freedom (Monte Carlo: mean within 4 standard errors)."""
+def _dense_least_squares(noisy: np.ndarray, tree: Tree, total: float | None) -> np.ndarray:
+    """numpy's least squares on the tree's full design matrix (every released node the sum of its fine cells), the
+    sum constraint eliminated by hand (x_last = total − Σ the others)."""
+    leaves = tree.node_of(torch.arange(tree.cells), tree.levels).numpy()
+    design = np.concatenate([np.eye(tree.nodes(level))[leaves // (tree.branching ** (tree.levels - level)
+                                                                   if tree.levels > 1 else 1)].T
+                             for level in range(1, tree.levels + 1)])
+    if total is None:
+        return np.linalg.lstsq(design, noisy, rcond=None)[0]
+    reduced = design[:, :-1] - design[:, -1:]
+    free, *_ = np.linalg.lstsq(reduced, noisy - total * design[:, -1], rcond=None)
+    return np.append(free, total - free.sum())
+
+
+@pytest.mark.parametrize("cells, flat", [(20, False), (300, False), (3, False), (7, True), (1000, False)])
+def test_the_tree_fit_is_least_squares(cells, flat):
+    """fit_tree's two passes against numpy's dense least squares, the sum fixed at n and free (add/remove), on
+    4-ary trees with empty leaves past the last fine cell (20 of 64, 300 of 1 024), a one-level tree and a flat one;
+    the residual sum of squares and its degrees of freedom alike."""
+    tree = Tree.for_cells(cells, flat=flat)
+    rng = np.random.default_rng(cells)
+    exact = level_counts(torch.from_numpy(rng.integers(0, cells, 500))[:, None], [tree]).double()
+    noisy = exact + torch.from_numpy(rng.normal(0, 3.0, exact.numel()))
+    for total in (500, None):
+        fitted, rss, dof = fit_tree(split_levels(noisy, [tree])[0], tree, total=total)
+        reference = _dense_least_squares(noisy.numpy(), tree, total)
+        assert np.allclose(fitted.numpy(), reference, atol=1e-8)
+        leaves = tree.node_of(torch.arange(cells), tree.levels)
+        nodes = [np.bincount(tree.node_of(leaves, level).numpy() if tree.levels > 1 else leaves.numpy(),
+                             weights=reference, minlength=tree.nodes(level)) for level in range(1, tree.levels + 1)]
+        assert rss == pytest.approx(float(((np.concatenate(nodes) - noisy.numpy()) ** 2).sum()), rel=1e-9)
+        assert dof == tree.size - cells + (total is not None)
+        if total is not None:
+            assert fitted.sum() == pytest.approx(total)
+
+
+def test_the_tree_fits_residual_is_chi_square():
+    """The residual over σ² against χ² with its degrees of freedom (Monte Carlo: mean within 4 standard errors)."""
     tree = Tree.for_cells(20, flat=False)  # 3 levels of 4, 16, 64 nodes; 44 empty leaves
     rng = np.random.default_rng(1)
     exact = level_counts(torch.from_numpy(rng.integers(0, 20, 500))[:, None], [tree]).double()
-    noisy = exact + torch.from_numpy(rng.normal(0, 3.0, exact.numel()))
-    fitted, rss, dof = fit_tree(split_levels(noisy, [tree])[0], tree, total=500)
-    design = np.concatenate([np.eye(tree.nodes(level))[np.arange(20) // 4 ** (tree.levels - level)].T
-                             for level in range(1, tree.levels + 1)])
-    # x = (x_1..x_19, 500 - Σ): least squares in the 19 free leaves
-    reduced = design[:, :-1] - design[:, -1:]
-    free, *_ = np.linalg.lstsq(reduced, noisy.numpy() - 500 * design[:, -1], rcond=None)
-    reference = np.append(free, 500 - free.sum())
-    assert np.allclose(fitted.numpy(), reference, atol=1e-8) and fitted.sum() == pytest.approx(500)
-    assert dof == tree.size - 20 + 1
+    dof = tree.size - 20 + 1
     stats = []
     for seed in range(300):
         draw = exact + torch.from_numpy(np.random.default_rng(100 + seed).normal(0, 3.0, exact.numel()))

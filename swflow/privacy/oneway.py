@@ -13,10 +13,12 @@ nodes rather than from as many leaves as the range covers: its quantiles cost li
 with many categories is one flat level (b = its categories): its counts are what is wanted.
 
 Post-processing and read-back share one computation (:func:`fit_tree`): the least-squares leaves of every released
-level, with their sum fixed at n (and the empty leaves at zero). Those are the best linear unbiased estimates of the
-fine counts (Hay et al. 2010 compute the same on a tree); the residual of the fit is the projection of the noise on
-what the tree's identities (every node the sum of its children, every level n) leave free, so its squared norm over
-σ² is exactly χ² with (released counts − fine cells + 1) degrees of freedom (:func:`verify_levels`).
+level, with their sum fixed at n (and the empty leaves at zero), in two passes over the tree, linear in its nodes
+(Hay et al. 2010's computation; a dense solve was O(cells³), 1–2 s a column at 4 096 cells, now about a
+millisecond). Those are the best linear unbiased estimates of the fine counts; the residual of the fit is the
+projection of the noise on what the tree's identities (every node the sum of its children, every level n) leave
+free, so its squared norm over σ² is exactly χ² with (released counts − fine cells + 1) degrees of freedom
+(:func:`verify_levels`).
 """
 from __future__ import annotations
 
@@ -141,32 +143,49 @@ class ShardedOneWayTarget(ShardedCounts, OneWayTarget):
     :class:`~swflow.privacy.histogram.ShardedCounts`). Built with ``dataset_size``, the records of every rank."""
 
 
-def _design(tree: Tree) -> Tensor:
-    """(released counts, fine cells) 0/1: which fine cells each released node counts."""
-    leaves = torch.arange(tree.cells)
-    return torch.cat([torch.nn.functional.one_hot(tree.node_of(leaves, level), tree.nodes(level)).T
-                      for level in range(1, tree.levels + 1)]).to(torch.float64)
-
-
 def fit_tree(levels: list[Tensor], tree: Tree, *, total: float | None) -> tuple[Tensor, float, int]:
     """The least-squares fine counts of one column's released ``levels``, their sum fixed at ``total`` (n; None
     under add-remove, where n is private: the sum is then free).
 
+    Two passes over the tree, linear in its nodes (the computation of Hay et al. 2010, with the empty leaves past
+    the last fine cell held at zero). Up: each node's subtree says its sum is m ± √v (least squares of the counts
+    below and at it, the noise's variance as unit): a real leaf is its count with v = 1, an empty one 0 with v = 0,
+    and a node whose children's sums add to M with V = Σ v joins its own count y as m = (M + V·y) / (1 + V),
+    v = V / (1 + V). Down: the root's sum (``total``, or M when free) is shared among the children in proportion to
+    their v, s_c = m_c + v_c · (s − M) / V, which minimises Σ (s_c − m_c)² / v_c given Σ s_c = s.
+
     Returns (fine counts (tree.cells,) float64 — negative where the noise says so, the caller clips —, the
     residual sum of squares, its degrees of freedom: released counts − cells (+ 1 with a fixed total))."""
-    y = torch.cat([level.to(torch.float64) for level in levels])
-    design = _design(tree)
-    if y.numel() != design.shape[0]:
-        raise ValueError(f"expected {design.shape[0]} counts for this tree, got {y.numel()}")
-    gram = design.T @ design  # SPD: the leaf level alone is the identity
-    factor = torch.linalg.cholesky(gram)
-    free = torch.cholesky_solve((design.T @ y)[:, None], factor)[:, 0]
-    ones = torch.cholesky_solve(torch.ones(tree.cells, 1, dtype=torch.float64), factor)[:, 0]
-    if total is None:
-        return free, float(((design @ free - y) ** 2).sum()), int(y.numel() - tree.cells)
-    fitted = free + ones * (total - free.sum()) / ones.sum()  # the sum constraint, exactly (Lagrange)
-    rss = float(((design @ fitted - y) ** 2).sum())
-    return fitted, rss, int(y.numel() - tree.cells + 1)
+    counts = [level.to(torch.float64).reshape(-1) for level in levels]
+    if [c.numel() for c in counts] != [tree.nodes(level) for level in range(1, tree.levels + 1)]:
+        raise ValueError(f"expected {tree.size} counts for this tree "
+                         f"({[tree.nodes(level) for level in range(1, tree.levels + 1)]} a level), got "
+                         f"{[c.numel() for c in counts]}")
+    real = (torch.arange(counts[-1].numel()) < tree.cells).to(torch.float64)
+    means, variances = [counts[-1] * real], [real]  # level L first
+    for y in reversed(counts[:-1]):
+        total_mean, total_var = _child_sums(means[-1], tree), _child_sums(variances[-1], tree)
+        means.append((total_mean + total_var * y) / (1 + total_var))
+        variances.append(total_var / (1 + total_var))
+    means, variances = means[::-1], variances[::-1]  # level 1 first
+    root_mean, root_var = means[0].sum(), variances[0].sum()
+    share = root_mean if total is None else torch.tensor(float(total), dtype=torch.float64)
+    sums = means[0] + variances[0] * (share - root_mean) / root_var.clamp(min=1e-300)
+    for mean, var in zip(means[1:], variances[1:]):
+        parent_mean, parent_var = _child_sums(mean, tree), _child_sums(var, tree)
+        gap = torch.where(parent_var > 0, (sums - parent_mean) / parent_var.clamp(min=1e-300), 0.0)  # 0: all empty
+        sums = mean + var * torch.repeat_interleave(gap, tree.branching)
+    rss, node = float(((sums - counts[-1]) ** 2).sum()), sums
+    for y in reversed(counts[:-1]):  # the residual of every level, its nodes' sums read off the fitted leaves
+        node = _child_sums(node, tree)
+        rss += float(((node - y) ** 2).sum())
+    fitted = sums[:tree.cells]
+    return fitted, rss, int(sum(c.numel() for c in counts) - tree.cells + (total is not None))
+
+
+def _child_sums(values: Tensor, tree: Tree) -> Tensor:
+    """(nodes / b,): each parent's sum of its b children's ``values`` (one level up)."""
+    return values.reshape(-1, tree.branching).sum(dim=1)
 
 
 def verify_levels(noisy: Tensor, trees: list[Tree], *, sigma: float, dataset_size: int | None, source: str,
