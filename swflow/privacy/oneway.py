@@ -164,13 +164,13 @@ def fit_tree(levels: list[Tensor], tree: Tree, *, total: float | None) -> tuple[
     real = (torch.arange(counts[-1].numel()) < tree.cells).to(torch.float64)
     means, variances = [counts[-1] * real], [real]  # level L first
     for y in reversed(counts[:-1]):
-        total_mean, total_var = _child_sums(means[-1], tree), _child_sums(variances[-1], tree)
-        means.append((total_mean + total_var * y) / (1 + total_var))
-        variances.append(total_var / (1 + total_var))
+        below_mean, below_var = _child_sums(means[-1], tree), _child_sums(variances[-1], tree)
+        means.append((below_mean + below_var * y) / (1 + below_var))
+        variances.append(below_var / (1 + below_var))
     means, variances = means[::-1], variances[::-1]  # level 1 first
     root_mean, root_var = means[0].sum(), variances[0].sum()
-    share = root_mean if total is None else torch.tensor(float(total), dtype=torch.float64)
-    sums = means[0] + variances[0] * (share - root_mean) / root_var.clamp(min=1e-300)
+    root_sum = root_mean if total is None else torch.tensor(float(total), dtype=torch.float64)
+    sums = means[0] + variances[0] * (root_sum - root_mean) / root_var  # root_var > 0: at least 2 real leaves
     for mean, var in zip(means[1:], variances[1:]):
         parent_mean, parent_var = _child_sums(mean, tree), _child_sums(var, tree)
         gap = torch.where(parent_var > 0, (sums - parent_mean) / parent_var.clamp(min=1e-300), 0.0)  # 0: all empty
