@@ -37,12 +37,16 @@ def test_replacing_one_record_moves_the_levels_by_at_most_sqrt_2_levels():
         assert all(float(level.sum()) == 200 for level in level_sums)
 
 
+def _node(leaves: np.ndarray, tree: Tree, level: int) -> np.ndarray:
+    """The level-``level`` node of each fine cell, written out: b^(L − level) consecutive cells a node."""
+    return leaves // tree.branching ** (tree.levels - level) if tree.levels > 1 else leaves
+
+
 def _dense_least_squares(noisy: np.ndarray, tree: Tree, total: float | None) -> np.ndarray:
     """numpy's least squares on the tree's full design matrix (every released node the sum of its fine cells), the
     sum constraint eliminated by hand (x_last = total − Σ the others)."""
-    leaves = tree.node_of(torch.arange(tree.cells), tree.levels).numpy()
-    design = np.concatenate([np.eye(tree.nodes(level))[leaves // (tree.branching ** (tree.levels - level)
-                                                                   if tree.levels > 1 else 1)].T
+    leaves = np.arange(tree.cells)
+    design = np.concatenate([np.eye(tree.nodes(level))[_node(leaves, tree, level)].T
                              for level in range(1, tree.levels + 1)])
     if total is None:
         return np.linalg.lstsq(design, noisy, rcond=None)[0]
@@ -64,9 +68,8 @@ def test_the_tree_fit_is_least_squares(cells, flat):
         fitted, rss, dof = fit_tree(split_levels(noisy, [tree])[0], tree, total=total)
         reference = _dense_least_squares(noisy.numpy(), tree, total)
         assert np.allclose(fitted.numpy(), reference, atol=1e-8)
-        leaves = tree.node_of(torch.arange(cells), tree.levels)
-        nodes = [np.bincount(tree.node_of(leaves, level).numpy() if tree.levels > 1 else leaves.numpy(),
-                             weights=reference, minlength=tree.nodes(level)) for level in range(1, tree.levels + 1)]
+        nodes = [np.bincount(_node(np.arange(cells), tree, level), weights=reference, minlength=tree.nodes(level))
+                 for level in range(1, tree.levels + 1)]
         assert rss == pytest.approx(float(((np.concatenate(nodes) - noisy.numpy()) ** 2).sum()), rel=1e-9)
         assert dof == tree.size - cells + (total is not None)
         if total is not None:
