@@ -4,24 +4,28 @@ Every column has a *fine grid* fixed by the public schema alone (:class:`FineGri
 categories; the values a numeric column can be written with (whole numbers, or multiples of 10^−decimals where
 ``decimals`` is declared) when they fit in ``FINE_CELLS`` cells; else two *atoms*, the bounds themselves, and equal
 slices between them whose edges are round numbers (the width the narrowest of 1, 2 or 5 × 10^j that fits in
-``FINE_CELLS`` cells; a value drawn in a slice is rounded to the declared places). The atoms are there because real
-columns pile up exactly on their bounds (no expenses at all, visibility "10 miles or more", no rain) and a slice
-decodes uniformly inside it: the pile would come back smeared over the first slice, away from the value that every
-reader of the column counts. The edges are round for the same reason inside the bounds: values pile up on round
-numbers (a table top of 56, 12 years of school), and a pile that sits at the start of its slice decodes at or just
-above itself, never below it. A numeric column declared ``"missing": true`` gives one more cell to the missing value
-(the last); a sliced column has at most ``FINE_CELLS`` cells in all. The *coarse cells* that the pair tables count
-are runs of consecutive fine cells (numbers) or groups of categories (:class:`ColumnCells`). They come from the
-schema alone (equal-width bins, each category its own cell), or from a release of the fine one-way histograms
+``FINE_CELLS`` cells). The atoms are there because real columns pile up exactly on their bounds (no expenses at all,
+visibility "10 miles or more", no rain) and a slice decodes uniformly inside it: the pile would come back smeared over
+the first slice, away from the value that every reader of the column counts. The edges are round for the same reason
+inside the bounds: values pile up on round numbers (a table top of 56, 12 years of school), and a pile that sits at
+the start of its slice decodes at or just above itself, never below it. A column declared ``"scale": "log"`` is sliced
+evenly in sign(x)·log(1 + |x|/unit) instead (:func:`log_edges`; the unit is 10^−4 of the bounds' width, as a power of
+ten, or the declared step where that is larger), each edge rounded to the roundest number its slice allows: a count on
+0 … 200 000 then has a cell for each of its first few hundred values, where equal slices give each 50 of them. A
+numeric column declared ``"missing": true`` gives one more cell to the missing value (the last); a sliced column has
+at most ``FINE_CELLS`` cells in all. The *coarse cells* that the pair tables count are runs of consecutive fine cells
+(numbers) or groups of categories (:class:`ColumnCells`). They come from the schema alone (bins of equally many fine
+cells, each category its own cell), or from a release of the fine one-way histograms
 (:mod:`swflow.tables.resolution`), or from public rows: never from private rows for free.
 
 Decoding draws a fine cell inside the coarse cell in proportion to the column's fine weights (where it has none,
 evenly over the cell's fine cells but not its atoms: ``FineGrid.prior``), then a value inside the fine cell: a
-category, a whole number of the slice, a real number uniformly inside the slice, or the missing value. Every value
-drawn is valid under the schema.
+category, a value of the slice written with the declared places (a whole number, or a multiple of 10^−decimals), a
+real number uniformly inside the slice, or the missing value. Every value drawn is valid under the schema.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -29,12 +33,14 @@ import numpy as np
 
 from .schema import Column, category_codes
 
-__all__ = ["FINE_CELLS", "FineGrid", "ColumnCells"]
+__all__ = ["FINE_CELLS", "FineGrid", "ColumnCells", "log_edges"]
 
 #: fine cells of a sliced column (a real column, and an integer column with more whole numbers than this)
 FINE_CELLS = 4096
 #: a slice's width is one of these times a power of ten (module docstring)
 ROUND_WIDTHS = (1.0, 2.0, 5.0)
+#: a log scale's unit is this share of the bounds' width, as the power of ten at or below it (FineGrid.log_unit)
+LOG_UNIT_SHARE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,7 @@ class FineGrid:
         if self.whole:
             first, last = self._lattice()
             return last - first + 1
-        return self.slicing()[2] + 2
+        return len(self.edges) + 1  # the slices and the two atoms
 
     @property
     def size(self) -> int:
@@ -81,12 +87,12 @@ class FineGrid:
 
     @property
     def sliced(self) -> bool:
-        """A numeric column cut into equal slices between its two atoms (not one cell per value)."""
+        """A numeric column cut into slices between its two atoms (not one cell per value)."""
         return self.column.kind == "numeric" and not self.whole
 
     def slicing(self) -> tuple[float, float, int]:
-        """(origin, width, slices) of a sliced column: slice k is [origin + k·width, origin + (k+1)·width), the
-        width the narrowest round number (``ROUND_WIDTHS`` × 10^j) that covers the bounds in at most
+        """(origin, width, slices) of a linear sliced column: slice k is [origin + k·width, origin + (k+1)·width),
+        the width the narrowest round number (``ROUND_WIDTHS`` × 10^j) that covers the bounds in at most
         ``FINE_CELLS`` − 2 − missing slices from a multiple of itself."""
         c = self.column
         room = FINE_CELLS - 2 - int(c.missing)
@@ -97,6 +103,20 @@ class FineGrid:
             if slices <= room:
                 return origin, width, max(slices, 1)
         raise AssertionError("unreachable: a width of 100 × the plain one always fits")
+
+    @property
+    def edges(self) -> np.ndarray:
+        """(slices + 1,) rising edges of a sliced column's slices: slice k is [edges[k], edges[k + 1]). Equal round
+        slices (:meth:`slicing`) on a linear scale; on a log scale, :func:`log_edges` with the column's
+        :attr:`log_unit`. Computed once a column (read-only)."""
+        return _edges_of(self)
+
+    @property
+    def log_unit(self) -> float:
+        """Where a log scale turns linear (|x| ≲ unit): the power of ten at or below 10^−4 of the bounds' width, or
+        the column's step where that is larger (a log scale resolves four decades below its top)."""
+        c = self.column
+        return max(self.step or 0.0, 10.0 ** math.floor(round(math.log10((c.high - c.low) * LOG_UNIT_SHARE), 9)))
 
     def _atoms(self) -> tuple[float, float]:
         """The values of the two atom cells: the bounds, or the first and last whole (declared-place) values."""
@@ -125,10 +145,8 @@ class FineGrid:
         if self.whole:
             cell = np.round(np.where(absent, 0, x) / self.step) - self._lattice()[0]
         else:
-            (low, high), (origin, width, slices) = self._atoms(), self.slicing()
-            # rounded first: a value written at a slice's edge starts that slice, stored as a float32 too
-            # (10.2 read back as 10.1999998 is 0.000 04 of a 0.2-wide slice below its edge)
-            cell = 1 + np.clip(np.floor(np.round((np.where(absent, c.low, x) - origin) / width, 3)), 0, slices - 1)
+            low, high = self._atoms()
+            cell = 1 + self._slice_of(np.where(absent, c.low, x))
             cell = np.where(x == low, 0, np.where(x == high, self.values - 1, cell))
         cell = np.clip(cell, 0, self.values - 1).astype(np.int64)
         return np.where(absent, self.values, cell)
@@ -143,20 +161,33 @@ class FineGrid:
         if self.whole:
             drawn = np.round((self._lattice()[0] + fine) * self.step, c.decimals or 0)
         else:
-            (low, high), (origin, width, slices) = self._atoms(), self.slicing()
-            left = origin + np.clip(fine - 1, 0, slices - 1) * width
-            if c.integer:  # a whole number of the slice [left, left + width) other than the atoms
-                first = np.maximum(np.ceil(np.round(left, 9)), low + 1)
-                last = np.minimum(np.ceil(np.round(left + width, 9)) - 1, high - 1)
+            (low, high), edges = self._atoms(), self.edges
+            piece = np.clip(fine - 1, 0, len(edges) - 2)
+            left, width = edges[piece], edges[piece + 1] - edges[piece]
+            if self.step is not None:  # a value written with the declared places in [left, left + width), not an atom
+                step, (first_atom, last_atom) = self.step, np.round(np.array([low, high]) / self.step)
+                first = np.maximum(np.ceil(np.round(left / step, 9)), first_atom + 1)
+                last = np.minimum(np.ceil(np.round((left + width) / step, 9)) - 1, last_atom - 1)
                 drawn = first + np.floor(rng.uniform(size=len(fine)) * np.maximum(last - first + 1, 0))
-                drawn = np.clip(drawn, low, high)  # a slice that holds no whole number but an atom's: the atom
+                # a slice that holds no such value but an atom's: the atom
+                drawn = np.round(np.clip(drawn, first_atom, last_atom) * step, c.decimals or 0)
             else:  # uniform on the part of the slice inside the bounds that index() reads back as the slice
                 start, stop = np.maximum(left, c.low), np.minimum(left + width * (1 - 1e-3), c.high)
                 drawn = np.clip(start + rng.uniform(size=len(fine)) * (stop - start), c.low, c.high)
-                if c.decimals is not None:  # written as declared, and still inside the bounds
-                    drawn = np.clip(np.round(drawn, c.decimals), low, high)
             drawn = np.where(fine == 0, low, np.where(fine == self.values - 1, high, drawn))
         return np.where(absent, np.nan, drawn)
+
+    def _slice_of(self, x: np.ndarray) -> np.ndarray:
+        """(n,) the slice (0 … slices − 1) of each value inside the bounds. A value within 1/2000 of a slice's width
+        (and a quarter of the declared step) below its right edge starts the next slice: a value written at a round
+        edge is read back as a float32 too (10.2 as 10.1999998, 0.000 04 of a 0.2-wide slice below its edge)."""
+        edges = self.edges
+        piece = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, len(edges) - 2)
+        right = edges[piece + 1]
+        near = 5e-4 * (right - edges[piece])
+        if self.step is not None:  # 19.99 in a slice [0, 20) of a column written with 2 places is no 20
+            near = np.minimum(near, self.step / 4)
+        return piece + ((right - x <= near) & (piece < len(edges) - 2))
 
     def _lattice_bounds(self) -> tuple[float, float]:
         first, last = self._lattice()
@@ -193,7 +224,8 @@ class ColumnCells:
     @classmethod
     def uniform(cls, column: Column, *, bins: int) -> "ColumnCells":
         """From the schema alone: each category or whole number its own cell when there are at most ``bins`` of
-        them (categories always), else ``bins`` equal-width cells on the declared bounds."""
+        them (categories always), else ``bins`` runs of equally many fine cells: equal widths on the declared bounds
+        (equal in log on a log scale)."""
         grid = FineGrid(column)
         if column.kind == "categorical" or (grid.whole and grid.values <= bins):
             return cls(grid, np.arange(grid.values + 1))
@@ -241,3 +273,46 @@ class ColumnCells:
     @classmethod
     def from_json(cls, column: Column, data: dict) -> "ColumnCells":
         return cls(FineGrid(column), data["starts"], order=data.get("order"), weights=data.get("weights"))
+
+
+@functools.lru_cache(maxsize=256)
+def _edges_of(grid: FineGrid) -> np.ndarray:
+    c = grid.column
+    if c.scale == "log":
+        edges = log_edges(c.low, c.high, unit=grid.log_unit, step=grid.step or 0.0,
+                          slices=FINE_CELLS - 2 - int(c.missing))
+    else:
+        origin, width, slices = grid.slicing()
+        edges = _tidy((math.floor(round(origin / width, 9)) + np.arange(slices + 1)) * width)
+    edges.flags.writeable = False  # shared by every grid of the column
+    return edges
+
+
+def round_down(width: np.ndarray) -> np.ndarray:
+    """The largest round number (``ROUND_WIDTHS`` × 10^j) at or below each positive ``width``."""
+    power = 10.0 ** np.floor(np.log10(width))
+    mantissa = width / power
+    return power * np.select([mantissa >= 5 * (1 - 1e-9), mantissa >= 2 * (1 - 1e-9)], [5.0, 2.0], 1.0)
+
+
+def log_edges(low: float, high: float, *, unit: float, step: float, slices: int) -> np.ndarray:
+    """(≤ slices + 1,) rising edges covering [low, high], equal steps of sign(x)·log(1 + |x|/unit) (a log scale on
+    either side of 0, linear within about ``unit`` of it), each edge rounded to a multiple of the largest round
+    number that is at most the narrower slice beside it, and at least ``step`` (0: none): values pile up on round
+    numbers, and a round edge keeps a pile at the start of its slice. Edges that round alike are merged."""
+    def forward(x):
+        return np.sign(x) * np.log1p(np.abs(x) / unit)
+
+    target = np.linspace(forward(low), forward(high), slices + 1)
+    target = np.sign(target) * np.expm1(np.abs(target)) * unit
+    width = np.diff(target)
+    rounding = np.maximum(round_down(np.minimum(np.r_[width[0], width], np.r_[width, width[-1]])), step)
+    edges = np.round(target / rounding) * rounding
+    edges[0] = math.floor(round(low / rounding[0], 9)) * rounding[0]
+    edges[-1] = math.ceil(round(high / rounding[-1], 9)) * rounding[-1]
+    return np.unique(_tidy(edges))
+
+
+def _tidy(edges: np.ndarray) -> np.ndarray:
+    """Edges written with 12 significant digits: 0.30000000000000004 is 0.3, as the value written at it reads."""
+    return np.array([float(f"{edge:.12g}") for edge in edges])

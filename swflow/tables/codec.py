@@ -3,8 +3,8 @@
 Built from the declared schema (the table's counterpart of an image autoencoder, with nothing to train): every
 column becomes a block of cells (:class:`~swflow.tables.cells.ColumnCells`). By default a categorical column has one
 cell per declared category, a numeric column one cell per value when it is integer with at most ``numeric_bins``
-values, else ``numeric_bins`` equal-width bins on its declared bounds, and a numeric column that may be missing one
-more cell. Given ``cells`` (set by a released fine histogram or by public rows: :mod:`swflow.tables.resolution`)
+values, else ``numeric_bins`` equal-width bins on its declared bounds (equal in log on a ``"scale": "log"``
+column), and a numeric column that may be missing one more cell. Given ``cells`` (set by a released fine histogram or by public rows: :mod:`swflow.tables.resolution`)
 replace those defaults. A record is the concatenation of its blocks' one-hot vectors, scaled by 1/√C for C columns,
 so every record has norm exactly 1: the bound R = 1 that the release's sensitivity needs holds by construction,
 whatever the private rows are.

@@ -16,6 +16,11 @@ and counted like integer columns (days, or seconds, since 1970-01-01; swflow/tab
 
     {"name": "admitted", "type": "date", "min": "2000-01-01", "max": "2030-12-31", "missing": true}
 
+A count or an amount whose values spread over decades (votes, a budget, expenses, net worth) is declared
+``"scale": "log"``: its fine cells are then cut evenly in log(1 + |x|/unit) rather than in x (swflow/tables/cells.py),
+so that small values keep cells of their own instead of sharing one slice of wide bounds. It changes how finely the
+column is seen, never which values are valid.
+
 Records come back with the dtypes they came in with (:func:`swflow.tables.types.present`); a categorical column
 declared ``"dtype": "category"`` comes back as a pandas ``category``.
 """
@@ -37,6 +42,8 @@ __all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
 MISSING = None
 #: a column of numbers with more distinct values than this is proposed as numeric, else as categories
 NUMERIC_VALUES = 16
+#: how a numeric column's fine cells are cut (swflow/tables/cells.py): equal slices of the values, or of their log
+SCALES = ("linear", "log")
 
 
 class SchemaError(ValueError):
@@ -49,7 +56,7 @@ class Column:
     ``dtype`` 'category': records come back as a pandas category) or 'numeric' (``low`` ≤ value ≤ ``high``;
     ``integer``: whole numbers; ``decimals``: values written with that many decimal places, so they come back so;
     ``missing``: a value may be missing; ``temporal`` 'date' or 'datetime': the numbers are days or seconds since
-    1970-01-01, and records hold dates or datetimes)."""
+    1970-01-01, and records hold dates or datetimes; ``scale`` 'linear' or 'log': how its fine cells are cut)."""
 
     name: str
     kind: str
@@ -61,6 +68,7 @@ class Column:
     decimals: int | None = None
     temporal: str | None = None
     dtype: str | None = None
+    scale: str = "linear"
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -77,6 +85,8 @@ class Column:
                 raise SchemaError(f"column {self.name!r}: its categories repeat")
             if self.dtype not in (None, "category"):
                 raise SchemaError(f"column {self.name!r}: dtype is 'category' or left out, got {self.dtype!r}")
+            if self.scale != "linear":
+                raise SchemaError(f"column {self.name!r}: a scale is declared on numbers, not on categories")
         elif self.kind == "numeric":
             if self.low is None or self.high is None or not (math.isfinite(self.low) and math.isfinite(self.high)):
                 raise SchemaError(f"column {self.name!r}: a numeric column declares finite min and max")
@@ -90,6 +100,9 @@ class Column:
                                               or self.decimals is not None):
                 raise SchemaError(f"column {self.name!r}: a temporal column is a 'date' or a 'datetime', counted in "
                                   "whole days or seconds")
+            if self.scale not in SCALES or (self.scale != "linear" and self.temporal is not None):
+                raise SchemaError(f"column {self.name!r}: scale is one of {list(SCALES)} (a date or datetime is "
+                                  f"linear), got {self.scale!r}")
             if self.integer and math.floor(self.high) < math.ceil(self.low):
                 raise SchemaError(f"column {self.name!r}: no whole number lies in [{self.low:g}, {self.high:g}]")
         else:
@@ -104,7 +117,8 @@ class Column:
                     "max": instant_text(self.high, self.temporal), **({"missing": True} if self.missing else {})}
         out = {"name": self.name, "type": "numeric", "min": self.low, "max": self.high}
         return {**out, **({"integer": True} if self.integer else {}), **({"missing": True} if self.missing else {}),
-                **({"decimals": self.decimals} if self.decimals is not None else {})}
+                **({"decimals": self.decimals} if self.decimals is not None else {}),
+                **({"scale": self.scale} if self.scale != "linear" else {})}
 
     @classmethod
     def from_json(cls, entry) -> "Column":
@@ -141,13 +155,14 @@ class Column:
             for key, value in flags.items():
                 if not isinstance(value, bool):  # "no" is a truthy string: only JSON true and false are read
                     raise SchemaError(f"column {entry.get('name')!r}: {key!r} must be true or false, got {value!r}")
-            return cls(entry.get("name"), "numeric", low=low, high=high, decimals=entry.get("decimals"), **flags)
+            return cls(entry.get("name"), "numeric", low=low, high=high, decimals=entry.get("decimals"),
+                       scale=entry.get("scale", "linear"), **flags)
         raise SchemaError(f"column {entry.get('name')!r}: type must be one of {sorted(_KEYS)}, got {kind!r}")
 
 
 #: the keys each type of column may have
 _KEYS = {"categorical": {"name", "type", "categories", "dtype"},
-         "numeric": {"name", "type", "min", "max", "integer", "missing", "decimals"},
+         "numeric": {"name", "type", "min", "max", "integer", "missing", "decimals", "scale"},
          **{kind: {"name", "type", "min", "max", "missing"} for kind in TEMPORAL}}
 
 
