@@ -87,11 +87,25 @@ def read(name: str, data_dir: Path, *, seed: int = 0):
 
 
 # -- the peers ---------------------------------------------------------------------------------------------------------
+def peer_stem(cache: Path, name: str, table: str, *, epsilon: float, seed: int) -> Path:
+    """Where a peer's cell is cached: one folder a table, shared by its variants (the peers' cells are the same
+    under either schema); the benchmark's draw is seed 0, more draws (tables_diagnostics.py) are kept apart."""
+    return cache / VARIANTS.get(table, table) / (f"{name}-eps{epsilon:g}" + (f"-seed{seed}" if seed else ""))
+
+
+def peer_codec_of(schema):
+    """The peers' codec: 32 equal-width bins on the declared bounds (a log scale would make them equal in log)."""
+    from swflow.tables import Schema, TableCodec
+
+    return TableCodec(Schema(tuple(replace(c, scale="linear") for c in schema.columns), schema.rules),
+                      numeric_bins=PEER_BINS)
+
+
 def peer_samples(name: str, table: str, codec, private: pd.DataFrame, *, epsilon: float, n: int, seed: int,
                  cache: Path, cpu_minutes: float) -> tuple[pd.DataFrame | None, dict]:
     """The peer's samples decoded by ``codec`` (its 32 bins), from the cache or from a run in the peers' environment
     (stopped after ``cpu_minutes`` of CPU: then (None, what happened))."""
-    stem = cache / VARIANTS.get(table, table) / f"{name}-eps{epsilon:g}"  # the same cells under either schema
+    stem = peer_stem(cache, name, table, epsilon=epsilon, seed=seed)
     if not stem.with_suffix(".json").exists():
         stem.parent.mkdir(parents=True, exist_ok=True)
         cells = codec.cell_index(private)
@@ -278,9 +292,7 @@ def main(argv=None) -> int:
             if table not in loaded:
                 loaded[table] = read(table, Path(args.data_dir), seed=args.seed)
             private, held_out, schema = loaded[table]
-            # the peers' 32 bins are equal-width on the declared bounds (a log scale would make them equal in log)
-            peer_codec = TableCodec(Schema(tuple(replace(c, scale="linear") for c in schema.columns), schema.rules),
-                                    numeric_bins=PEER_BINS)
+            peer_codec = peer_codec_of(schema)
             if table in VARIANTS:  # the peers' cells must be the first schema's, whose cache they share
                 first = Schema.read(HERE / "tables" / "bench" / f"{VARIANTS[table]}.json")
                 assert TableCodec(first, numeric_bins=PEER_BINS).sizes == peer_codec.sizes
@@ -290,8 +302,8 @@ def main(argv=None) -> int:
                 key = f"{table} {method}" if epsilon is None else f"{table} {method} eps={epsilon:g}"
                 if key in cells and method not in args.redo:
                     continue
-                if method in PEERS and args.cached_peers and not (
-                        cache / VARIANTS.get(table, table) / f"{method}-eps{epsilon:g}.json").exists():
+                if method in PEERS and args.cached_peers and not peer_stem(
+                        cache, method, table, epsilon=epsilon, seed=args.seed).with_suffix(".json").exists():
                     print(f"{key:40} not run yet (--peers-only runs it)")
                     continue
                 t0 = time.perf_counter()
