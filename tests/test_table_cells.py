@@ -1,5 +1,6 @@
 """A sliced column's fine grid (swflow/tables/cells.py): two atoms at the bounds, round slices between them."""
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -164,3 +165,27 @@ def test_a_log_scale_is_declared_on_numbers_only_and_round_trips():
                                        "scale": "log"}]})
     with pytest.raises(ValueError, match="scale"):
         Schema.from_json({"columns": [{"name": "g", "type": "categorical", "categories": ["a"], "scale": "log"}]})
+
+
+def test_the_proposer_hints_at_a_log_scale_for_crowded_columns_only(tmp_path, capsys):
+    """`swflow schema` prints a hint on stderr for a column whose public values crowd into a corner of their range
+    (a count: the middle half of its values within 1 % of it), not for a spread column nor for one piled on its
+    maximum (an atom, which any scale keeps); stdout stays the schema's JSON."""
+    import json
+
+    from swflow.cli import main
+    from swflow.tables.cells import crowded
+
+    rng = np.random.default_rng(2)
+    votes = np.round(rng.lognormal(3.5, 1.6, 3000))
+    votes[0] = 200000.0  # one film's many votes set the proposed bound
+    visibility = np.where(rng.uniform(size=3000) < 0.8, 10.0, rng.uniform(0, 10, 3000).round(2))
+    frame = pd.DataFrame({"votes": votes, "height": rng.uniform(100, 200, 3000), "visibility": visibility})
+    frame.to_csv(tmp_path / "public.csv", index=False)
+    assert main(["schema", str(tmp_path / "public.csv")]) == 0
+    out, err = capsys.readouterr()
+    schema = Schema.from_json(json.loads(out))
+    assert "'votes'" in err and "height" not in err and "visibility" not in err and "scale" in err
+    flags = {c.name: crowded(c, frame[c.name]) for c in schema.columns}
+    assert flags == {"votes": True, "height": False, "visibility": False}
+    assert not crowded(replace(schema.columns[0], scale="log"), frame["votes"])  # declared already

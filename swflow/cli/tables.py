@@ -128,11 +128,20 @@ def is_table_run(run_dir) -> bool:
 
 
 def cmd_schema(args) -> int:
+    import pandas as pd
+
     from ..tables import Schema
+    from ..tables.cells import crowded
     from ..tables.files import read_table
 
-    schema = Schema.propose(read_table(args.public, sep=args.sep), max_categories=args.max_categories)
+    public = read_table(args.public, sep=args.sep)
+    schema = Schema.propose(public, max_categories=args.max_categories)
     text = json.dumps(schema.to_json(), indent=2)
+    hinted = [c.name for c in schema.columns if crowded(c, pd.to_numeric(public[c.name], errors="coerce"))]
+    if hinted:  # on stderr: the schema on stdout stays plain JSON
+        print(f"hint: half of the public values of {hinted} lie in under 1 % of their range: where a column is a "
+              'count or an amount, declare "scale": "log" on it; where an outlier set its bound, narrow the bound '
+              "(docs/tables.md)", file=sys.stderr)
     if args.out:
         if Path(args.out).exists() and not args.overwrite:
             raise UsageError(f"{args.out} exists: pass --overwrite to replace it")

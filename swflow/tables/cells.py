@@ -33,7 +33,7 @@ import numpy as np
 
 from .schema import Column, category_codes
 
-__all__ = ["FINE_CELLS", "FineGrid", "ColumnCells", "log_edges"]
+__all__ = ["FINE_CELLS", "FineGrid", "ColumnCells", "log_edges", "crowded"]
 
 #: fine cells of a sliced column (a real column, and an integer column with more whole numbers than this)
 FINE_CELLS = 4096
@@ -41,6 +41,8 @@ FINE_CELLS = 4096
 ROUND_WIDTHS = (1.0, 2.0, 5.0)
 #: a log scale's unit is this share of the bounds' width, as the power of ten at or below it (FineGrid.log_unit)
 LOG_UNIT_SHARE = 1e-4
+#: crowded(): the middle half of a column's values inside this share of its bounds' width
+CROWDED_SHARE = 0.01
 
 
 @dataclass(frozen=True)
@@ -316,3 +318,18 @@ def log_edges(low: float, high: float, *, unit: float, step: float, slices: int)
 def _tidy(edges: np.ndarray) -> np.ndarray:
     """Edges written with 12 significant digits: 0.30000000000000004 is 0.3, as the value written at it reads."""
     return np.array([float(f"{edge:.12g}") for edge in edges])
+
+
+def crowded(column: Column, public) -> bool:
+    """Whether PUBLIC values of a linear numeric column crowd into a small part of its bounds: the middle half of
+    those strictly between the bounds (piles on a bound are atoms, which any scale keeps) spans under
+    ``CROWDED_SHARE`` of the width. A hint for the owner (`swflow schema` prints it), never a decision: a count or
+    an amount so crowded is worth ``"scale": "log"``; an outlier that set a proposed bound is worth a narrower one."""
+    if column.kind != "numeric" or column.temporal is not None or column.scale != "linear":
+        return False
+    x = np.asarray(public, dtype=np.float64)
+    x = x[np.isfinite(x) & (x > column.low) & (x < column.high)]
+    if len(x) < 20:
+        return False
+    low, high = np.quantile(x, [0.25, 0.75])
+    return bool(high - low < CROWDED_SHARE * (column.high - column.low))
