@@ -4,22 +4,32 @@ noise draws would change. Settings measured here are not defaults; docs/tables.m
 - ``log-scale``: counts and amounts declared ``"scale": "log"`` against the table as declared, at each ε and seed.
 - ``every-category``: a many-category column given one cell per category and every other column ``--others`` cells,
   against the defaults, at each ε (ε = 1e6 is the pair tables without noise; storms' names).
+- ``few-pairs``: a many-category column given one cell per category and released only in its pairs with ``--with``
+  (every other pair kept), against the defaults, at each ε (storms' names with their years: as MST measures them).
 - ``auc-draws``: more noise draws of a table's AUC and 3-way TVD at one ε, of swflow or (``--peer``) of a peer.
+- ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
+  (the floor), swflow or (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
 
 Each line is one fit and one draw of the noise, scored as `swflow evaluate --against` does (experiments/tables_bench.py).
 
     make tables-data
     python experiments/tables_diagnostics.py log-scale --table k401ksubs --columns inc nettfa --epsilons 1 10
     python experiments/tables_diagnostics.py every-category --table storms --column name --epsilons 10 30 100 1e6
+    python experiments/tables_diagnostics.py few-pairs --table storms --column name --with year month --epsilons 1 10
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 [--adjacency add-remove]
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 --peer mst
+    python experiments/tables_diagnostics.py split-triples --table storms --column name --epsilons 1 10 [--peer aim]
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from swflow.tables.metrics import marginal_errors
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -44,62 +54,93 @@ def log_scale(schema, columns: list[str]):
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", nargs="?", choices=("log-scale", "every-category", "auc-draws"), default="log-scale")
+    p.add_argument("what", nargs="?", choices=("log-scale", "every-category", "few-pairs", "auc-draws", "split-triples"), default="log-scale")
     p.add_argument("--table", default="movies")
-    p.add_argument("--column", default="name", help="every-category: the many-category column")
+    p.add_argument("--column", default="name", help="every-category, few-pairs: the many-category column; "
+                   "split-triples: the column whose triples are shown apart")
     p.add_argument("--columns", nargs="+", default=["votes", "budget"], help="log-scale: the columns declared log")
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--others", type=int, default=16, help="every-category: the other columns' cells")
+    p.add_argument("--with", dest="partners", nargs="+", default=["year"], help="few-pairs: the columns the "
+                   "many-category column is paired with")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="the noise draws' seeds (the "
                    "benchmark's is 0)")
     p.add_argument("--adjacency", choices=("replace-one", "add-remove"), default="replace-one")
-    p.add_argument("--peer", choices=PEERS, help="auc-draws: draws of this peer instead of swflow (`make peers-env`; "
-                   "cached beside the benchmark's)")
+    p.add_argument("--peer", choices=PEERS, help="auc-draws, split-triples: draws of this peer instead of swflow "
+                   "(`make peers-env`; cached beside the benchmark's)")
     p.add_argument("--data-dir", default=str(HERE.parent / "data" / "tables"))
     p.add_argument("--smoke", action="store_true", help="the made-up example table, eps 5, one seed (CI)")
     args = p.parse_args(argv)
-    if args.peer and args.what != "auc-draws":
-        p.error("--peer is for auc-draws")
+    if args.peer and args.what not in ("auc-draws", "split-triples"):
+        p.error("--peer is for auc-draws and split-triples")
     if args.smoke:
         from swflow.tables import example_table
 
         (private, schema), (held_out, _) = example_table(1000, seed=0), example_table(1000, seed=1)
         target, args.epsilons, args.seeds = "income", [5.0], [1]
-        args.column, args.columns, args.peer = "sector", ["hours"], None  # no peers in CI
+        args.column, args.columns, args.partners, args.peer = "sector", ["hours"], ["age"], None  # no peers in CI
     else:
         private, held_out, schema = read(args.table, Path(args.data_dir))
         target = TARGETS[args.table]
-    runs = []  # (label, schema, settings)
-    if args.what == "log-scale":
-        runs += [("as declared", schema, {}), (f"log scale on {', '.join(args.columns)}",
-                                               log_scale(schema, args.columns), {})]
-    elif args.what == "every-category":
-        column = next(c for c in schema.columns if c.name == args.column)
-        cells = {**{name: args.others for name in schema.names}, args.column: len(column.categories)}
-        runs += [("defaults", schema, {}), (f"{args.column} every category, others {args.others}", schema,
-                                            {"cells": cells})]
-    else:
-        runs += [(args.peer or "defaults", schema, {})]
     score = Scorer(schema, private, held_out, target)  # scored alike under any scale: the same bounds
+    if args.what == "split-triples":
+        print(split_line("private rows (the floor)", schema, private, held_out, args.column), flush=True)
     for epsilon in args.epsilons:
         for seed in args.seeds:
-            for label, table_schema, settings in runs:
-                if args.peer:  # the peer's unit, add/remove; cached beside the benchmark's draw (seed 0)
-                    frame, facts = peer_samples(args.peer, args.table, peer_codec_of(schema), private,
-                                                epsilon=epsilon, n=len(private), seed=seed, cache=PEER_CACHE,
-                                                cpu_minutes=60.0)
-                    if frame is None:
-                        print(f"eps {epsilon:g}  seed {seed}  {label}: {facts['stopped']}", flush=True)
-                        continue
-                else:
-                    frame = swflow(table_schema, private, epsilon=epsilon, n=len(private), seed=seed,
-                                   adjacency=args.adjacency, **settings)
+            for label, table_schema, settings in runs_of(args, schema):
+                frame = frame_of(args, label, table_schema, settings, private, epsilon=epsilon, seed=seed)
+                if frame is None:
+                    continue
+                unit = "add-remove" if args.peer else args.adjacency
+                if args.what == "split-triples":
+                    print(split_line(f"eps {epsilon:g}  seed {seed}  {unit}  {label}", schema, frame, held_out,
+                                     args.column), flush=True)
+                    continue
                 result = score(frame)
                 auc = "-" if result["auc"] is None else f"{result['auc']:.3f}"
-                unit = "add-remove" if args.peer else args.adjacency
                 print(f"eps {epsilon:g}  seed {seed}  {unit}  {label:40}  3-way TVD "
                       f"{result['tvd_3way']:.3f}  AUC {auc}  (delta {DELTA:g})", flush=True)
 
+
+def runs_of(args, schema) -> list[tuple]:
+    """(label, schema, swflow's settings) of each run the diagnostic compares."""
+    if args.what == "log-scale":
+        return [("as declared", schema, {}), (f"log scale on {', '.join(args.columns)}",
+                                              log_scale(schema, args.columns), {})]
+    if args.what in ("every-category", "few-pairs"):
+        column = next(c for c in schema.columns if c.name == args.column)
+    if args.what == "every-category":
+        cells = {**{name: args.others for name in schema.names}, args.column: len(column.categories)}
+        return [("defaults", schema, {}), (f"{args.column} every category, others {args.others}", schema,
+                                           {"cells": cells})]
+    if args.what == "few-pairs":
+        kept = [(a, b) for a, b in itertools.combinations(schema.names, 2) if args.column not in (a, b)]
+        return [("defaults", schema, {}), (f"{args.column} only with {', '.join(args.partners)}, every category",
+                                           schema, {"pairs": kept + [(args.column, p) for p in args.partners],
+                                                    "cells": {args.column: len(column.categories)}})]
+    return [(args.peer or "swflow", schema, {})]
+
+
+def frame_of(args, label: str, schema, settings: dict, private, *, epsilon: float, seed: int):
+    """One draw's samples: swflow's fit, or the peer's (its unit, add/remove; cached beside the benchmark's draw,
+    seed 0); None where the peer was stopped."""
+    if not args.peer:
+        return swflow(schema, private, epsilon=epsilon, n=len(private), seed=seed, adjacency=args.adjacency,
+                      **settings)
+    frame, facts = peer_samples(args.peer, args.table, peer_codec_of(schema), private, epsilon=epsilon,
+                                n=len(private), seed=seed, cache=PEER_CACHE, cpu_minutes=60.0)
+    if frame is None:
+        print(f"eps {epsilon:g}  seed {seed}  {label}: {facts['stopped']}", flush=True)
+    return frame
+
+
+def split_line(label: str, schema, frame, held_out, column: str) -> str:
+    """Mean 3-way TVD against held-out rows over the triples that hold ``column``, and over the others."""
+    errors = marginal_errors(schema, frame, held_out, 3)
+    holding = [e for names, e in errors.items() if column in names]
+    others = [e for names, e in errors.items() if column not in names]
+    return (f"{label:48}  3-way TVD {np.mean(list(errors.values())):.3f}: the {len(holding)} triples holding "
+            f"{column} {np.mean(holding):.3f}, the other {len(others)} {np.mean(others):.3f}")
 
 if __name__ == "__main__":
     main()

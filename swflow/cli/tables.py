@@ -187,7 +187,9 @@ def register(sub) -> None:
                        "ISO 8601 text) with theirs, other columns with their observed categories (a missing value as "
                        "the category null; codes written with leading zeros, such as zip codes, stay text). Never run it on private rows: their range "
                        "and categories are private statistics. Edit the result to what is publicly known, then pass "
-                       "it to `swflow generate --table PRIVATE --schema SCHEMA.json`.")
+                       "it to `swflow generate --table PRIVATE --schema SCHEMA.json`. A hint on stderr names the "
+                       "numeric columns whose values crowd into a corner of their range: declare \"scale\": \"log\" "
+                       "on those that are counts or amounts.")
     p.add_argument("public", help="a public table: .csv or .parquet")
     p.add_argument("--out", help="write the schema here (default: print it)")
     p.add_argument("--max-categories", type=int, default=64,
