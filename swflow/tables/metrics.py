@@ -48,17 +48,25 @@ def _sizes(schema, edges: dict) -> list[int]:
 def marginal_tvd(schema, synthetic, reference, *, ways=(1, 2, 3)) -> dict:
     """Mean total variation distance between the two frames' k-way marginals over all k-subsets of columns, for
     each k in ``ways``: {'tvd_1way': ..., ...}."""
-    return {f"tvd_{k}way": float(np.mean(list(marginal_errors(schema, synthetic, reference, k).values())))
-            for k in ways}
+    coded = _coded(schema, synthetic, reference)
+    return {f"tvd_{k}way": float(np.mean(list(_errors(schema, *coded, k).values()))) for k in ways}
 
 
 def marginal_errors(schema, synthetic, reference, k: int) -> dict:
     """{column names (a k-tuple): total variation distance between the two frames' k-way marginals on them}, for
     every k-subset of the columns, numbers in 10 bins at the reference's deciles: which marginals a mean hides."""
+    return _errors(schema, *_coded(schema, synthetic, reference), k)
+
+
+def _coded(schema, synthetic, reference) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(synthetic codes, reference codes, cells per column): both frames discretized at the reference's deciles."""
     edges = decile_edges(schema, reference)
     sizes = np.array(_sizes(schema, edges))
     a, b = discretize(schema, synthetic, edges), discretize(schema, reference, edges)
-    a, b = np.clip(a, 0, sizes - 1), np.clip(b, 0, sizes - 1)
+    return np.clip(a, 0, sizes - 1), np.clip(b, 0, sizes - 1), sizes
+
+
+def _errors(schema, a: np.ndarray, b: np.ndarray, sizes: np.ndarray, k: int) -> dict:
     out = {}
     for cols in itertools.combinations(range(len(sizes)), k):
         shape = sizes[list(cols)]
