@@ -6,6 +6,8 @@ noise draws would change. Settings measured here are not defaults; docs/tables.m
   against the defaults, at each ε (ε = 1e6 is the pair tables without noise; storms' names).
 - ``few-pairs``: a many-category column given one cell per category and released only in its pairs with ``--with``
   (every other pair kept), against the defaults, at each ε (storms' names with their years: as MST measures them).
+- ``target-pairs``: only the target's pairs released (the classifier's column with every other), against every pair:
+  what a run that serves one prediction task can trade (``pairs=`` in the library).
 - ``auc-draws``: more noise draws of a table's AUC and 3-way TVD at one ε, of swflow or (``--peer``) of a peer.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
   (the floor), swflow or (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
@@ -16,6 +18,7 @@ Each line is one fit and one draw of the noise, scored as `swflow evaluate --aga
     python experiments/tables_diagnostics.py log-scale --table k401ksubs --columns inc nettfa --epsilons 1 10
     python experiments/tables_diagnostics.py every-category --table storms --column name --epsilons 10 30 100 1e6
     python experiments/tables_diagnostics.py few-pairs --table storms --column name --with year month --epsilons 1 10
+    python experiments/tables_diagnostics.py target-pairs --table medexp --epsilons 1
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 [--adjacency add-remove]
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 --peer mst
     python experiments/tables_diagnostics.py split-triples --table storms --column name --epsilons 1 10 [--peer aim]
@@ -54,7 +57,8 @@ def log_scale(schema, columns: list[str]):
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", nargs="?", choices=("log-scale", "every-category", "few-pairs", "auc-draws", "split-triples"), default="log-scale")
+    p.add_argument("what", nargs="?", default="log-scale", choices=(
+        "log-scale", "every-category", "few-pairs", "target-pairs", "auc-draws", "split-triples"))
     p.add_argument("--table", default="movies")
     p.add_argument("--column", default="name", help="every-category, few-pairs: the many-category column; "
                    "split-triples: the column whose triples are shown apart")
@@ -87,7 +91,7 @@ def main(argv=None) -> None:
         print(split_line("private rows (the floor)", schema, private, held_out, args.column), flush=True)
     for epsilon in args.epsilons:
         for seed in args.seeds:
-            for label, table_schema, settings in runs_of(args, schema):
+            for label, table_schema, settings in runs_of(args, schema, target):
                 frame = frame_of(args, label, table_schema, settings, private, epsilon=epsilon, seed=seed)
                 if frame is None:
                     continue
@@ -102,7 +106,7 @@ def main(argv=None) -> None:
                       f"{result['tvd_3way']:.3f}  AUC {auc}  (delta {DELTA:g})", flush=True)
 
 
-def runs_of(args, schema) -> list[tuple]:
+def runs_of(args, schema, target: str) -> list[tuple]:
     """(label, schema, swflow's settings) of each run the diagnostic compares."""
     if args.what == "log-scale":
         return [("as declared", schema, {}), (f"log scale on {', '.join(args.columns)}",
@@ -118,6 +122,9 @@ def runs_of(args, schema) -> list[tuple]:
         return [("defaults", schema, {}), (f"{args.column} only with {', '.join(args.partners)}, every category",
                                            schema, {"pairs": kept + [(args.column, p) for p in args.partners],
                                                     "cells": {args.column: len(column.categories)}})]
+    if args.what == "target-pairs":
+        star = [tuple(sorted((target, c), key=schema.names.index)) for c in schema.names if c != target]
+        return [("every pair", schema, {}), (f"only {target}'s pairs", schema, {"pairs": star})]
     return [(args.peer or "swflow", schema, {})]
 
 
