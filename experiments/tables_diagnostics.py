@@ -149,5 +149,6 @@ def split_line(label: str, schema, frame, held_out, column: str) -> str:
     return (f"{label:48}  3-way TVD {np.mean(list(errors.values())):.3f}: the {len(holding)} triples holding "
             f"{column} {np.mean(holding):.3f}, the other {len(others)} {np.mean(others):.3f}")
 
+
 if __name__ == "__main__":
     main()
