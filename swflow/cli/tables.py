@@ -137,7 +137,8 @@ def cmd_schema(args) -> int:
     public = read_table(args.public, sep=args.sep)
     schema = Schema.propose(public, max_categories=args.max_categories)
     text = json.dumps(schema.to_json(), indent=2)
-    hinted = [c.name for c in schema.columns if crowded(c, pd.to_numeric(public[c.name], errors="coerce"))]
+    hinted = [c.name for c in schema.columns
+              if c.kind == "numeric" and crowded(c, pd.to_numeric(public[c.name], errors="coerce"))]
     if hinted:  # on stderr: the schema on stdout stays plain JSON
         print(f"hint: half of the public values of {hinted} lie in under 1 % of their range: where a column is a "
               'count or an amount, declare "scale": "log" on it; where an outlier set its bound, narrow the bound '

@@ -167,7 +167,7 @@ class FineGrid:
             piece = np.clip(fine - 1, 0, len(edges) - 2)
             left, width = edges[piece], edges[piece + 1] - edges[piece]
             if self.step is not None:  # a value written with the declared places in [left, left + width), not an atom
-                step, (first_atom, last_atom) = self.step, np.round(np.array([low, high]) / self.step)
+                step, (first_atom, last_atom) = self.step, self._lattice()  # the atoms, in steps
                 first = np.maximum(np.ceil(np.round(left / step, 9)), first_atom + 1)
                 last = np.minimum(np.ceil(np.round((left + width) / step, 9)) - 1, last_atom - 1)
                 drawn = first + np.floor(rng.uniform(size=len(fine)) * np.maximum(last - first + 1, 0))
