@@ -8,6 +8,11 @@ noise draws would change. Settings measured here are not defaults; docs/tables.m
   (every other pair kept), against the defaults, at each ε (storms' names with their years: as MST measures them).
 - ``target-pairs``: only the target's pairs released (the classifier's column with every other), against every pair:
   what a run that serves one prediction task can trade (``pairs=`` in the library).
+- ``shrinkage``: the released tables fitted as they are (``shrink=False``), against shrunk toward independence
+  (the default): the classifier's AUC against the marginals' error.
+- ``tree-pairs``: fewer pairs, chosen by an oracle: the maximum spanning tree of the private rows' pairwise mutual
+  information (scored in the scorer's bins), alone and with the 2C most dependent pairs added, against every
+  pair. Chosen on private rows without noise, it bounds what a private choice of pairs (MST's) could bring.
 - ``auc-draws``: more noise draws of a table's AUC and 3-way TVD at one ε, of swflow or (``--peer``) of a peer.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
   (the floor), swflow or (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
@@ -19,6 +24,8 @@ Each line is one fit and one draw of the noise, scored as `swflow evaluate --aga
     python experiments/tables_diagnostics.py every-category --table storms --column name --epsilons 10 30 100 1e6
     python experiments/tables_diagnostics.py few-pairs --table storms --column name --with year month --epsilons 1 10
     python experiments/tables_diagnostics.py target-pairs --table medexp --epsilons 1
+    python experiments/tables_diagnostics.py shrinkage --table medexp --epsilons 1 --seeds 1 2 3 4 5 6
+    python experiments/tables_diagnostics.py tree-pairs --table storms --epsilons 1 10
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 [--adjacency add-remove]
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 --peer mst
     python experiments/tables_diagnostics.py split-triples --table storms --column name --epsilons 1 10 [--peer aim]
@@ -58,7 +65,8 @@ def log_scale(schema, columns: list[str]):
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", nargs="?", default="log-scale", choices=(
-        "log-scale", "every-category", "few-pairs", "target-pairs", "auc-draws", "split-triples"))
+        "log-scale", "every-category", "few-pairs", "target-pairs", "shrinkage", "tree-pairs", "auc-draws",
+        "split-triples"))
     p.add_argument("--table", default="movies")
     p.add_argument("--column", default="name", help="every-category, few-pairs: the many-category column; "
                    "split-triples: the column whose triples are shown apart")
@@ -89,9 +97,10 @@ def main(argv=None) -> None:
     score = Scorer(schema, private, held_out, target)  # scored alike under any scale: the same bounds
     if args.what == "split-triples":
         print(split_line("private rows (the floor)", schema, private, held_out, args.column), flush=True)
+    runs = runs_of(args, schema, target, private)
     for epsilon in args.epsilons:
         for seed in args.seeds:
-            for label, table_schema, settings in runs_of(args, schema, target):
+            for label, table_schema, settings in runs:
                 frame = frame_of(args, label, table_schema, settings, private, epsilon=epsilon, seed=seed)
                 if frame is None:
                     continue
@@ -106,7 +115,7 @@ def main(argv=None) -> None:
                       f"{result['tvd_3way']:.3f}  AUC {auc}  (delta {DELTA:g})", flush=True)
 
 
-def runs_of(args, schema, target: str) -> list[tuple]:
+def runs_of(args, schema, target: str, private) -> list[tuple]:
     """(label, schema, swflow's settings) of each run the diagnostic compares."""
     if args.what == "log-scale":
         return [("as declared", schema, {}), (f"log scale on {', '.join(args.columns)}",
@@ -125,7 +134,34 @@ def runs_of(args, schema, target: str) -> list[tuple]:
     if args.what == "target-pairs":
         star = [tuple(sorted((target, c), key=schema.names.index)) for c in schema.names if c != target]
         return [("every pair", schema, {}), (f"only {target}'s pairs", schema, {"pairs": star})]
+    if args.what == "shrinkage":
+        return [("shrunk (the default)", schema, {}), ("as released (shrink=False)", schema, {"shrink": False})]
+    if args.what == "tree-pairs":
+        tree, ranked = oracle_pairs(schema, private)
+        richer = sorted(set(tree) | set(ranked[:2 * len(schema.names)]), key=ranked.index)
+        return [("every pair", schema, {}), (f"oracle tree ({len(tree)} pairs)", schema, {"pairs": tree}),
+                (f"oracle tree + top {2 * len(schema.names)} ({len(richer)} pairs)", schema, {"pairs": richer})]
     return [(args.peer or "swflow", schema, {})]
+
+
+def oracle_pairs(schema, private) -> tuple[list, list]:
+    """(the maximum spanning tree of the columns' pairwise mutual information, every pair by falling mutual
+    information), on the private rows in the scorer's bins, without noise: an oracle, never a release."""
+    from scipy.sparse.csgraph import minimum_spanning_tree
+    from sklearn.metrics import mutual_info_score
+
+    from swflow.tables.metrics import decile_edges, discretize
+
+    codes, names = discretize(schema, private, decile_edges(schema, private)), schema.names
+    information = {(a, b): mutual_info_score(codes[:, i], codes[:, j])
+                   for (i, a), (j, b) in itertools.combinations(enumerate(names), 2)}
+    weights = np.zeros((len(names), len(names)))
+    for (a, b), value in information.items():
+        weights[names.index(a), names.index(b)] = -(value + 1e-12)  # every pair an edge, the strongest first
+    tree = minimum_spanning_tree(weights).tocoo()
+    ranked = sorted(information, key=information.get, reverse=True)
+    in_tree = {tuple(sorted((names[i], names[j]), key=names.index)) for i, j in zip(tree.row, tree.col)}
+    return [pair for pair in ranked if pair in in_tree], ranked
 
 
 def frame_of(args, label: str, schema, settings: dict, private, *, epsilon: float, seed: int):

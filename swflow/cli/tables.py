@@ -34,7 +34,7 @@ def cmd_generate_table(args) -> int:
                            noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
                            count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
                            public=args.public_table, resolution=args.resolution, cells=parse_cells(args.cells),
-                           seed=args.seed,
+                           shrink=not args.no_shrink, seed=args.seed,
                            privacy_seed=args.privacy_seed, **steps,
                            **({} if args.resolution_share is None else {"resolution_share": args.resolution_share}))
     inputs = (args.table,) if args.public_table is None else (args.table, args.public_table)
@@ -176,6 +176,11 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cells", nargs="+", default=None, metavar="N | COLUMN=N",
                    help="cells per column in the pair tables: one number for every column, or COLUMN=N for some "
                    "(the others by the rule; default: a rule of epsilon, n and the number of pairs; docs/tables.md)")
+    g.add_argument("--no-shrink", action="store_true",
+                   help="fit the released pair tables as they are, without shrinking each toward independence: "
+                   "for samples that train a classifier on a small table, where shrinkage can erase the weak "
+                   "dependences the classifier needs (medexp at eps 1: AUC 0.52 -> 0.62 over eight draws, 3-way TVD "
+                   "0.264 -> 0.286; docs/tables.md, \"Shrinkage\")")
     g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
                    "private table has; n is public)")
 

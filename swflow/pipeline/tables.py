@@ -53,7 +53,7 @@ class TableSynthesizer(TableCells, TableSize):
                  pairs: list[tuple[str, str]] | None = None, public=None, resolution: str | None = None,
                  resolution_share: float = RESOLUTION_SHARE, cells: int | dict | None = None,
                  numeric_bins: int = NUMERIC_BINS,
-                 n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, seed: int = 0,
+                 n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, shrink: bool = True, seed: int = 0,
                  privacy_seed: int | None = None):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
         pairs whose two-way tables are released (default: from the schema alone, every pair up to 32 columns, then
@@ -61,8 +61,9 @@ class TableSynthesizer(TableCells, TableSize):
         (RESOLUTIONS; default 'public' with public rows, else 'release': the fine one-way histograms at
         ``resolution_share`` of the budget); ``cells``: cells per column, for every column or ({name: cells}) for
         some (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
-        equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``: the particles' fit
-        (:class:`~swflow.tables.flow.MarginalFlowConfig`); the budget as for every method (``epsilon`` or
+        equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
+        fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are,
+        for samples that train a classifier on a small table); the budget as for every method (``epsilon`` or
         ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
         from ..privacy import PrivacySpec
 
@@ -97,7 +98,7 @@ class TableSynthesizer(TableCells, TableSize):
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
         self.clip, self.privacy_seed = clip, privacy_seed
-        self.flow = MarginalFlowConfig(n_particles=n_particles, steps=steps, lr=lr, seed=seed)
+        self.flow = MarginalFlowConfig(n_particles=n_particles, steps=steps, lr=lr, seed=seed, shrink=shrink)
         self._particles = self._report = self._counts = None
 
     def _pairs(self, pairs) -> list[tuple[int, int]]:
@@ -174,15 +175,16 @@ class TableSynthesizer(TableCells, TableSize):
             self._report = self._report.with_notes(noise_check=noise_check_note(self.codec.sizes, self.pairs))
 
     def _fit_to_release(self, *, progress: bool | str = False) -> list:
-        """The particles fitted to the released tables (shrunk, swflow.tables.flow), from public things only: the
-        released counts, the report's σ and n, the settings. Deterministic: load() refits them rather than read
-        particles a file could have replaced."""
+        """The particles fitted to the released tables (shrunk unless ``shrink=False``, swflow.tables.flow), from
+        public things only: the released counts, the report's σ and n, the settings. Deterministic: load() refits
+        them rather than read particles a file could have replaced."""
         from ..privacy.marginals import split_tables
 
         sizes, report = self.codec.sizes, self._report
-        targets = shrunk_tables(split_tables(self._counts, sizes, self.pairs), sizes, self.pairs,
-                                noise_std=report.noise_std if report.private else 0.0,
-                                dataset_size=report.dataset_size)
+        targets = split_tables(self._counts, sizes, self.pairs)
+        if report.private and self.flow.shrink:
+            targets = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std,
+                                    dataset_size=report.dataset_size)
         return fit_particles(targets, sizes, self.pairs, dataset_size=report.dataset_size, config=self.flow,
                              progress=progress)
 
