@@ -13,6 +13,10 @@ noise draws would change. Settings measured here are not defaults; docs/tables.m
 - ``tree-pairs``: fewer pairs, chosen by an oracle: the maximum spanning tree of the private rows' pairwise mutual
   information (scored in the scorer's bins), alone and with the 2C most dependent pairs added, against every
   pair. Chosen on private rows without noise, it bounds what a private choice of pairs (MST's) could bring.
+- ``repeated-values``: swflow's samples as decoded, and each decoded number snapped to the value that the private
+  rows repeat inside its fine slice (held by at least half the slice's rows, and by at least the count a private
+  release could keep: a tenth of ρ on the sliced columns' counts, Gaussian, thresholded at 1e-10 of δ): an oracle
+  that bounds what a private release of repeated values (partition selection; not built) would add.
 - ``auc-draws``: more noise draws of a table's AUC and 3-way TVD at one ε, of swflow or (``--peer``) of a peer.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
   (the floor), swflow or (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
@@ -26,6 +30,7 @@ Each line is one fit and one draw of the noise, scored as `swflow evaluate --aga
     python experiments/tables_diagnostics.py target-pairs --table medexp --epsilons 1
     python experiments/tables_diagnostics.py shrinkage --table medexp --epsilons 1 --seeds 1 2 3 4 5 6
     python experiments/tables_diagnostics.py tree-pairs --table storms --epsilons 1 10
+    python experiments/tables_diagnostics.py repeated-values --table medexp --epsilons 1 10
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 [--adjacency add-remove]
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 --peer mst
     python experiments/tables_diagnostics.py split-triples --table storms --column name --epsilons 1 10 [--peer aim]
@@ -65,8 +70,8 @@ def log_scale(schema, columns: list[str]):
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", nargs="?", default="log-scale", choices=(
-        "log-scale", "every-category", "few-pairs", "target-pairs", "shrinkage", "tree-pairs", "auc-draws",
-        "split-triples"))
+        "log-scale", "every-category", "few-pairs", "target-pairs", "shrinkage", "tree-pairs", "repeated-values",
+        "auc-draws", "split-triples"))
     p.add_argument("--table", default="movies")
     p.add_argument("--column", default="name", help="every-category, few-pairs: the many-category column; "
                    "split-triples: the column whose triples are shown apart")
@@ -109,10 +114,18 @@ def main(argv=None) -> None:
                     print(split_line(f"eps {epsilon:g}  seed {seed}  {unit}  {label}", schema, frame, held_out,
                                      args.column), flush=True)
                     continue
-                result = score(frame)
-                auc = "-" if result["auc"] is None else f"{result['auc']:.3f}"
-                print(f"eps {epsilon:g}  seed {seed}  {unit}  {label:40}  3-way TVD "
-                      f"{result['tvd_3way']:.3f}  AUC {auc}  (delta {DELTA:g})", flush=True)
+                line = score_line(score(frame))
+                print(f"eps {epsilon:g}  seed {seed}  {unit}  {label:40}  {line}  (delta {DELTA:g})", flush=True)
+                if args.what == "repeated-values":
+                    held = release_threshold(schema, epsilon)
+                    line = score_line(score(snapped(schema, private, frame, held)))
+                    print(f"eps {epsilon:g}  seed {seed}  {unit}  {'snapped (an oracle)':40}  {line}  (values held by "
+                          f">= {held:.0f} private rows)", flush=True)
+
+
+def score_line(result: dict) -> str:
+    auc = "-" if result["auc"] is None else f"{result['auc']:.3f}"
+    return f"3-way TVD {result['tvd_3way']:.3f}  AUC {auc}"
 
 
 def runs_of(args, schema, target: str, private) -> list[tuple]:
@@ -162,6 +175,53 @@ def oracle_pairs(schema, private) -> tuple[list, list]:
     ranked = sorted(information, key=information.get, reverse=True)
     in_tree = {tuple(sorted((names[i], names[j]), key=names.index)) for i, j in zip(tree.row, tree.col)}
     return [pair for pair in ranked if pair in in_tree], ranked
+
+
+def sliced_columns(schema) -> list:
+    from swflow.tables.cells import FineGrid
+
+    return [c for c in schema.columns if c.kind == "numeric" and FineGrid(c).sliced]
+
+
+def release_threshold(schema, epsilon: float, *, share: float = 0.1, delta_share: float = 1e-10) -> float:
+    """The count above which a Gaussian release of the sliced columns' value counts at ``share`` of ρ (ρ-zCDP from
+    ε at the benchmark's δ: ε = ρ + 2√(ρ ln 1/δ)) keeps a value, a value held by one record crossing it with
+    probability ``delta_share`` over the 2C counts a replaced record moves."""
+    import math
+
+    from scipy.stats import norm
+
+    columns = max(len(sliced_columns(schema)), 1)
+    rho = (math.sqrt(math.log(1 / DELTA) + epsilon) - math.sqrt(math.log(1 / DELTA))) ** 2
+    sigma = math.sqrt(2 * columns / (2 * share * rho))
+    return 1 + sigma * norm.isf(delta_share / (2 * columns))
+
+
+def snapped(schema, private, frame, threshold: float):
+    """``frame`` with each sliced number moved to the value the private rows repeat in its fine slice, where one
+    value holds at least half the slice's private rows and at least ``threshold`` of them (an oracle: private
+    rows, no noise)."""
+    import pandas as pd
+
+    from swflow.tables.cells import FineGrid
+
+    out = frame.copy()
+    for column in sliced_columns(schema):
+        grid = FineGrid(column)
+        values = private[column.name].dropna().to_numpy(dtype=float)
+        repeated, counts = np.unique(values, return_counts=True)
+        held = np.bincount(grid.index(pd.Series(values)), minlength=grid.size)
+        cells = grid.index(pd.Series(repeated))
+        keep = (counts >= threshold) & (counts >= held[cells] / 2) & (cells > 0) & (cells < grid.values - 1)
+        target = dict(zip(cells[keep], repeated[keep]))  # the bounds are atoms already
+        drawn = out[column.name].to_numpy(dtype=float, na_value=np.nan).copy()
+        present = ~np.isnan(drawn)
+        drawn_cells = np.full(len(drawn), -1)
+        drawn_cells[present] = grid.index(pd.Series(drawn[present]))
+        for cell, value in target.items():
+            drawn[drawn_cells == cell] = value
+        out[column.name] = drawn
+    return out
 
 
 def frame_of(args, label: str, schema, settings: dict, private, *, epsilon: float, seed: int):
