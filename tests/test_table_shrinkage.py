@@ -64,3 +64,25 @@ def test_shrink_false_fits_the_released_tables_as_they_are_and_survives_a_reload
     assert loaded.sample(50, seed=2).equals(syn.sample(50, seed=2))  # the same fit, refitted from the release
     with pytest.raises(ValueError, match="shrink is True or False"):
         TableSynthesizer(schema=schema, epsilon=1.0, shrink="no")
+
+
+def test_the_command_line_fits_without_shrinkage_and_samples_the_run_alike(tmp_path, monkeypatch):
+    import json
+
+    import swflow.pipeline.tables as tables_module
+    from swflow.cli import main
+    from swflow.tables import example_table
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--no-shrink run shrank its tables")
+
+    monkeypatch.setattr(tables_module, "shrunk_tables", refuse)
+    frame, schema = example_table(600)
+    frame.to_csv(tmp_path / "private.csv", index=False)
+    schema.write(tmp_path / "schema.json")
+    run = tmp_path / "run"
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--epsilon", "1", "--delta", "1e-6", "--steps", "20", "--no-shrink", "--quiet",
+                 "--out", str(run)]) == 0
+    assert json.loads((run / "privacy.json").read_text())["run_config"]["shrink"] is False
+    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 0  # refitted, unshrunk

@@ -62,8 +62,8 @@ class TableSynthesizer(TableCells, TableSize):
         ``resolution_share`` of the budget); ``cells``: cells per column, for every column or ({name: cells}) for
         some (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
         equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
-        fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are,
-        for samples that train a classifier on a small table); the budget as for every method (``epsilon`` or
+        fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
+        for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the budget as for every method (``epsilon`` or
         ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
         from ..privacy import PrivacySpec
 
