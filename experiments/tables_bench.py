@@ -93,12 +93,19 @@ def peer_stem(cache: Path, name: str, table: str, *, epsilon: float, seed: int) 
     return cache / VARIANTS.get(table, table) / (f"{name}-eps{epsilon:g}" + (f"-seed{seed}" if seed else ""))
 
 
+def with_scale(schema, scale: str, columns=None):
+    """``schema`` with ``columns`` (default: every column) declared ``"scale": scale`` (swflow/tables/cells.py)."""
+    from swflow.tables import Schema
+
+    return Schema(tuple(replace(c, scale=scale) if columns is None or c.name in columns else c
+                        for c in schema.columns), schema.rules)
+
+
 def peer_codec_of(schema):
     """The peers' codec: 32 equal-width bins on the declared bounds (a log scale would make them equal in log)."""
-    from swflow.tables import Schema, TableCodec
+    from swflow.tables import TableCodec
 
-    return TableCodec(Schema(tuple(replace(c, scale="linear") for c in schema.columns), schema.rules),
-                      numeric_bins=PEER_BINS)
+    return TableCodec(with_scale(schema, "linear"), numeric_bins=PEER_BINS)
 
 
 def peer_samples(name: str, table: str, codec, private: pd.DataFrame, *, epsilon: float, n: int, seed: int,

@@ -49,22 +49,19 @@ from swflow.tables.metrics import marginal_errors
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from tables_adult import Scorer  # noqa: E402
-from tables_bench import DELTA, PEERS, TARGETS, peer_codec_of, peer_samples, read, swflow  # noqa: E402
+from tables_bench import (DELTA, PEERS, TARGETS, peer_codec_of, peer_samples, read, swflow,  # noqa: E402
+                          with_scale)
 
 #: the benchmark's cache of the peers' samples (experiments/tables_bench.py)
 PEER_CACHE = HERE / "out" / "tables_bench_peers"
 
 
 def log_scale(schema, columns: list[str]):
-    """``schema`` with ``columns`` declared ``"scale": "log"`` (swflow/tables/cells.py)."""
-    from dataclasses import replace
-
-    from swflow.tables import Schema
-
+    """``schema`` with ``columns``, numeric ones, declared ``"scale": "log"``."""
     unknown = set(columns) - {c.name for c in schema.columns if c.kind == "numeric"}
     if unknown:
         raise ValueError(f"{sorted(unknown)} are not numeric columns of the table")
-    return Schema(tuple(replace(c, scale="log") if c.name in columns else c for c in schema.columns), schema.rules)
+    return with_scale(schema, "log", columns)
 
 
 def main(argv=None) -> None:

@@ -1,12 +1,13 @@
-"""The pair tables' shrinkage toward independence (swflow.tables.flow.shrunk_tables) and the switch that turns it off."""
+"""The pair tables' shrinkage toward independence (swflow.tables.flow.shrunk_tables) and the switch that turns it
+off."""
 import numpy as np
 import pytest
 import torch
 
 
 def _james_stein(table: np.ndarray, sigma: float, n: int) -> np.ndarray:
-    """The positive-part James–Stein estimate of ONE table toward the product of its own margins over the public n
-    (a table whose columns are in no other table pools nothing): P + max(0, 1 − cells·σ²/‖T − P‖²)(T − P)."""
+    """The positive-part James–Stein estimate of ONE table toward the product of its own margins over the public
+    n (a table whose columns are in no other table pools nothing): P + max(0, 1 − cells·σ²/‖T − P‖²)(T − P)."""
     rows, cols = table.sum(axis=1).clip(min=0), table.sum(axis=0).clip(min=0)
     product = np.outer(rows / rows.sum(), cols / cols.sum()) * n
     departure = table - product

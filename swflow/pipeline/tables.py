@@ -63,8 +63,8 @@ class TableSynthesizer(TableCells, TableSize):
         some (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
         equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
-        for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the budget as for every method (``epsilon`` or
-        ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
+        for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the
+        budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
         from ..privacy import PrivacySpec
 
         if method not in METHODS:
