@@ -13,10 +13,11 @@ noise draws would change. Settings measured here are not defaults; docs/tables.m
 - ``tree-pairs``: fewer pairs, chosen by an oracle: the maximum spanning tree of the private rows' pairwise mutual
   information (scored in the scorer's bins), alone and with the 2C most dependent pairs added, against every
   pair. Chosen on private rows without noise, it bounds what a private choice of pairs (MST's) could bring.
-- ``repeated-values``: swflow's samples as decoded, and each decoded number snapped to the value that the private
-  rows repeat inside its fine slice (held by at least half the slice's rows, and by at least the count a private
-  release could keep: a tenth of ρ on the sliced columns' counts, Gaussian, thresholded at 1e-10 of δ): an oracle
-  that bounds what a private release of repeated values (partition selection; not built) would add.
+- ``repeated-values``: swflow with its defaults and with ``repeated_values`` (the private release of the values the
+  sliced columns repeat: swflow/privacy/values.py), and the defaults' samples with each decoded number snapped to
+  the value that the private rows repeat inside its fine slice (held by at least half the slice's rows, and by at
+  least the count such a release could keep: a tenth of ρ on the sliced columns' counts, Gaussian, thresholded at
+  1e-10 of δ): an oracle, never a release, that bounds what the release could add.
 - ``auc-draws``: more noise draws of a table's AUC and 3-way TVD at one ε, of swflow or (``--peer``) of a peer.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
   (the floor), swflow or (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
@@ -113,7 +114,7 @@ def main(argv=None) -> None:
                     continue
                 line = score_line(score(frame))
                 print(f"eps {epsilon:g}  seed {seed}  {unit}  {label:40}  {line}  (delta {DELTA:g})", flush=True)
-                if args.what == "repeated-values":
+                if args.what == "repeated-values" and not settings:
                     held = release_threshold(schema, epsilon)
                     line = score_line(score(snapped(schema, private, frame, held)))
                     print(f"eps {epsilon:g}  seed {seed}  {unit}  {'snapped (an oracle)':40}  {line}  (values held by "
@@ -144,6 +145,9 @@ def runs_of(args, schema, target: str, private) -> list[tuple]:
     if args.what == "target-pairs":
         star = [tuple(sorted((target, c), key=schema.names.index)) for c in schema.names if c != target]
         return [("every pair", schema, {}), (f"only {target}'s pairs", schema, {"pairs": star})]
+    if args.what == "repeated-values":
+        return [("defaults", schema, {}), ("repeated values named (repeated_values)", schema,
+                                           {"repeated_values": True})]
     if args.what == "shrinkage":
         return [("shrunk (the default)", schema, {}), ("as released (shrink=False)", schema, {"shrink": False})]
     if args.what == "tree-pairs":

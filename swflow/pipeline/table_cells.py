@@ -42,7 +42,7 @@ class TableCells:
 
         if isinstance(self.cells, int):
             return [self.cells] * len(self.schema.columns)
-        z = one_release_multiplier(self.privacy) / math.sqrt(1 - self.resolution_share)
+        z = one_release_multiplier(self.privacy) / math.sqrt((1 - self.resolution_share) * (1 - self._values_share()))
         sigma = z * histogram_sensitivity(len(self.pairs), adjacency=self.privacy.adjacency).value
         rule = cells_per_column(dataset_size=n, pair_noise_std=sigma)
         return [(self.cells or {}).get(name, rule) for name in self.schema.names]
@@ -123,11 +123,63 @@ class TableCells:
         if not released:  # the shares of what the size release, if made, leaves
             return None, (calibrate(self.privacy, pairs) if not spent else
                           calibrate_shares(self.privacy, (pairs,), shares_after((1.0,), spent), spent=spent)[0])
-        trees = [tree_of(self.schema.columns[j]) for j in released]
+        trees = [tree_of(self.schema.columns[j]) for j in released]  # their levels stay whatever atoms come
         levels = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=sum(t.levels for t in trees),
                              dim=sum(t.cells for t in trees), noise=noise, size_private=size_private)
-        share = self.resolution_share
-        return calibrate_shares(self.privacy, (levels, pairs), shares_after((share, 1 - share), spent), spent=spent)
+        share, named = self.resolution_share, self._named_columns(released)
+        if not named:
+            fine, tables = calibrate_shares(self.privacy, (levels, pairs), shares_after((share, 1 - share), spent),
+                                            spent=spent)
+            return (None, fine), tables
+        values = replace(levels, n_projections=len(named), dim=len(named))
+        v = self._values_share()
+        named_cal, fine, tables = calibrate_shares(
+            self.privacy, (values, levels, pairs), shares_after((v, (1 - v) * share, (1 - v) * (1 - share)), spent),
+            spent=spent, reserved_delta=self._values_delta())
+        return (named_cal, fine), tables
+
+    def _values_share(self) -> float:
+        from ..tables.resolution import VALUES_SHARE
+
+        return VALUES_SHARE if self.repeated_values else 0.0
+
+    def _values_delta(self) -> float:
+        """The δ that naming a value only one record holds may cost: the spec's share for such failures."""
+        return self.privacy.delta_sensitivity_share * self.privacy.delta
+
+    def _named_columns(self, released: list[int]) -> list[int]:
+        """The released columns whose repeated values are named first (``repeated_values``): the sliced ones."""
+        from ..tables.cells import FineGrid
+
+        return [j for j in released if self.repeated_values and FineGrid(self.schema.columns[j]).sliced]
+
+    def _release_values(self, table, n: int, named: list[int], calibration, noise, ledger) -> None:
+        """The repeated-values release (privacy/values.py) on the columns ``named``; sets their atoms."""
+        import numpy as np
+
+        from ..privacy.values import ValuesTarget
+        from ..tables.cells import FineGrid
+        from ..tables.files import TableRows
+
+        columns = [self.schema.columns[j] for j in named]
+        frames = (TableRows(table, _fine_codec(self.schema), clip=self.clip).checked_frames()
+                  if isinstance(table, (str, Path)) else [(0, self.schema.check(table, clip=self.clip))])
+        inside = [FineGrid(c).ends for c in columns]
+        parts = [np.stack([np.nan_to_num(frame[c.name].to_numpy(dtype=float, na_value=np.nan), nan=low)
+                           for c, (low, _) in zip(columns, inside)], axis=1) for _, frame in frames]
+        values = torch.from_numpy(np.concatenate(parts))  # a missing value is a bound: never named
+        del parts
+        target = ValuesTarget(values, calibration, noise=noise, ledger=ledger, inside=inside,
+                              delta=self._values_delta(), dataset_size=n)
+        self._released_values = target.release_values()
+        self._set_atoms(named)
+        return target
+
+    def _set_atoms(self, named: list[int]) -> None:
+        from ..tables.resolution import released_atoms
+
+        self._atoms = {j: released_atoms(self.schema.columns[j], values.numpy(), counts.numpy())
+                       for j, (values, counts) in zip(named, self._released_values)}
 
     def _release_cells(self, table, n: int, released: list[int], calibration, noise, share):
         """The resolution release on the columns ``released``, and the cells it sets (self.codec); the target."""
@@ -135,53 +187,81 @@ class TableCells:
         from ..privacy.oneway import OneWayTarget, ShardedOneWayTarget
         from ..tables.files import TableRows
 
-        fine_codec = _fine_codec(self.schema)
+        named_cal, calibration = calibration if calibration is not None else (None, None)
+        lo, hi, world = share
+        named = self._named_columns(released)
+        if named:  # first: the atoms change the grid the trees count
+            if world > 1:
+                raise ValueError("repeated_values is not available under torchrun (sharded=True) yet: the values "
+                                 "that records share are counted in one process")
+            self._values_target = self._release_values(table, n, named, named_cal, noise, PrivacyLedger())
+        fine_codec = _fine_codec(self.schema, self._atoms)
         if isinstance(table, (str, Path)):
             cells = TableRows(table, fine_codec, clip=self.clip)
         else:
             cells = torch.from_numpy(fine_codec.cell_index(self.schema.check(table, clip=self.clip)))
-        lo, hi, world = share
         if calibration is not None:  # its plan's rows are the records' cells, one column each
             calibration = replace(calibration, plan=replace(calibration.plan, dim=cells.shape[1]))
         kind = ShardedOneWayTarget if world > 1 else OneWayTarget
         target = kind(cells[lo:hi], calibration, noise=noise, ledger=PrivacyLedger(), columns=released,
-                      trees=[_tree(self.schema, j) for j in released], dataset_size=n)
+                      trees=[self._tree(j) for j in released], dataset_size=n)
         del cells
         self._released_levels, self._released_columns = target.release_levels(), released
         self.codec = self._codec_from_levels(self._released_levels, released, n)
         return target
+
+    def _fine_events(self, fine) -> tuple:
+        """The ledger events of the releases before the pair tables, in their order: [the values,] the trees."""
+        named = getattr(self, "_values_target", None)
+        return (*(() if named is None else named.ledger.events), *fine.ledger.events)
+
+    def _tree(self, column: int):
+        from ..tables.resolution import tree_of
+
+        return tree_of(self.schema.columns[column], self._atoms.get(column, ()))
 
     def _codec_from_levels(self, levels, released: list[int], n: int) -> TableCodec:
         """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution)."""
         from ..privacy.oneway import split_levels
         from ..tables.resolution import column_cells, fine_weights
 
-        trees = [_tree(self.schema, j) for j in released]
+        trees = [self._tree(j) for j in released]
         weights = dict(zip(released, (fine_weights(counts, tree, total=n)
                                       for counts, tree in zip(split_levels(levels, trees), trees))))
         return TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
                           cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
-                                                                          self._cells_m[j])
+                                                                          self._cells_m[j], self._atoms.get(j, ()))
                                  for j, c in enumerate(self.codec.cells)])
 
     def _resolution_note(self, fine) -> str:
         from ..privacy.oneway import ONEWAY_RELEASE
+        from ..privacy.values import VALUES_RELEASE
 
-        return ONEWAY_RELEASE.format(columns=[self.schema.names[j] for j in fine.columns], groups=fine.groups,
+        note = ONEWAY_RELEASE.format(columns=[self.schema.names[j] for j in fine.columns], groups=fine.groups,
                                      sigma=fine.levels_noise_std()) + " (released before the pair tables)"
+        named = getattr(self, "_values_target", None)
+        if named is None:
+            return note
+        values = VALUES_RELEASE.format(columns=[self.schema.names[j] for j in self._atoms], groups=len(named.inside),
+                                       sigma=named.values_noise_std(), threshold=named.threshold(), delta=named.delta)
+        return f"{values} THEN {note}"
 
     def _split_note(self) -> str:
-        share = self.resolution_share
+        share, v = self.resolution_share, self._values_share() if self._atoms else 0.0
         whole = "the budget" if self._size is None else "what the count of records leaves"
-        return (f"the resolution release takes {share:g} of {whole} and the pair tables {1 - share:g} (of rho in "
-                "zCDP, of mu^2 in Gaussian DP: multipliers z/sqrt(share)); the accountant composes them")
+        named = f"the repeated-values release takes {v:g} of {whole}, " if v else ""
+        return (f"{named}the resolution release {(1 - v) * share:g} and the pair tables {(1 - v) * (1 - share):g} "
+                f"of {whole} (of rho in zCDP, of mu^2 in Gaussian DP: multipliers z/sqrt(share)); the accountant "
+                "composes them")
 
     def _resolution_state(self) -> dict:
         """What sets the cells, as released (re-derived on load, never read back as cells)."""
         weights = getattr(self, "_public_weights_used", None)
+        named = getattr(self, "_released_values", None)
         return {"mode": self.resolution, "share": self.resolution_share, "cells_per_column": getattr(self, "_cells_m", None),
                 "columns": list(getattr(self, "_released_columns", [])), "levels": self._released_levels,
-                "public_weights": None if weights is None else [torch.as_tensor(w) for w in weights]}
+                "public_weights": None if weights is None else [torch.as_tensor(w) for w in weights],
+                "repeated_values": None if named is None else [[v, c] for v, c in named]}
 
     def _restore_cells(self, state: dict, report, source: str) -> None:
         """Set the codec's cells from a saved resolution state: the released levels are tested against the
@@ -193,6 +273,7 @@ class TableCells:
         from ..tables.resolution import column_cells
 
         mode, m, released = state["mode"], state["cells_per_column"], [int(j) for j in state["columns"]]
+        self.repeated_values = state.get("repeated_values") is not None
         if isinstance(m, int):  # files of the first resolution release: one number for every column
             m = [m] * len(self.schema.columns)
         if mode not in RESOLUTIONS or (mode != "uniform" and not (
@@ -207,35 +288,57 @@ class TableCells:
                                        for c, w, k in zip(self.schema.columns, weights, m)])
         if mode == "release" and released:
             levels = torch.as_tensor(state["levels"], dtype=torch.float64)
-            trees = [_tree(self.schema, j) for j in released]
+            named = self._restore_values(state.get("repeated_values"), released, report, source)
+            trees, at = [self._tree(j) for j in released], 1 + bool(named)  # the ledger: pairs, [values,] trees
             sigma = 0.0
             if report.private:
                 events = report.ledger
                 groups = sum(t.levels for t in trees)
-                if len(events) != 2 + (report.adjacency == "add-remove") or events[1]["n_projections"] != groups or \
-                        events[1]["sensitivity"] != histogram_sensitivity(groups, adjacency=report.adjacency).value:
+                if len(events) != at + 1 + (report.adjacency == "add-remove") or events[at]["n_projections"] != \
+                        groups or events[at]["sensitivity"] != histogram_sensitivity(groups,
+                                                                                     adjacency=report.adjacency).value:
                     raise ClaimMismatch(f"{source}: its ledger does not hold the resolution release its cells come "
                                         "from (one release of the trees of the released columns); fit again")
-                sigma = float(events[1]["noise_std"])
-                verify_levels(levels, trees, sigma=sigma, source=source, mechanism=events[1]["mechanism"],
+                sigma = float(events[at]["noise_std"])
+                verify_levels(levels, trees, sigma=sigma, source=source, mechanism=events[at]["mechanism"],
                               dataset_size=None if report.adjacency == "add-remove" else report.dataset_size)
             self._released_levels, self._released_columns = levels, released
             self.codec = self._codec_from_levels(levels, released, report.dataset_size)
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
-                self.schema.names[j] for j in released]:
+                self.schema.names[j] for j in released] or report.run_config.get("repeated_values_columns", []) != [
+                self.schema.names[j] for j in self._atoms]:
             raise ClaimMismatch(f"{source}: the cells its report records are not those its release gives: the file "
                                 "was edited; fit again")
 
 
-def _fine_codec(schema: Schema) -> TableCodec:
-    """The codec whose cells are every column's fine grid (what the resolution release counts)."""
+    def _restore_values(self, named_state, released: list[int], report, source: str) -> list[int]:
+        """The atoms of a saved repeated-values release, its named values and counts tested against its ledger
+        event first (privacy.values.verify_values); the columns it named."""
+        from ..privacy.values import verify_values
+        from ..privacy.verify import ClaimMismatch
+        from ..tables.cells import FineGrid
+
+        named = self._named_columns(released)
+        if named_state is None:
+            return named
+        if not named or len(named_state) != len(named):
+            raise ClaimMismatch(f"{source}: its repeated-values release is not one of its sliced columns; fit again")
+        self._released_values = [(torch.as_tensor(v, dtype=torch.float64), torch.as_tensor(c, dtype=torch.float64))
+                                 for v, c in named_state]
+        if report.private:
+            if len(report.ledger) < 3:
+                raise ClaimMismatch(f"{source}: its ledger does not hold the repeated-values release its atoms come "
+                                    "from; fit again")
+            verify_values(self._released_values, event=report.ledger[1], columns=len(named), source=source,
+                          inside=[FineGrid(self.schema.columns[j]).ends for j in named])
+        self._set_atoms(named)
+        return named
+
+
+def _fine_codec(schema: Schema, atoms: dict | None = None) -> TableCodec:
+    """The codec whose cells are every column's fine grid, with its released ``atoms`` ({column: values}; what the
+    resolution release counts)."""
     from ..tables.cells import ColumnCells, FineGrid
 
-    return TableCodec(schema, cells=[ColumnCells(FineGrid(c), list(range(FineGrid(c).values + 1)))
-                                     for c in schema.columns])
-
-
-def _tree(schema: Schema, column: int):
-    from ..tables.resolution import tree_of
-
-    return tree_of(schema.columns[column])
+    grids = [FineGrid(c, tuple((atoms or {}).get(j, ()))) for j, c in enumerate(schema.columns)]
+    return TableCodec(schema, cells=[ColumnCells(grid, list(range(grid.values + 1))) for grid in grids])

@@ -54,7 +54,7 @@ class TableSynthesizer(TableCells, TableSize):
                  resolution_share: float = RESOLUTION_SHARE, cells: int | dict | None = None,
                  numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, shrink: bool = True, seed: int = 0,
-                 privacy_seed: int | None = None):
+                 privacy_seed: int | None = None, repeated_values: bool = False):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
         pairs whose two-way tables are released (default: from the schema alone, every pair up to 32 columns, then
         neighbours: :func:`~swflow.tables.pairs.schema_pairs`); ``resolution``: where the columns' cells come from
@@ -64,7 +64,9 @@ class TableSynthesizer(TableCells, TableSize):
         equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
         for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the
-        budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``)."""
+        budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``);
+        ``repeated_values``: first name the values that many records of a sliced column share exactly, privately
+        (:mod:`swflow.privacy.values`, a tenth of the budget and a tenth of δ), so that each decodes as itself."""
         from ..privacy import PrivacySpec
 
         if method not in METHODS:
@@ -95,6 +97,9 @@ class TableSynthesizer(TableCells, TableSize):
         self._check_cells(cells)
         self.resolution, self.resolution_share = resolution, resolution_share
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
+        if not isinstance(repeated_values, bool):
+            raise ValueError(f"repeated_values is True or False, got {repeated_values!r}")
+        self.repeated_values, self._atoms = repeated_values, {}  # {column: its released atoms}
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
         self.clip, self.privacy_seed = clip, privacy_seed
@@ -159,7 +164,7 @@ class TableSynthesizer(TableCells, TableSize):
         self._report = replace(privacy_report(self.method, target, run_config=run_config),
                                not_accounted=TABLE_NOT_ACCOUNTED)
         if fine is not None and calibration is not None:
-            self._report = compose(self._report, fine.ledger.events, target_epsilon=self.privacy.epsilon,
+            self._report = compose(self._report, self._fine_events(fine), target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
         self._compose_size(spent)
         self._note_noise_check()
@@ -193,6 +198,7 @@ class TableSynthesizer(TableCells, TableSize):
                 "pairs": [[self.schema.names[i], self.schema.names[j]] for i, j in self.pairs],
                 "pairs_chosen_by": self.pairs_chosen_by, "resolution": self.resolution,
                 "resolution_columns": [self.schema.names[j] for j in released],
+                "repeated_values_columns": [self.schema.names[j] for j in self._atoms],
                 "resolution_share": self.resolution_share if released else 0.0,
                 "cells_per_column": getattr(self, "_cells_m", None), "cells": self.codec.sizes,
                 "numeric_bins": self.codec.numeric_bins, **asdict(self.flow)}

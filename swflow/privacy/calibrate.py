@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from scipy.optimize import brentq
@@ -206,21 +206,27 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
 
 
 def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...], shares: tuple[float, ...], *,
-                     spent: tuple[MechanismEvent, ...] = ()) -> tuple[Calibration, ...] | None:
+                     spent: tuple[MechanismEvent, ...] = (), reserved_delta: float = 0.0
+                     ) -> tuple[Calibration, ...] | None:
     """Several histogram releases of the whole data set, each made once (a table's fine one-way histograms, then its pair
     tables), splitting one budget: release i has multiplier z / √share_i, so that it takes the fraction share_i of
     ρ (zCDP) or of μ² (Gaussian DP), and together they compose as one Gaussian of multiplier z. z is the smallest
     whose composed ε (the accountant of :func:`~swflow.privacy.accountants.accountant_for`) meets the target, or
     the given ``spec.noise_multiplier``. None for a non-private spec. Every returned calibration carries the
     composed ε and accountant. ``spent``: releases of the same records already made (an add-remove table's size),
-    composed with these; ``shares`` are then what is left to split (they add up to less than 1)."""
+    composed with these; ``shares`` are then what is left to split (they add up to less than 1). ``reserved_delta``:
+    the part of δ a release charges beside the accountant (a partition selection's, privacy/values.py), left out of
+    the accountant's δ."""
     if len(plans) != len(shares) or not plans or any(not 0 < f <= 1 for f in shares) or (
             abs(sum(shares) - 1) > 1e-9 if not spent else not sum(shares) < 1):
         raise ValueError(f"shares must be positive and add up to 1 (less with spent releases), one per release; got "
                          f"{shares}")
     if any((plan.releases, plan.sample_size) != (1, None) for plan in plans):
         raise ValueError("a split budget is for releases of the whole data set, each made once")
-    single = calibrate(spec, plans[-1])  # the checks on δ, n and the accountant; z for one release
+    if not 0 <= reserved_delta < spec.delta:
+        raise ValueError(f"the reserved delta {reserved_delta} must be below the run's delta {spec.delta}")
+    # the checks on δ, n and the accountant; z for one release, at the accountant's share of δ
+    single = calibrate(replace(spec, delta=spec.delta - reserved_delta) if reserved_delta else spec, plans[-1])
     if single is None:
         return None
 

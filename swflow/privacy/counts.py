@@ -178,11 +178,14 @@ def check_integers(counts: torch.Tensor, mechanism: str, *, source: str) -> None
 def _chi_square(statistic: float, freedom: int, *, sigma: float, released: str, disagreement: str,
                 source: str) -> None:
     """Refuse a χ² ``statistic`` of ``freedom`` degrees of freedom outside its two-sided 1 − COUNTS_FALSE_REFUSAL
-    range: below it, the release carries far less noise than claimed; above it, ``disagreement``."""
+    range: below it, the release carries far less noise than claimed; above it, ``disagreement``. The lower tail
+    only where it can see a forgery (:func:`detectable_factor` at most UNTESTED_FACTOR): on few degrees of freedom
+    it has no power, and integer counts tie (a two-column table's total equal to the released n under add-remove,
+    a few per cent of draws) at a statistic of exactly 0, below any quantile."""
     from scipy.stats import chi2
 
     low, high = chi2.ppf(COUNTS_FALSE_REFUSAL / 2, freedom), chi2.isf(COUNTS_FALSE_REFUSAL / 2, freedom)
-    if statistic < low:
+    if statistic < low and detectable_factor(freedom) <= UNTESTED_FACTOR:
         raise ClaimMismatch(f"{source}: the released {released} carry far less noise than the claimed std {sigma:.4g} "
                             f"(chi-square {statistic:.4g} on {freedom} degrees of freedom, below {low:.4g}): the "
                             "claim was edited; regenerate the run")

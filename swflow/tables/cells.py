@@ -41,15 +41,33 @@ FINE_CELLS = 4096
 ROUND_WIDTHS = (1.0, 2.0, 5.0)
 #: a log scale's unit is this share of the bounds' width, as the power of ten at or below it (FineGrid.log_unit)
 LOG_UNIT_SHARE = 1e-4
+#: a released atom's piece is this share of the slice it sits in (or of the value) wide: the value and its float32
+#: rounding, no other value a column would be written with
+ATOM_WIDTH = 1e-6
 #: crowded(): the middle half of a column's values inside this share of its bounds' width
 CROWDED_SHARE = 0.01
 
 
 @dataclass(frozen=True)
 class FineGrid:
-    """The fine cells of ``column``, from its schema alone (module docstring)."""
+    """The fine cells of ``column``, from its schema alone (module docstring), and of a sliced column the released
+    ``atoms``: values strictly inside the bounds that many records share exactly, each a cell one value wide
+    between two edges (swflow/privacy/values.py releases them; a sliced column's grid has two cells more an atom)."""
 
     column: Column
+    atoms: tuple[float, ...] = ()
+
+    def __post_init__(self):
+        if not self.atoms:
+            return
+        if not self.sliced:
+            raise ValueError(f"column {self.column.name!r} has a cell for every value already: it takes no atoms")
+        atoms = np.asarray(self.atoms, dtype=np.float64)
+        low, high = self._atoms()
+        if len(atoms) and (not np.isfinite(atoms).all() or (np.diff(atoms) <= 0).any() or atoms[0] <= low
+                           or atoms[-1] >= high):
+            raise ValueError(f"the atoms of column {self.column.name!r} must be distinct rising numbers strictly "
+                             f"inside its bounds {low}..{high}")
 
     @property
     def step(self) -> float | None:
@@ -92,6 +110,13 @@ class FineGrid:
         """A numeric column cut into slices between its two atoms (not one cell per value)."""
         return self.column.kind == "numeric" and not self.whole
 
+    @property
+    def atom_pieces(self) -> np.ndarray:
+        """(len(edges) − 1,) bool: the pieces between the edges that are released atoms (a value each)."""
+        edges = self.edges
+        return np.isin(edges[:-1], np.asarray(self.atoms, dtype=np.float64)) if self.atoms else np.zeros(
+            len(edges) - 1, dtype=bool)
+
     def slicing(self) -> tuple[float, float, int]:
         """(origin, width, slices) of a linear sliced column: slice k is [origin + k·width, origin + (k+1)·width),
         the width the narrowest round number (``ROUND_WIDTHS`` × 10^j) that covers the bounds in at most
@@ -120,6 +145,12 @@ class FineGrid:
         c = self.column
         return max(self.step or 0.0, 10.0 ** math.floor(round(math.log10((c.high - c.low) * LOG_UNIT_SHARE), 9)))
 
+    @property
+    def ends(self) -> tuple[float, float]:
+        """The values of a numeric column's two end cells (:meth:`_atoms`): a repeated value strictly between them
+        may become an atom of a sliced column."""
+        return self._atoms()
+
     def _atoms(self) -> tuple[float, float]:
         """The values of the two atom cells: the bounds, or the first and last whole (declared-place) values."""
         c = self.column
@@ -134,6 +165,7 @@ class FineGrid:
         prior = np.ones(self.size)
         if self.sliced:
             prior[[0, self.values - 1]] = 0.0
+            prior[1:self.values - 1][self.atom_pieces] = 0.0
         return prior
 
     def index(self, values) -> np.ndarray:
@@ -176,6 +208,8 @@ class FineGrid:
             else:  # uniform on the part of the slice inside the bounds that index() reads back as the slice
                 start, stop = np.maximum(left, c.low), np.minimum(left + width * (1 - 1e-3), c.high)
                 drawn = np.clip(start + rng.uniform(size=len(fine)) * (stop - start), c.low, c.high)
+            drawn = np.where(self.atom_pieces[piece], np.round(left, c.decimals) if c.decimals is not None else left,
+                             drawn)  # a released atom is its value
             drawn = np.where(fine == 0, low, np.where(fine == self.values - 1, high, drawn))
         return np.where(absent, np.nan, drawn)
 
@@ -279,6 +313,16 @@ class ColumnCells:
 
 @functools.lru_cache(maxsize=256)
 def _edges_of(grid: FineGrid) -> np.ndarray:
+    if grid.atoms:  # the schema's edges, each atom a piece [v, v + ATOM_WIDTH of its slice) inside its slice
+        base = FineGrid(grid.column).edges
+        atoms = np.asarray(grid.atoms, dtype=np.float64)
+        piece = np.clip(np.searchsorted(base, atoms, side="right") - 1, 0, len(base) - 2)
+        width = np.maximum(ATOM_WIDTH * (base[piece + 1] - base[piece]), ATOM_WIDTH * np.abs(atoms))
+        if grid.step is not None:
+            width = np.minimum(width, grid.step / 4)
+        edges = np.unique(np.concatenate([base, atoms, np.minimum(atoms + width, base[piece + 1])]))
+        edges.flags.writeable = False
+        return edges
     c = grid.column
     if c.scale == "log":
         edges = log_edges(c.low, c.high, unit=grid.log_unit, step=grid.step or 0.0,

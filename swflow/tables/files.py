@@ -158,12 +158,10 @@ class TableRows(ChunkedRows):
     def __len__(self) -> int:
         return self._rows
 
-    def cell_chunks(self):
-        """(offset, cells (c, C) int64 tensor: each record's cell in each column, by ``codec``) per chunk, in order.
-        A chunk that does not fit the schema is refused with the column and the rule it breaks: never a value, a
-        count or a position of a private row."""
-        import torch
-
+    def checked_frames(self):
+        """(offset, the chunk's records checked against the schema) per chunk, in order. A chunk that does not fit
+        the schema is refused with the column and the rule it breaks: never a value, a count or a position of a
+        private row."""
         from .schema import SchemaError
 
         offset = 0  # of the frame's first record in the file
@@ -171,13 +169,21 @@ class TableRows(ChunkedRows):
             lo, hi = max(self.start - offset, 0), min(self.stop - offset, len(frame))
             if lo < hi:
                 try:
-                    cells = self.codec.cell_index(self.codec.schema.check(frame.iloc[lo:hi], clip=self.clip))
+                    checked = self.codec.schema.check(frame.iloc[lo:hi], clip=self.clip)
                 except SchemaError as err:
                     raise SchemaError(f"{self.path}: {err}") from None
-                yield offset + lo - self.start, torch.from_numpy(cells)
+                yield offset + lo - self.start, checked
             offset += len(frame)
             if offset >= self.stop:
                 break
+
+    def cell_chunks(self):
+        """(offset, cells (c, C) int64 tensor: each record's cell in each column, by ``codec``) per chunk, in order
+        (:meth:`checked_frames`)."""
+        import torch
+
+        for offset, checked in self.checked_frames():
+            yield offset, torch.from_numpy(self.codec.cell_index(checked))
 
     def chunks(self):
         """(offset, encoded rows (c, D) float32 tensor) per chunk, in order (:meth:`cell_chunks`, one-hot)."""

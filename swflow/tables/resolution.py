@@ -31,12 +31,15 @@ from ..privacy.oneway import Tree, fit_tree
 from .cells import ColumnCells, FineGrid
 from .schema import Column
 
-__all__ = ["RESOLUTION_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "cells_per_column", "needs_release",
-           "tree_of", "fine_weights", "column_cells"]
+__all__ = ["RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "cells_per_column",
+           "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
 
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
 #: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables.md)
 RESOLUTION_SHARE = 0.3
+#: the share of the budget that the repeated-values release takes, where asked (``repeated_values``), before the
+#: resolution release and the pair tables split the rest (measured on medexp: docs/tables.md)
+VALUES_SHARE = 0.1
 #: records a pair-table cell should hold per unit of its noise std (the cells rule)
 CELLS_RULE = 4.0
 MIN_CELLS, MAX_CELLS = 6, 32
@@ -56,9 +59,22 @@ def needs_release(column: Column, cells: int) -> bool:
     return grid.values > cells
 
 
-def tree_of(column: Column) -> Tree:
-    """The released tree of a column's fine cells: flat for categories, 4-ary for numbers."""
-    return Tree.for_cells(FineGrid(column).size, flat=column.kind == "categorical")
+def tree_of(column: Column, atoms: tuple[float, ...] = ()) -> Tree:
+    """The released tree of a column's fine cells: flat for categories, 4-ary for numbers. Its levels are those of
+    the schema's grid, whatever ``atoms`` were released (:func:`released_atoms` keeps them within its leaves), so
+    the budget is calibrated before they are known."""
+    plain = Tree.for_cells(FineGrid(column).size, flat=column.kind == "categorical")
+    return plain if not atoms else Tree(FineGrid(column, tuple(atoms)).size, plain.branching, plain.levels)
+
+
+def released_atoms(column: Column, values, counts) -> tuple[float, ...]:
+    """A sliced column's atoms from its released repeated ``values`` and their noisy ``counts``
+    (swflow/privacy/values.py): those with the largest counts that its tree has leaves for (an atom adds at most
+    two fine cells), rising. Post-processing of the release."""
+    values, counts = np.asarray(values, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    tree = tree_of(column)
+    room = (tree.branching ** tree.levels - tree.cells) // 2
+    return tuple(float(v) for v in np.sort(values[np.argsort(-counts, kind="stable")[:room]]))
 
 
 def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float) -> np.ndarray:
@@ -82,11 +98,13 @@ def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float) -> np.
     return mass.numpy()[:tree.cells]  # the leaves past the last fine cell hold nothing
 
 
-def column_cells(column: Column, weights: np.ndarray | None, cells: int) -> ColumnCells:
-    """A column's cells from its fine ``weights`` (step 2; None: the schema's defaults with ``cells`` bins)."""
+def column_cells(column: Column, weights: np.ndarray | None, cells: int,
+                 atoms: tuple[float, ...] = ()) -> ColumnCells:
+    """A column's cells from its fine ``weights`` on the grid with ``atoms`` (step 2; None: the schema's defaults
+    with ``cells`` bins)."""
     if weights is None or not needs_release(column, cells):
         return ColumnCells.uniform(column, bins=cells)
-    grid = FineGrid(column)
+    grid = FineGrid(column, tuple(atoms))
     values = np.clip(np.asarray(weights, dtype=np.float64)[:grid.values], 0, None)
     if column.kind == "categorical":
         order = np.argsort(-values, kind="stable")

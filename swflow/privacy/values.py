@@ -1,0 +1,160 @@
+"""The repeated-values release of a table: which values many records share exactly, chosen privately.
+
+A sliced column (swflow/tables/cells.py) decodes a value uniformly inside its slice, so a value that many records
+hold exactly (a payment of 1 000 written as its logarithm, an amount that is a whole number of dollars on a real
+column) comes back smeared over its slice. This release names such values, so that each becomes a cell one value
+wide of its column's fine grid (an *atom*), before the fine one-way histograms are released on that grid.
+
+Which values exist is itself private: a value only one record holds must not be named. So this is *partition
+selection* with the Gaussian mechanism: every value strictly inside a column's bounds that some record holds is
+counted, the count gets noise of std σ, and the value is released (with its noisy count) only when the noisy count
+reaches the threshold τ. Two parts make the guarantee, for neighbours D, D' (one record replaced, or added):
+
+* the values both hold: their counts move by one in at most two values per column (one under add-remove), so over
+  the C columns the counts are a histogram of ℓ2 sensitivity √(2C) (√C), the tree's and the pair tables' (the same
+  events, composed by the same accountant, in the one ledger);
+* the values only one of them holds (at most C: the changed record's, held by no one else) are counted 1 there and
+  absent in the other; each is released with probability P(1 + Z ≥ τ). τ is set so that C · P(1 + Z ≥ τ) ≤
+  δ_values, which the ledger charges beside the accountant's δ (the event's ``delta_sensitivity``): the run's δ is
+  the accountant's plus δ_values, and the calibration leaves δ_values out of what it hands the accountant.
+
+For the discrete Gaussian Z of scale σ on the integers, P(Z ≥ t) ≤ Φ̄(t/σ) + φ(t/σ)/σ (its normaliser is at least
+√(2π)σ by Poisson summation, and its tail sum at most its first term plus the Gaussian integral beyond it); for
+the float Gaussian, P(Z ≥ t) = Φ̄(t/σ). What is released afterwards reads the released values only: the atoms are
+the kept values with the largest noisy counts that the column's tree has room for (post-processing).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import torch
+from torch import Tensor
+
+from .counts import ClaimMismatch, check_integers
+from .histogram import HistogramTarget, histogram_sensitivity
+from .release import PrivateTarget
+
+__all__ = ["VALUES_RELEASE", "ValuesTarget", "selection_threshold", "selection_delta", "verify_values"]
+
+VALUES_RELEASE = (
+    "one release of the values that records of the columns {columns} share: every value strictly inside a column's "
+    "bounds counted, noise of std {sigma:.4g} on each count (L2 sensitivity sqrt(2 x {groups}) on the values "
+    "neighbours share), a value named only where its noisy count reaches {threshold:g}, so that one only one record "
+    "holds is named with probability at most {delta:.3g} (charged to delta). Post-processing makes the named values "
+    "cells of their columns' fine grids")
+
+
+def _tail(t: float, *, noise_std: float, mechanism: str) -> float:
+    """P(Z ≥ t) for the release's noise Z of std ``noise_std`` (an upper bound for the discrete Gaussian)."""
+    from scipy.stats import norm
+
+    tail = float(norm.sf(t / noise_std))
+    if mechanism == "discrete-gaussian":
+        tail += float(norm.pdf(t / noise_std)) / noise_std
+    return tail
+
+
+def selection_delta(threshold: float, *, noise_std: float, columns: int, mechanism: str) -> float:
+    """C · P(1 + Z ≥ τ): the probability that one of the C values a changed record alone holds is named."""
+    return columns * _tail(threshold - 1, noise_std=noise_std, mechanism=mechanism)
+
+
+def selection_threshold(*, noise_std: float, columns: int, delta: float, mechanism: str) -> float:
+    """The lowest τ (a whole number for the discrete Gaussian's integer counts) with
+    :func:`selection_delta` (τ) ≤ ``delta``."""
+    from scipy.stats import norm
+
+    if not (noise_std > 0 and 0 < delta < 1 and columns >= 1):
+        raise ValueError(f"a selection threshold needs noise_std > 0, 0 < delta < 1 and columns >= 1, got "
+                         f"{noise_std}, {delta}, {columns}")
+    threshold = 1 + noise_std * float(norm.isf(delta / columns))  # exact for the float Gaussian
+    if mechanism != "discrete-gaussian":
+        return threshold
+    threshold = math.ceil(threshold)
+    while selection_delta(threshold, noise_std=noise_std, columns=columns, mechanism=mechanism) > delta:
+        threshold += 1  # the discrete bound's extra term: a step or two
+    return float(threshold)
+
+
+class ValuesTarget(HistogramTarget):
+    """The private records' values (m, C) float64 of the C sliced columns (a missing value written as a value
+    outside ``inside``), behind ONE release of the values they share (:meth:`release_values`). ``inside``: each
+    column's open interval (low, high) of candidate values (its bounds, which are cells already); ``delta``: what
+    naming a value only one record holds may cost (:func:`selection_threshold`)."""
+
+    def __init__(self, values: Tensor, calibration, *, noise, ledger, inside: list[tuple[float, float]],
+                 delta: float, dataset_size: int | None = None):
+        PrivateTarget.__init__(self, values, calibration, noise=noise, ledger=ledger,
+                               dataset_size=dataset_size if dataset_size is not None else len(values))
+        if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
+            raise ValueError("the repeated-values release is made once, from every record")
+        if len(inside) != values.shape[1] or not inside:
+            raise ValueError("one interval of candidate values per released column, and at least one")
+        if calibration is not None and calibration.plan.n_projections != len(inside):
+            raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} columns, not "
+                             f"{len(inside)}")
+        if not 0 < delta < 1:
+            raise ValueError(f"the selection's delta must be in (0, 1), got {delta}")
+        self.bins, self.radius, self.inside, self.delta = None, 1.0, list(inside), float(delta)
+
+    @staticmethod
+    def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
+        return data  # values, each record counted once per column: no norm to bound
+
+    def values_noise_std(self) -> float:
+        return self._count_noise_std(len(self.inside))
+
+    def threshold(self) -> float:
+        return selection_threshold(noise_std=self.values_noise_std(), columns=len(self.inside), delta=self.delta,
+                                   mechanism=self._calibration.plan.noise)
+
+    def release_values(self) -> list[tuple[Tensor, Tensor]]:
+        """Each column's named values (rising, float64) and their noisy counts (float64), released once: the
+        ledger event first (its δ the selection's), then the draw. Without privacy, every value two records
+        share. Kept as ``released`` (public)."""
+        self._check_budget()
+        distinct = []
+        for j, (low, high) in enumerate(self.inside):
+            column = self._data[:, j]
+            values, counts = torch.unique(column[(column > low) & (column < high)], return_counts=True)
+            distinct.append((values.to(torch.float64), counts))
+        cal = self._calibration
+        if cal is None:
+            self.released = [(v[c >= 2], c[c >= 2].to(torch.float64)) for v, c in distinct]
+            return self.released
+        sens = histogram_sensitivity(len(self.inside), adjacency=cal.spec.adjacency)
+        self.ledger.record(replace(cal.event(sens, sample_size=self.size), delta_sensitivity=self.delta))
+        sigma, threshold = cal.noise_multiplier * sens.value, self.threshold()
+        self.released = []
+        for values, counts in distinct:
+            noisy = self._noisy(counts, sigma) if len(counts) else counts.to(torch.float64)
+            kept = noisy >= threshold
+            self.released.append((values[kept], noisy[kept]))
+        return self.released
+
+
+def verify_values(released: list[tuple[Tensor, Tensor]], *, event: dict, columns: int,
+                  inside: list[tuple[float, float]], source: str) -> None:
+    """Refuse a repeated-values release that its ledger event does not allow: the event's K must be the C columns
+    and its δ positive; every named value strictly inside its column's bounds, the values rising; every noisy
+    count at or above the threshold that the event's σ and δ give (an edited count, or a δ claimed smaller than
+    the threshold paid for, is refused); integer counts for the discrete Gaussian."""
+    if len(released) != columns or event["n_projections"] != columns:
+        raise ClaimMismatch(f"{source}: its repeated-values release is not one of its {columns} sliced columns; "
+                            "fit again")
+    sigma, delta, mechanism = float(event["noise_std"]), float(event["delta_sensitivity"]), event["mechanism"]
+    if not (sigma > 0 and 0 < delta < 1):
+        raise ClaimMismatch(f"{source}: a private repeated-values release with noise std {sigma} and delta {delta}")
+    threshold = selection_threshold(noise_std=sigma, columns=columns, delta=delta, mechanism=mechanism)
+    for (values, counts), (low, high) in zip(released, inside):
+        values, counts = torch.as_tensor(values, dtype=torch.float64), torch.as_tensor(counts, dtype=torch.float64)
+        if values.shape != counts.shape or values.ndim != 1 or not torch.isfinite(values).all() or (
+                values.diff() <= 0).any() or (len(values) and (values[0] <= low or values[-1] >= high)):
+            raise ClaimMismatch(f"{source}: its named values are not distinct rising values inside their bounds; "
+                                "the file was edited: fit again")
+        if len(counts) and float(counts.min()) < threshold:
+            raise ClaimMismatch(f"{source}: a named value's noisy count is below the threshold {threshold:g} that "
+                                f"its noise (std {sigma:.4g}) and delta {delta:.3g} set: the counts or the claim "
+                                "were edited; fit again")
+        check_integers(counts, mechanism, source=source)

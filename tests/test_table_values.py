@@ -1,0 +1,206 @@
+"""The repeated-values release (swflow.privacy.values): partition selection of the values a sliced column repeats,
+the atoms it gives the fine grid (swflow.tables.cells), and the run that uses them (``repeated_values=True``)."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+V = 6.907755278982137  # log(1000): a derived value that records repeat exactly, inside a slice
+SCHEMA = {"columns": [{"name": "x", "type": "numeric", "min": 0, "max": 12},
+                      {"name": "g", "type": "categorical", "categories": ["a", "b", "c"]}]}
+
+
+def _frame(n: int, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    x = np.where(rng.random(n) < 0.4, V, rng.uniform(0, 12, n))
+    g = np.where(x == V, "a", np.array(["a", "b", "c"])[rng.integers(0, 3, n)])
+    return pd.DataFrame({"x": x, "g": g})
+
+
+def _discrete_gaussian_tail(t: int, sigma: float) -> float:
+    """P(Z ≥ t) of the discrete Gaussian on the integers, by summing its mass (an independent reference)."""
+    k = np.arange(-int(60 * sigma) - 60, int(60 * sigma) + 61)
+    mass = np.exp(-k.astype(float) ** 2 / (2 * sigma ** 2))
+    return float(mass[k >= t].sum() / mass.sum())
+
+
+def test_the_threshold_meets_its_delta_against_scipy_and_the_exact_discrete_tail():
+    from scipy.stats import norm
+
+    from swflow.privacy.values import selection_delta, selection_threshold
+
+    tau = selection_threshold(noise_std=7.5, columns=3, delta=1e-8, mechanism="gaussian")
+    assert math.isclose(3 * norm.sf((tau - 1) / 7.5), 1e-8, rel_tol=1e-9)  # the float Gaussian: exact
+    for sigma in (0.8, 3.7, 25.0):
+        tau = selection_threshold(noise_std=sigma, columns=4, delta=1e-6, mechanism="discrete-gaussian")
+        assert tau == int(tau)
+        exact = 4 * _discrete_gaussian_tail(int(tau) - 1, sigma)
+        assert exact <= 1e-6  # what a value only one record holds costs is within the charged delta
+        assert exact <= selection_delta(tau, noise_std=sigma, columns=4, mechanism="discrete-gaussian")  # a bound
+        assert selection_delta(tau - 1, noise_std=sigma, columns=4, mechanism="discrete-gaussian") > 1e-6  # lowest
+    with pytest.raises(ValueError, match="noise_std > 0"):
+        selection_threshold(noise_std=0.0, columns=1, delta=1e-6, mechanism="gaussian")
+
+
+def _values_target(values: np.ndarray, *, multiplier: float, delta: float, seed: int, calibration=None):
+    from swflow.privacy import NoiseSource, PrivacyLedger, PrivacySpec, ReleasePlan, calibrate
+    from swflow.privacy.values import ValuesTarget
+
+    columns = values.shape[1]
+    if calibration is None:
+        spec = PrivacySpec(noise_multiplier=multiplier, delta=1e-3, count_noise="gaussian")
+        calibration = calibrate(spec, ReleasePlan(releases=1, dataset_size=len(values), sample_size=None,
+                                                  n_projections=columns, dim=columns, noise="gaussian"))
+    return ValuesTarget(torch.tensor(values, dtype=torch.float64), calibration, noise=NoiseSource(seed),
+                        ledger=PrivacyLedger(), inside=[(0.0, 100.0)] * columns, delta=delta), calibration
+
+
+def test_a_value_only_one_record_holds_is_named_no_more_often_than_its_delta():
+    """Monte Carlo, 3 000 draws of the float Gaussian at a large delta (0.05 over two columns): the changed
+    record's own values (one a column) are named with probability at most 0.05, as the threshold promises; a value
+    fifty records share is always named, with its noisy count."""
+    rng = np.random.default_rng(0)
+    rows = np.column_stack([np.r_[np.full(50, 7.0), rng.uniform(10, 90, 30)],
+                            np.r_[np.full(50, 3.0), rng.uniform(10, 90, 30)]])
+    rows[-1] = [55.5, 66.6]  # the one record that holds these values
+    named_alone, calibration = 0, None
+    for draw in range(3000):
+        target, calibration = _values_target(rows, multiplier=1.0, delta=0.05, seed=draw, calibration=calibration)
+        released = target.release_values()
+        named_alone += any(float(v) in (55.5, 66.6) for values, _ in released for v in values)
+        assert 7.0 in released[0][0].tolist() and 3.0 in released[1][0].tolist()
+    rate, spread = named_alone / 3000, 3 * math.sqrt(0.05 * 0.95 / 3000)
+    assert 0.03 < rate < 0.05 + spread  # near its bound (1 − (1 − 0.025)² ≈ 0.049), never above it
+    event = target.ledger.events[0]
+    assert event.delta_sensitivity == 0.05 and event.n_projections == 2
+    assert math.isclose(event.sensitivity, 2.0)  # sqrt(2C): two values a column move by one
+
+
+def test_the_counts_neighbours_share_move_by_at_most_the_histogram_sensitivity():
+    """Brute force over every replacement of one record of a small table: over the values both neighbours hold, the
+    counts move by at most sqrt(2C) in L2, and each side holds at most C values the other lacks (what the
+    threshold's delta covers)."""
+    from swflow.privacy.histogram import histogram_sensitivity
+
+    def counts(rows):
+        return [dict(zip(*np.unique(rows[:, j], return_counts=True))) for j in range(rows.shape[1])]
+
+    rows = np.array([[1.0, 2.0], [1.0, 3.0], [2.0, 3.0], [4.0, 2.0], [1.0, 5.0]])
+    worst, alone = 0.0, 0
+    for i in range(len(rows)):
+        for new in [(a, b) for a in (1.0, 2.0, 4.0, 9.0) for b in (2.0, 3.0, 5.0, 8.0)]:
+            other = rows.copy()
+            other[i] = new
+            moved = 0.0
+            for before, after in zip(counts(rows), counts(other)):
+                shared = set(before) & set(after)
+                moved += sum((before[v] - after[v]) ** 2 for v in shared)
+                alone = max(alone, len(set(before) - set(after)), len(set(after) - set(before)))
+            worst = max(worst, math.sqrt(moved))
+    assert worst <= histogram_sensitivity(2, adjacency="replace-one").value + 1e-12
+    assert math.isclose(worst, 2.0) and alone == 1  # both reached: the bound is tight
+
+
+def test_an_atom_is_a_cell_one_value_wide_that_decodes_as_itself():
+    from swflow.tables.cells import FineGrid
+    from swflow.tables.schema import Schema
+
+    column = Schema.from_json(SCHEMA).columns[0]
+    plain, grid = FineGrid(column), FineGrid(column, (3.3021, V, 9.0))
+    assert grid.size == plain.size + 2 + 2 + 1  # 9.0 sits on a slice's edge already: one cell more
+    probe = pd.Series([V, float(np.float32(V)), V - 0.002, V + 0.002, 3.3021, 9.0, 8.99, 0.0, 12.0])
+    cells = grid.index(probe)
+    assert cells[0] == cells[1] and len(set(cells[[0, 2, 3]])) == 3  # the float32 reading joins it, neighbours not
+    drawn = grid.draw(cells, np.random.default_rng(0))
+    assert drawn[0] == V and drawn[4] == 3.3021 and drawn[5] == 9.0 and 8.9 < drawn[6] < 9.0
+    assert (grid.prior[cells[[0, 4, 5]]] == 0).all() and grid.prior[cells[6]] == 1  # a uniform draw never hits one
+    for bad in [(12.0,), (V, 3.3021), (float("nan"),)]:
+        with pytest.raises(ValueError, match="atoms"):
+            FineGrid(column, bad)
+    whole = Schema.from_json({"columns": [{"name": "k", "type": "numeric", "min": 0, "max": 99,
+                                           "integer": True}]}).columns[0]
+    with pytest.raises(ValueError, match="no atoms"):
+        FineGrid(whole, (4.0,))
+
+
+@pytest.mark.parametrize("adjacency", ["replace-one", "add-remove"])
+def test_named_values_come_back_exactly_and_the_claim_survives_a_reload(tmp_path, adjacency):
+    from swflow.pipeline.tables import TableSynthesizer
+
+    frame = _frame(4000)
+    syn = TableSynthesizer(schema=SCHEMA, epsilon=2.0, delta=1e-7, steps=100, repeated_values=True,
+                           adjacency=adjacency).fit(frame)
+    assert V in syn._atoms[0]
+    samples = syn.sample(4000, seed=1)
+    assert abs((samples.x == V).mean() - (frame.x == V).mean()) < 0.05
+    assert (samples.g[samples.x == V] == "a").mean() > 0.8  # its association comes with it
+    report = syn.privacy_report()
+    values_event = report.ledger[1]
+    assert values_event["delta_sensitivity"] == pytest.approx(1e-8) and values_event["n_projections"] == 1
+    assert report.delta == pytest.approx(1e-7, rel=1e-9) and report.epsilon <= 2.0 * (1 + 1e-9)
+    assert report.run_config["repeated_values_columns"] == ["x"]
+    plain = TableSynthesizer(schema=SCHEMA, epsilon=2.0, delta=1e-7, steps=100, adjacency=adjacency).fit(frame)
+    assert (plain.sample(4000, seed=1).x == V).mean() == 0  # without the release, a value inside a slice is lost
+    loaded = TableSynthesizer.load(syn.save(tmp_path / "table.pt"))
+    assert loaded._atoms == syn._atoms and loaded.repeated_values
+    assert loaded.sample(200, seed=3).equals(syn.sample(200, seed=3))
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    from swflow.pipeline.tables import TableSynthesizer
+
+    syn = TableSynthesizer(schema=SCHEMA, epsilon=2.0, delta=1e-7, steps=20, repeated_values=True)
+    return syn.fit(_frame(3000)).save(tmp_path_factory.mktemp("values") / "table.pt")
+
+
+def _named_count_lowered(blob):
+    values, counts = blob["resolution"]["repeated_values"][0]
+    blob["resolution"]["repeated_values"][0] = [values, counts - counts.min() + 1]  # a count far below the threshold
+
+
+def _value_outside_bounds(blob):
+    values, counts = blob["resolution"]["repeated_values"][0]
+    blob["resolution"]["repeated_values"][0] = [torch.cat([values, torch.tensor([12.0])]),
+                                                torch.cat([counts, counts[:1]])]
+
+
+def _release_dropped(blob):
+    blob["resolution"]["repeated_values"] = None
+
+
+def _delta_understated(blob):
+    blob["report"]["ledger"][1]["delta_sensitivity"] = 1e-30
+
+
+@pytest.mark.parametrize("forgery", [_named_count_lowered, _value_outside_bounds, _release_dropped,
+                                     _delta_understated])
+def test_a_forged_repeated_values_release_is_refused(saved, tmp_path, forgery):
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.privacy.verify import ClaimMismatch
+
+    blob = torch.load(saved, weights_only=True)
+    forgery(blob)
+    torch.save(blob, tmp_path / "forged.pt")
+    with pytest.raises(ClaimMismatch):
+        TableSynthesizer.load(tmp_path / "forged.pt")
+
+
+def test_the_command_line_names_repeated_values_and_samples_the_run(tmp_path):
+    import json
+
+    from swflow.cli import main
+    from swflow.tables.schema import Schema
+
+    _frame(2000).to_csv(tmp_path / "private.csv", index=False)
+    Schema.from_json(SCHEMA).write(tmp_path / "schema.json")
+    run = tmp_path / "run"
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--epsilon", "3", "--delta", "1e-7", "--steps", "20", "--repeated-values", "--quiet",
+                 "--out", str(run)]) == 0
+    report = json.loads((run / "privacy.json").read_text())
+    assert report["run_config"]["repeated_values_columns"] == ["x"] and len(report["ledger"]) == 3
+    assert (pd.read_csv(run / "samples.csv").x == V).mean() > 0.2
+    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 0
