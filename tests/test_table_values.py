@@ -1,5 +1,6 @@
 """The repeated-values release (swflow.privacy.values): partition selection of the values a sliced column repeats,
-the atoms it gives the fine grid (swflow.tables.cells), and the run that uses them (``repeated_values=True``)."""
+the atoms it gives the fine grid (swflow.tables.cells), and the runs that use them (``repeated_values``, the
+default)."""
 import math
 
 import numpy as np
@@ -141,7 +142,8 @@ def test_named_values_come_back_exactly_and_the_claim_survives_a_reload(tmp_path
     assert values_event["delta_sensitivity"] == pytest.approx(1e-8) and values_event["n_projections"] == 1
     assert report.delta == pytest.approx(1e-7, rel=1e-9) and report.epsilon <= 2.0 * (1 + 1e-9)
     assert report.run_config["repeated_values_columns"] == ["x"]
-    plain = TableSynthesizer(schema=SCHEMA, epsilon=2.0, delta=1e-7, steps=100, adjacency=adjacency).fit(frame)
+    plain = TableSynthesizer(schema=SCHEMA, epsilon=2.0, delta=1e-7, steps=100, adjacency=adjacency,
+                             repeated_values=False).fit(frame)
     assert (plain.sample(4000, seed=1).x == V).mean() == 0  # without the release, a value inside a slice is lost
     loaded = TableSynthesizer.load(syn.save(tmp_path / "table.pt"))
     assert loaded._atoms == syn._atoms and loaded.repeated_values
@@ -152,7 +154,7 @@ def test_named_values_come_back_exactly_and_the_claim_survives_a_reload(tmp_path
 def saved(tmp_path_factory):
     from swflow.pipeline.tables import TableSynthesizer
 
-    syn = TableSynthesizer(schema=SCHEMA, epsilon=2.0, delta=1e-7, steps=20, repeated_values=True)
+    syn = TableSynthesizer(schema=SCHEMA, epsilon=2.0, delta=1e-7, steps=20)  # named by default
     return syn.fit(_frame(3000)).save(tmp_path_factory.mktemp("values") / "table.pt")
 
 
@@ -196,11 +198,13 @@ def test_the_command_line_names_repeated_values_and_samples_the_run(tmp_path):
 
     _frame(2000).to_csv(tmp_path / "private.csv", index=False)
     Schema.from_json(SCHEMA).write(tmp_path / "schema.json")
-    run = tmp_path / "run"
-    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
-                 "--epsilon", "3", "--delta", "1e-7", "--steps", "20", "--repeated-values", "--quiet",
-                 "--out", str(run)]) == 0
-    report = json.loads((run / "privacy.json").read_text())
-    assert report["run_config"]["repeated_values_columns"] == ["x"] and len(report["ledger"]) == 3
-    assert (pd.read_csv(run / "samples.csv").x == V).mean() > 0.2
-    assert main(["sample", str(run), "--n", "20", "--out", str(tmp_path / "more")]) == 0
+    runs = {flag: tmp_path / f"run{len(flag)}" for flag in ((), ("--no-repeated-values",))}
+    for flag, run in runs.items():
+        assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
+                     "--epsilon", "3", "--delta", "1e-7", "--steps", "20", "--quiet", *flag, "--out", str(run)]) == 0
+        assert main(["sample", str(run), "--n", "20", "--out", str(run.with_name(run.name + "-more"))]) == 0
+    named, plain = (json.loads((run / "privacy.json").read_text()) for run in runs.values())
+    assert named["run_config"]["repeated_values_columns"] == ["x"] and len(named["ledger"]) == 3
+    assert plain["run_config"]["repeated_values_columns"] == [] and len(plain["ledger"]) == 2
+    assert (pd.read_csv(runs[()] / "samples.csv").x == V).mean() > 0.2
+    assert (pd.read_csv(runs[("--no-repeated-values",)] / "samples.csv").x == V).mean() == 0

@@ -139,9 +139,14 @@ class TableCells:
         return (named_cal, fine), tables
 
     def _values_share(self) -> float:
+        """The repeated-values release's share of the budget: VALUES_SHARE where the run makes one (asked, with a
+        resolution release, and a sliced column to name values of), else 0."""
+        from ..tables.cells import FineGrid
         from ..tables.resolution import VALUES_SHARE
 
-        return VALUES_SHARE if self.repeated_values else 0.0
+        makes_one = self.repeated_values and self.resolution == "release" and any(
+            FineGrid(c).sliced for c in self.schema.columns)
+        return VALUES_SHARE if makes_one else 0.0
 
     def _values_delta(self) -> float:
         """The δ that naming a value only one record holds may cost: the spec's share for such failures."""

@@ -54,7 +54,7 @@ class TableSynthesizer(TableCells, TableSize):
                  resolution_share: float = RESOLUTION_SHARE, cells: int | dict | None = None,
                  numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, shrink: bool = True, seed: int = 0,
-                 privacy_seed: int | None = None, repeated_values: bool = False):
+                 privacy_seed: int | None = None, repeated_values: bool = True):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
         pairs whose two-way tables are released (default: from the schema alone, every pair up to 32 columns, then
         neighbours: :func:`~swflow.tables.pairs.schema_pairs`); ``resolution``: where the columns' cells come from
@@ -65,8 +65,9 @@ class TableSynthesizer(TableCells, TableSize):
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
         for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the
         budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``);
-        ``repeated_values``: first name the values that many records of a sliced column share exactly, privately
-        (:mod:`swflow.privacy.values`, a tenth of the budget and a tenth of δ), so that each decodes as itself."""
+        ``repeated_values``: with a resolution release, first name the values that many records of a sliced column
+        share exactly, privately (:mod:`swflow.privacy.values`: a tenth of the budget and a tenth of δ), so that each
+        decodes as itself (``False``: the trees and the pairs split the whole budget)."""
         from ..privacy import PrivacySpec
 
         if method not in METHODS:
