@@ -161,18 +161,18 @@ def test_an_add_remove_run_on_the_command_line_says_so(tmp_path, capsys):
 
 def test_the_add_remove_releases_audit_below_their_claim():
     """White-box, the worst-case pair {x} against {} through the real targets' noise steps: the count of records, the
-    fine tree and the pair table composed at eps = 1 stay at or below the claim (1e6 draws a side)."""
+    repeated values, the fine tree and the pair table composed at eps = 1 stay at or below the claim (1e6 draws a
+    side)."""
     from swflow.pipeline.audits import resolution_whitebox_audit
 
     honest = resolution_whitebox_audit(1.0, trials=1_000_000, adjacency="add-remove")
     assert 0.3 <= honest["audited_epsilon_lower_bound"] <= 1.0
 
 
-@pytest.mark.parametrize("part", ["size", "levels", "tables"])
+@pytest.mark.parametrize("part", ["size", "values", "levels", "tables"])
 def test_each_add_remove_release_breaks_its_own_claim_with_half_its_noise(part):
-    """Each of the three releases alone against the eps its own ledger event gives (composed eps = 4, the library's
-    split): at or below it as calibrated, above it with half its noise (measured 0.23 / 0.59 of 0.49 for the count,
-    1.14 / 2.46 of 2.05 for the tree, 2.09 / 4.33 of 3.25 for the table)."""
+    """Each of the four releases alone against the eps its own ledger event gives (composed eps = 4, the library's
+    split): at or below it as calibrated, above it with half its noise (docs/tables.md, "Privacy")."""
     from swflow.pipeline.audits import resolution_whitebox_audit
 
     honest = resolution_whitebox_audit(4.0, trials=1_000_000, adjacency="add-remove", part=part)

@@ -342,7 +342,7 @@ def test_the_composed_release_audits_below_its_claim():
     assert 0.3 <= honest["audited_epsilon_lower_bound"] <= 1.0  # sees the release; never above the claim
 
 
-@pytest.mark.parametrize("part", ["levels", "tables"])
+@pytest.mark.parametrize("part", ["values", "levels", "tables"])
 def test_each_release_audits_below_its_own_claim_and_above_it_with_half_its_noise(part):
     """Each release alone, against the ε its own ledger event gives at a composed ε = 2 (the library's split): at or
     below it with the calibrated noise, above it with half."""

@@ -208,3 +208,35 @@ def test_the_command_line_names_repeated_values_and_samples_the_run(tmp_path):
     assert plain["run_config"]["repeated_values_columns"] == [] and len(plain["ledger"]) == 2
     assert (pd.read_csv(runs[()] / "samples.csv").x == V).mean() > 0.2
     assert (pd.read_csv(runs[("--no-repeated-values",)] / "samples.csv").x == V).mean() == 0
+
+
+def _sharded_worker(rank, world, store, out, rows):
+    import torch.distributed as dist
+
+    from swflow.privacy.values import ShardedValuesTarget
+
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
+    lo, hi = len(rows) * rank // world, len(rows) * (rank + 1) // world
+    target, _ = _values_target(rows, multiplier=1.0, delta=1e-3, seed=5)
+    sharded = ShardedValuesTarget(torch.tensor(rows[lo:hi], dtype=torch.float64), target._calibration,
+                                  noise=target._noise, ledger=target.ledger, inside=target.inside, delta=1e-3,
+                                  dataset_size=len(rows))
+    torch.save(sharded.release_values(), f"{out}.rank{rank}")
+    dist.destroy_process_group()
+
+
+def test_two_processes_name_the_values_one_process_names(tmp_path):
+    """torchrun: each rank counts its shard, the counts are summed over ranks and rank 0's noise is shared, so the
+    release is the one a single process makes on every record (the same seeded float noise)."""
+    import torch.multiprocessing as mp
+
+    rng = np.random.default_rng(3)
+    rows = np.column_stack([rng.choice([7.0, 8.5, 20.0, 33.3], 300), rng.uniform(10, 90, 300).round(0)])
+    out = tmp_path / "values"
+    mp.spawn(_sharded_worker, args=(2, str(tmp_path / "store"), str(out), rows), nprocs=2, join=True)
+    ranks = [torch.load(f"{out}.rank{r}", weights_only=True) for r in range(2)]
+    single = _values_target(rows, multiplier=1.0, delta=1e-3, seed=5)[0].release_values()
+    for a, b, c in zip(ranks[0], ranks[1], single):
+        assert torch.equal(a[0], c[0]) and torch.equal(b[0], c[0]) and torch.allclose(a[1], c[1])
+        assert torch.equal(a[1], b[1])
+    assert len(single[0][0]) == 4 and 0 < len(single[1][0]) < len(np.unique(rows[:, 1]))  # rare values unnamed

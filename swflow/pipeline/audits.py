@@ -25,6 +25,7 @@ which must stay ≤ the reported ε for every DP run, and must be clearly > 0 wh
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -164,58 +165,70 @@ def table_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve_noise
 def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve: str | None = None, seed: int = 0,
                               count_noise: str = "gaussian", share: float | None = None,
                               part: str | None = None, adjacency: str = "replace-one") -> dict:
-    """White-box audit of a table run's releases composed: the fine one-way tree of a column (16 fine cells, 4-ary,
-    two levels; OneWayTarget) at ``share`` of the budget (default: the library's), then the pair table of two
-    columns of two cells (MarginalTarget), calibrated together as the run does (:func:`_resolution_calibrations`;
-    under add-remove, after the count of the records). The worst-case pair: under replace-one the record in fine
-    cell 0 and cells (0, 0), or in fine cell 15 and cells (1, 1) (two counts moved on each level and in the table);
-    under add-remove that record or none (the count of records, one count on each level and in the table). Every
-    draw goes through the real noise steps; the statistic is the likelihood ratio's (each moved difference over its
-    release's variance). ``halve``: 'size', 'levels' or 'tables' draws that release with half its noise. ``part``:
-    one release alone against the ε its own ledger event gives: a release with a small share moves the composed ε
-    little, so its own claim is the one its noise can be seen to break."""
+    """White-box audit of a table run's releases composed: the counts of a column's repeated values (ValuesTarget,
+    two values that other records hold too) at VALUES_SHARE of the budget, the fine one-way tree of the column (16
+    fine cells, 4-ary, two levels; OneWayTarget) at ``share`` of the rest (default: the library's), then the pair
+    table of two columns of two cells (MarginalTarget), calibrated together as the run does
+    (:func:`_resolution_calibrations`; under add-remove, after the count of the records). The worst-case pair:
+    under replace-one the record at the first value, in fine cell 0 and cells (0, 0), or at the second value, in
+    fine cell 15 and cells (1, 1) (two counts moved in the values, on each level and in the table); under add-remove
+    that record or none (the count of records, one count in each of the others). Every draw goes through the real
+    noise steps; the statistic is the likelihood ratio's (each moved difference over its release's variance).
+    ``halve``: 'size', 'values', 'levels' or 'tables' draws that release with half its noise. ``part``: one release
+    alone against the ε its own ledger event gives: a release with a small share moves the composed ε little, so
+    its own claim is the one its noise can be seen to break. The values release's other term, the δ of naming a
+    value only one record holds, is not a likelihood ratio: tests/test_table_values.py measures its rate."""
     from ..privacy import NoiseSource, PrivacyLedger
     from ..privacy.accountants import epsilon_from_events
     from ..privacy.audit import split_epsilon_lower_bound
     from ..privacy.marginals import MarginalTarget, pair_counts
     from ..privacy.oneway import OneWayTarget, Tree, level_counts
+    from ..privacy.values import ValuesTarget
     from ..tables.resolution import RESOLUTION_SHARE
 
     share = RESOLUTION_SHARE if share is None else share  # the library's own split by default
     removing = adjacency == "add-remove"
-    parts = (None, "levels", "tables") + (("size",) if removing else ())
+    parts = (None, "values", "levels", "tables") + (("size",) if removing else ())
     if halve not in parts or part not in parts:
         raise ValueError(f"halve and part are one of {parts}, got {halve!r} and {part!r}")
     spec = PrivacySpec(epsilon=epsilon, delta=WHITEBOX_DELTA, count_noise=count_noise, adjacency=adjacency)
     tree = Tree(16, 4, 2)
-    spent, fine_cal, pair_cal = _resolution_calibrations(spec, tree, share, seed=seed)
+    spent, values_cal, fine_cal, pair_cal = _resolution_calibrations(spec, tree, share, seed=seed)
 
     def draws(fine: int | None, cell: int, draw_seed: int) -> np.ndarray:
-        """The statistic's draws on the one-record set {(fine, cell)} (fine None: the empty set)."""
+        """The statistic's draws on the one-record set {(fine, cell)} (fine None: the empty set); the record holds
+        the first repeated value with fine cell 0, the second with fine cell 15."""
         there = fine is not None
+        named = ValuesTarget(torch.tensor([[1.0 + (fine or 0) / 15]]), values_cal, noise=NoiseSource(draw_seed + 3),
+                             ledger=PrivacyLedger(), inside=[(0.0, 3.0)], delta=WHITEBOX_DELTA / 10)
         levels = OneWayTarget(torch.tensor([[fine or 0]]), fine_cal, noise=NoiseSource(draw_seed),
                               ledger=PrivacyLedger(), trees=[tree], columns=[0])
         record = torch.zeros(1, 4, dtype=torch.float64)
         record[0, cell] = record[0, 2 + cell] = 2 ** -0.5  # the codec's row: one-hot blocks over sqrt(C)
         tables = MarginalTarget(record, pair_cal, noise=NoiseSource(draw_seed + 7), ledger=PrivacyLedger(),
                                 blocks=[(0, 2), (2, 4)], pairs=[(0, 1)])
-        sigmas = {"levels": levels.levels_noise_std(), "tables": tables.table_noise_std(),
-                  "size": spent[0].noise_std if removing else 1.0}
+        sigmas = {"values": named.values_noise_std(), "levels": levels.levels_noise_std(),
+                  "tables": tables.table_noise_std(), "size": spent[0].noise_std if removing else 1.0}
         drawn = {name: sigma * (0.5 if halve == name else 1.0) for name, sigma in sigmas.items()}
+        value_exact = torch.tensor([[int(there and fine == 0), int(there and fine != 0)]])  # the two values' counts
+        noisy_values = named._noisy(value_exact.expand(trials, -1).contiguous(), drawn["values"])
         level_exact = level_counts(torch.tensor([[fine or 0]]), [tree]).double() * there
         noisy_levels = levels._noisy(level_exact.expand(trials, -1).contiguous(), drawn["levels"])
         table_exact = pair_counts(tables.cells(), tables.sizes, tables.pairs) * there
         noisy_tables = tables._noisy(table_exact.expand(trials, -1).contiguous(), drawn["tables"])
-        if removing:  # the record's node on each level (0, then 4 + 0), its table cell, and the count of records
-            moved = {"levels": noisy_levels[:, 0] + noisy_levels[:, 4], "tables": noisy_tables[:, 0],
+        if removing:  # its value, its node on each level (0, then 4 + 0), its table cell, and the count of records
+            moved = {"values": noisy_values[:, 0], "levels": noisy_levels[:, 0] + noisy_levels[:, 4],
+                     "tables": noisy_tables[:, 0],
                      "size": _count_draws(int(there), drawn["size"], trials, count_noise, NoiseSource(draw_seed + 13))}
-        else:  # fine cell 0's nodes (level 1: 0; level 2: 4 + 0) against fine cell 15's (3; 4 + 15)
-            moved = {"levels": (noisy_levels[:, 0] - noisy_levels[:, 3]) + (noisy_levels[:, 4] - noisy_levels[:, 19]),
+        else:  # the first value against the second; fine cell 0's nodes (level 1: 0; level 2: 4 + 0) against 15's
+            moved = {"values": noisy_values[:, 0] - noisy_values[:, 1],
+                     "levels": (noisy_levels[:, 0] - noisy_levels[:, 3]) + (noisy_levels[:, 4] - noisy_levels[:, 19]),
                      "tables": noisy_tables[:, 0] - noisy_tables[:, 3]}
         return sum(value * (part in (None, name)) / sigmas[name] ** 2 for name, value in moved.items()).numpy()
 
     if part is not None:
-        epsilon = _own_epsilon(fine_cal if part == "levels" else pair_cal) if part != "size" else \
+        own = {"values": values_cal, "levels": fine_cal, "tables": pair_cal}
+        epsilon = _own_epsilon(own[part]) if part != "size" else \
             epsilon_from_events(spent, delta=WHITEBOX_DELTA, adjacency=adjacency)
     with_record, without = draws(0, 0, seed), draws(None if removing else 15, 1, seed + 1)
     return {"audit": f"white-box, {part or 'the releases composed'} ({adjacency})", "claimed_epsilon": epsilon,
@@ -224,19 +237,22 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
 
 
 def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int) -> tuple:
-    """(the events spent first, the tree's calibration, the pair table's) as a table run makes them on one record:
-    under add-remove the count of records is released first and the other two split what it leaves."""
+    """(the events spent first, the repeated values' calibration, the tree's, the pair table's) as a table run makes
+    them on one record: under add-remove the count of records is released first and the others split what it
+    leaves. The accountant is handed the whole δ (the selection's own δ term is not audited here)."""
     from ..privacy import NoiseSource, PrivacyLedger, ReleasePlan
     from ..privacy.calibrate import calibrate_shares
     from ..privacy.size import release_size, shares_after
+    from ..tables.resolution import VALUES_SHARE
 
     removing = spec.adjacency == "add-remove"
-    plans = (ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=tree.levels, dim=1,
-                         noise=spec.count_noise, size_private=removing),
-             ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=4,
-                         noise=spec.count_noise, size_private=removing))
+    values = ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=1, noise=spec.count_noise,
+                         size_private=removing)
+    plans = (values, replace(values, n_projections=tree.levels), replace(values, dim=4))
     spent = (release_size(1, spec, NoiseSource(seed + 11), PrivacyLedger())[1],) if removing else ()
-    return (spent, *calibrate_shares(spec, plans, shares_after((share, 1 - share), spent), spent=spent))
+    v = VALUES_SHARE
+    return (spent, *calibrate_shares(spec, plans, shares_after((v, (1 - v) * share, (1 - v) * (1 - share)), spent),
+                                     spent=spent))
 
 
 def _count_draws(count: int, sigma: float, trials: int, count_noise: str, noise) -> torch.Tensor:

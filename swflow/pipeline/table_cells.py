@@ -158,24 +158,28 @@ class TableCells:
 
         return [j for j in released if self.repeated_values and FineGrid(self.schema.columns[j]).sliced]
 
-    def _release_values(self, table, n: int, named: list[int], calibration, noise, ledger) -> None:
-        """The repeated-values release (privacy/values.py) on the columns ``named``; sets their atoms."""
+    def _release_values(self, table, n: int, named: list[int], calibration, noise, share):
+        """The repeated-values release (privacy/values.py) on the columns ``named`` of this rank's ``share`` of the
+        records; sets their atoms and returns the target."""
         import numpy as np
 
-        from ..privacy.values import ValuesTarget
+        from ..privacy import PrivacyLedger
+        from ..privacy.values import ShardedValuesTarget, ValuesTarget
         from ..tables.cells import FineGrid
         from ..tables.files import TableRows
 
         columns = [self.schema.columns[j] for j in named]
-        frames = (TableRows(table, _fine_codec(self.schema), clip=self.clip).checked_frames()
-                  if isinstance(table, (str, Path)) else [(0, self.schema.check(table, clip=self.clip))])
+        lo, hi, world = share
+        frames = (TableRows(table, _fine_codec(self.schema), clip=self.clip)[lo:hi].checked_frames()
+                  if isinstance(table, (str, Path)) else [(0, self.schema.check(table.iloc[lo:hi], clip=self.clip))])
         inside = [FineGrid(c).ends for c in columns]
         parts = [np.stack([np.nan_to_num(frame[c.name].to_numpy(dtype=float, na_value=np.nan), nan=low)
                            for c, (low, _) in zip(columns, inside)], axis=1) for _, frame in frames]
         values = torch.from_numpy(np.concatenate(parts))  # a missing value is a bound: never named
         del parts
-        target = ValuesTarget(values, calibration, noise=noise, ledger=ledger, inside=inside,
-                              delta=self._values_delta(), dataset_size=n)
+        kind = ShardedValuesTarget if world > 1 else ValuesTarget
+        target = kind(values, calibration, noise=noise, ledger=PrivacyLedger(), inside=inside,
+                      delta=self._values_delta(), dataset_size=n)
         self._released_values = target.release_values()
         self._set_atoms(named)
         return target
@@ -196,10 +200,7 @@ class TableCells:
         lo, hi, world = share
         named = self._named_columns(released)
         if named:  # first: the atoms change the grid the trees count
-            if world > 1:
-                raise ValueError("repeated_values is not available under torchrun (sharded=True) yet: the values "
-                                 "that records share are counted in one process")
-            self._values_target = self._release_values(table, n, named, named_cal, noise, PrivacyLedger())
+            self._values_target = self._release_values(table, n, named, named_cal, noise, share)
         fine_codec = _fine_codec(self.schema, self._atoms)
         if isinstance(table, (str, Path)):
             cells = TableRows(table, fine_codec, clip=self.clip)

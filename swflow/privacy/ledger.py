@@ -20,7 +20,8 @@ class MechanismEvent:
     noise_std : absolute σ added to each released projection (largest over the repeats)
     sensitivity : ℓ2 sensitivity bound used (largest over the repeats)
     sensitivity_bound : 'bernstein' | 'clt' | 'spectral'
-    delta_sensitivity : failure probability of the bound, charged to δ per release
+    delta_sensitivity : failure probability of the bound (or, for a partition selection, the probability that a
+        value only one record holds is named: privacy/values.py), charged to δ per release beside the accountant's
     sampling : 'none' (whole data set), 'without-replacement' (fixed size) or 'poisson'
     sample_size : batch size (expected size under Poisson); dataset_size when sampling is 'none'
     dataset_size : number of private records

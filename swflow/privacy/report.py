@@ -54,6 +54,8 @@ class PrivacyReport:
     noise-multiplier run's ε is unbounded). Fields from ``delta_sensitivity`` to ``directions`` are
     None for non-private runs. ``mechanism`` is the noise ('gaussian' or 'discrete-gaussian') and
     ``bins`` the histogram's B for the sliced-histogram flow (``n_projections`` is then its K).
+    ``delta_sensitivity`` is the part of δ charged beside the accountant's ``delta_accountant`` (a probabilistic
+    sensitivity bound's failures, a partition selection's chance of naming a value one record holds).
     ``conditional`` holds a class-conditional run's per-class reports
     (``per_class``, ``ledgers``, ``composition``)."""
 

@@ -32,10 +32,11 @@ import torch
 from torch import Tensor
 
 from .counts import ClaimMismatch, check_integers
-from .histogram import HistogramTarget, histogram_sensitivity
+from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
 from .release import PrivateTarget
 
-__all__ = ["VALUES_RELEASE", "ValuesTarget", "selection_threshold", "selection_delta", "verify_values"]
+__all__ = ["VALUES_RELEASE", "ValuesTarget", "ShardedValuesTarget", "selection_threshold", "selection_delta",
+           "verify_values"]
 
 VALUES_RELEASE = (
     "one release of the values that records of the columns {columns} share: every value strictly inside a column's "
@@ -114,11 +115,7 @@ class ValuesTarget(HistogramTarget):
         ledger event first (its δ the selection's), then the draw. Without privacy, every value two records
         share. Kept as ``released`` (public)."""
         self._check_budget()
-        distinct = []
-        for j, (low, high) in enumerate(self.inside):
-            column = self._data[:, j]
-            values, counts = torch.unique(column[(column > low) & (column < high)], return_counts=True)
-            distinct.append((values.to(torch.float64), counts))
+        distinct = self._distinct()
         cal = self._calibration
         if cal is None:
             self.released = [(v[c >= 2], c[c >= 2].to(torch.float64)) for v, c in distinct]
@@ -132,6 +129,35 @@ class ValuesTarget(HistogramTarget):
             kept = noisy >= threshold
             self.released.append((values[kept], noisy[kept]))
         return self.released
+
+
+    def _distinct(self) -> list[tuple[Tensor, Tensor]]:
+        """Each column's distinct candidate values (rising, float64) and their exact counts (int64)."""
+        distinct = []
+        for j, (low, high) in enumerate(self.inside):
+            column = self._data[:, j]
+            values, counts = torch.unique(column[(column > low) & (column < high)], return_counts=True)
+            distinct.append((values.to(torch.float64), counts))
+        return distinct
+
+
+class ShardedValuesTarget(ShardedCounts, ValuesTarget):
+    """One rank's contiguous shard of the records behind the one repeated-values release (torchrun): every rank's
+    distinct values and counts are gathered and summed, so every rank holds the counts one process makes on all
+    the records, and rank 0 draws the noise and shares it (:class:`~swflow.privacy.histogram.ShardedCounts`).
+    Built with ``dataset_size``, the records of every rank."""
+
+    def _distinct(self) -> list[tuple[Tensor, Tensor]]:
+        import torch.distributed as dist
+
+        gathered = [None] * dist.get_world_size()
+        dist.all_gather_object(gathered, super()._distinct())
+        merged = []
+        for parts in zip(*gathered):
+            values, inverse = torch.unique(torch.cat([v for v, _ in parts]), return_inverse=True)
+            counts = torch.zeros(len(values), dtype=torch.int64).index_add_(0, inverse, torch.cat([c for _, c in parts]))
+            merged.append((values, counts))
+        return merged
 
 
 def verify_values(released: list[tuple[Tensor, Tensor]], *, event: dict, columns: int,
