@@ -178,8 +178,8 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "(the others by the rule; default: a rule of epsilon, n and the number of pairs; docs/tables.md)")
     g.add_argument("--no-shrink", action="store_true",
                    help="fit the released pair tables as they are, without shrinking each toward independence. "
-                   "Shrinkage erases a classifier's weak dependences at small n*eps (medexp at eps 1: AUC 0.52 "
-                   "without this flag, 0.62 with it) and cleans its strong ones (k401ksubs: 0.87 without, 0.85 "
+                   "Shrinkage erases a classifier's weak dependences at small n*eps (medexp at eps 1: AUC 0.56 "
+                   "without this flag, 0.60 with it) and cleans its strong ones (k401ksubs: 0.87 without, 0.85 "
                    "with); the marginals' error rises a little (docs/tables.md, \"Shrinkage\")")
     g.add_argument("--no-repeated-values", action="store_true",
                    help="do not name the values that many records of a sliced real column share exactly. By default "

@@ -4,14 +4,15 @@
     >>> syn.sample(1000, seed=1)           # a DataFrame: the schema's columns, every row valid
     >>> syn.save("table.pt"); Synthesizer.load("table.pt")
 
-The run is one path: the frame is checked against the public schema (source); the columns with more fine cells than
-the pair tables can afford have their fine one-way histograms released first, at a share of the budget
-(:class:`~swflow.privacy.oneway.OneWayTarget`), and post-processing sets every column's cells from them
+The run is one path: the frame is checked against the public schema (source); the values that many records of a
+sliced column share are named (:class:`~swflow.privacy.values.ValuesTarget`) and become cells of their own; the
+columns with more fine cells than the pair tables can afford have their fine one-way histograms released, at a
+share of the budget (:class:`~swflow.privacy.oneway.OneWayTarget`), and post-processing sets every column's cells from them
 (:mod:`swflow.tables.resolution`; from public rows instead, where given, at no cost); the records are encoded by the
 :class:`~swflow.tables.codec.TableCodec` with those cells (codec), their two-way tables on the column pairs are
 released once (:class:`~swflow.privacy.marginals.MarginalTarget`: the sliced histogram on pair-block slices),
 particles are fitted to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to records,
-each cell by its fine histogram. Only the two releases touch private rows; one ledger composes them, and the privacy
+each cell by its fine histogram. Only the releases touch private rows; one ledger composes them, and the privacy
 report is every run's (privacy.json).
 """
 from __future__ import annotations

@@ -6,17 +6,19 @@ column) comes back smeared over its slice. This release names such values, so th
 wide of its column's fine grid (an *atom*), before the fine one-way histograms are released on that grid.
 
 Which values exist is itself private: a value only one record holds must not be named. So this is *partition
-selection* with the Gaussian mechanism: every value strictly inside a column's bounds that some record holds is
-counted, the count gets noise of std σ, and the value is released (with its noisy count) only when the noisy count
-reaches the threshold τ. Two parts make the guarantee, for neighbours D, D' (one record replaced, or added):
+selection* with the Gaussian mechanism: every value strictly inside a column's bounds that at least k records hold
+is counted, the count gets noise of std σ, and the value is released (with its noisy count) only when the noisy
+count reaches the threshold τ. Two parts make the guarantee, for neighbours D, D' (one record replaced, or added):
 
-* the values both hold: their counts move by one in at most two values per column (one under add-remove), so over
-  the C columns the counts are a histogram of ℓ2 sensitivity √(2C) (√C), the tree's and the pair tables' (the same
-  events, composed by the same accountant, in the one ledger);
-* the values only one of them holds (at most C: the changed record's, held by no one else) are counted 1 there and
-  absent in the other; each is released with probability P(1 + Z ≥ τ). τ is set so that C · P(1 + Z ≥ τ) ≤
-  δ_values, which the ledger charges beside the accountant's δ (the event's ``delta_sensitivity``): the run's δ is
-  the accountant's plus δ_values, and the calibration leaves δ_values out of what it hands the accountant.
+* the values that are candidates for both: their counts move by one in at most two values per column (one under
+  add-remove), so over the C columns the counts are a histogram of ℓ2 sensitivity √(2C) (√C), the trees' and the
+  pair tables' (the same events, composed by the same accountant, in the one ledger);
+* a value is a candidate only where at least ``PRE_THRESHOLD`` (k = 2) records hold it (most values of a real
+  column are held by one record: they are never noised, which keeps the release fast). The values that are
+  candidates on one side only (at most C: the changed record's, held by k records there and k − 1 on the other
+  side) are released with probability P(k + Z ≥ τ) each. τ is set so that C · P(Z ≥ τ − k) ≤ δ_values, which the
+  ledger charges beside the accountant's δ (the event's ``delta_sensitivity``): the run's δ is the accountant's plus
+  δ_values, and the calibration leaves δ_values out of what it hands the accountant.
 
 For the discrete Gaussian Z of scale σ on the integers, P(Z ≥ t) ≤ Φ̄(t/σ) + φ(t/σ)/σ (its normaliser is at least
 √(2π)σ by Poisson summation, and its tail sum at most its first term plus the Gaussian integral beyond it); for
@@ -35,15 +37,19 @@ from .counts import ClaimMismatch, check_integers
 from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
 from .release import PrivateTarget
 
-__all__ = ["VALUES_RELEASE", "ValuesTarget", "ShardedValuesTarget", "selection_threshold", "selection_delta",
+__all__ = ["VALUES_RELEASE", "PRE_THRESHOLD", "ValuesTarget", "ShardedValuesTarget", "selection_threshold", "selection_delta",
            "verify_values"]
 
 VALUES_RELEASE = (
     "one release of the values that records of the columns {columns} share: every value strictly inside a column's "
-    "bounds counted, noise of std {sigma:.4g} on each count (L2 sensitivity sqrt(2 x {groups}) on the values "
-    "neighbours share), a value named only where its noisy count reaches {threshold:g}, so that one only one record "
-    "holds is named with probability at most {delta:.3g} (charged to delta). Post-processing makes the named values "
-    "cells of their columns' fine grids")
+    "bounds that two records or more hold counted, noise of std {sigma:.4g} on each count (L2 sensitivity "
+    "sqrt(2 x {groups}) on the values that are candidates for both neighbours), a value named only where its noisy "
+    "count reaches {threshold:g}, so that one the changed record alone makes a candidate is named with probability at "
+    "most {delta:.3g} (charged to delta). Post-processing makes the named values cells of their columns' fine grids")
+
+
+#: a value is counted, noised and possibly named only where at least this many records hold it exactly
+PRE_THRESHOLD = 2
 
 
 def _tail(t: float, *, noise_std: float, mechanism: str) -> float:
@@ -57,8 +63,9 @@ def _tail(t: float, *, noise_std: float, mechanism: str) -> float:
 
 
 def selection_delta(threshold: float, *, noise_std: float, columns: int, mechanism: str) -> float:
-    """C · P(1 + Z ≥ τ): the probability that one of the C values a changed record alone holds is named."""
-    return columns * _tail(threshold - 1, noise_std=noise_std, mechanism=mechanism)
+    """C · P(k + Z ≥ τ): the probability that one of the C values that are candidates on one side of neighbours
+    only (held by k = PRE_THRESHOLD records there) is named."""
+    return columns * _tail(threshold - PRE_THRESHOLD, noise_std=noise_std, mechanism=mechanism)
 
 
 def selection_threshold(*, noise_std: float, columns: int, delta: float, mechanism: str) -> float:
@@ -69,7 +76,7 @@ def selection_threshold(*, noise_std: float, columns: int, delta: float, mechani
     if not (noise_std > 0 and 0 < delta < 1 and columns >= 1):
         raise ValueError(f"a selection threshold needs noise_std > 0, 0 < delta < 1 and columns >= 1, got "
                          f"{noise_std}, {delta}, {columns}")
-    threshold = 1 + noise_std * float(norm.isf(delta / columns))  # exact for the float Gaussian
+    threshold = PRE_THRESHOLD + noise_std * float(norm.isf(delta / columns))  # exact for the float Gaussian
     if mechanism != "discrete-gaussian":
         return threshold
     threshold = math.ceil(threshold)
@@ -112,13 +119,13 @@ class ValuesTarget(HistogramTarget):
 
     def release_values(self) -> list[tuple[Tensor, Tensor]]:
         """Each column's named values (rising, float64) and their noisy counts (float64), released once: the
-        ledger event first (its δ the selection's), then the draw. Without privacy, every value two records
-        share. Kept as ``released`` (public)."""
+        ledger event first (its δ the selection's), then the draw. Without privacy, every value PRE_THRESHOLD
+        records share. Kept as ``released`` (public)."""
         self._check_budget()
-        distinct = self._distinct()
+        distinct = self._candidates(self._distinct())
         cal = self._calibration
         if cal is None:
-            self.released = [(v[c >= 2], c[c >= 2].to(torch.float64)) for v, c in distinct]
+            self.released = [(v, c.to(torch.float64)) for v, c in distinct]
             return self.released
         sens = histogram_sensitivity(len(self.inside), adjacency=cal.spec.adjacency)
         self.ledger.record(replace(cal.event(sens, sample_size=self.size), delta_sensitivity=self.delta))
@@ -139,6 +146,11 @@ class ValuesTarget(HistogramTarget):
             values, counts = torch.unique(column[(column > low) & (column < high)], return_counts=True)
             distinct.append((values.to(torch.float64), counts))
         return distinct
+
+    @staticmethod
+    def _candidates(distinct: list[tuple[Tensor, Tensor]]) -> list[tuple[Tensor, Tensor]]:
+        """The values at least PRE_THRESHOLD records hold, with their counts (a sharded target's after the sum)."""
+        return [(values[counts >= PRE_THRESHOLD], counts[counts >= PRE_THRESHOLD]) for values, counts in distinct]
 
 
 class ShardedValuesTarget(ShardedCounts, ValuesTarget):

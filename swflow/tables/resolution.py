@@ -5,6 +5,8 @@ cells fall decides what survives: equal-width bins on wide declared bounds put m
 Here the cells come from the column's fine one-way histogram, released first at a share of the budget
 (swflow/privacy/oneway.py), or counted on public rows at no cost:
 
+0. Before the trees, the values that many records of a sliced column share are named (swflow/privacy/values.py);
+   :func:`released_atoms` makes them atoms of the column's grid (cells one value wide) within its tree's leaves.
 1. :func:`fine_weights`: the released tree's least-squares fine counts (:func:`~swflow.privacy.oneway.fit_tree`),
    allocated top-down: a node's mass goes to its children in proportion to their fitted counts clipped at zero, or
    evenly over its fine cells when none is positive. No threshold: reading counts below 2σ as zero (to keep the
@@ -37,8 +39,8 @@ __all__ = ["RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_C
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
 #: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables.md)
 RESOLUTION_SHARE = 0.3
-#: the share of the budget that the repeated-values release takes, where asked (``repeated_values``), before the
-#: resolution release and the pair tables split the rest (measured on medexp: docs/tables.md)
+#: the share of the budget that the repeated-values release takes (``repeated_values``, on by default), before the
+#: resolution release and the pair tables split the rest (chosen on the tuning tables: docs/tables.md)
 VALUES_SHARE = 0.1
 #: records a pair-table cell should hold per unit of its noise std (the cells rule)
 CELLS_RULE = 4.0
