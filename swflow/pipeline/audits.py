@@ -165,25 +165,19 @@ def table_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve_noise
 def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve: str | None = None, seed: int = 0,
                               count_noise: str = "gaussian", share: float | None = None,
                               part: str | None = None, adjacency: str = "replace-one") -> dict:
-    """White-box audit of a table run's releases composed: the counts of a column's repeated values (ValuesTarget,
-    two values that other records hold too) at VALUES_SHARE of the budget, the fine one-way tree of the column (16
-    fine cells, 4-ary, two levels; OneWayTarget) at ``share`` of the rest (default: the library's), then the pair
-    table of two columns of two cells (MarginalTarget), calibrated together as the run does
-    (:func:`_resolution_calibrations`; under add-remove, after the count of the records). The worst-case pair:
-    under replace-one the record at the first value, in fine cell 0 and cells (0, 0), or at the second value, in
-    fine cell 15 and cells (1, 1) (two counts moved in the values, on each level and in the table); under add-remove
-    that record or none (the count of records, one count in each of the others). Every draw goes through the real
-    noise steps; the statistic is the likelihood ratio's (each moved difference over its release's variance).
-    ``halve``: 'size', 'values', 'levels' or 'tables' draws that release with half its noise. ``part``: one release
-    alone against the ε its own ledger event gives: a release with a small share moves the composed ε little, so
-    its own claim is the one its noise can be seen to break. The values release's other term, the δ of naming a
-    value only one record holds, is not a likelihood ratio: tests/test_table_values.py measures its rate."""
-    from ..privacy import NoiseSource, PrivacyLedger
+    """White-box audit of a table run's releases composed, calibrated together as the run does
+    (:func:`_resolution_calibrations`): two repeated values' counts, a column's fine tree at ``share`` of what they
+    leave, a pair table (the targets of :func:`_one_record_targets`; under add-remove after the count of records).
+    The worst-case pair: replace-one, the record at one value, leaf and cell against the other (two counts moved in
+    each release); add-remove, that record or none. Every draw goes through the real noise steps; the statistic is
+    the likelihood ratio's. ``halve``: 'size', 'values', 'levels' or 'tables' draws that release with half its noise;
+    ``part``: one release alone against the ε its own ledger event gives (a small share moves the composed ε little).
+    The selection's δ term is no likelihood ratio: tests/test_table_values.py measures its rate."""
+    from ..privacy import NoiseSource
     from ..privacy.accountants import epsilon_from_events
     from ..privacy.audit import split_epsilon_lower_bound
-    from ..privacy.marginals import MarginalTarget, pair_counts
-    from ..privacy.oneway import OneWayTarget, Tree, level_counts
-    from ..privacy.values import ValuesTarget
+    from ..privacy.marginals import pair_counts
+    from ..privacy.oneway import Tree, level_counts
     from ..tables.resolution import RESOLUTION_SHARE
 
     share = RESOLUTION_SHARE if share is None else share  # the library's own split by default
@@ -199,23 +193,18 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
         """The statistic's draws on the one-record set {(fine, cell)} (fine None: the empty set); the record holds
         the first repeated value with fine cell 0, the second with fine cell 15."""
         there = fine is not None
-        named = ValuesTarget(torch.tensor([[1.0 + (fine or 0) / 15]]), values_cal, noise=NoiseSource(draw_seed + 3),
-                             ledger=PrivacyLedger(), inside=[(0.0, 3.0)], delta=WHITEBOX_DELTA / 10)
-        levels = OneWayTarget(torch.tensor([[fine or 0]]), fine_cal, noise=NoiseSource(draw_seed),
-                              ledger=PrivacyLedger(), trees=[tree], columns=[0])
-        record = torch.zeros(1, 4, dtype=torch.float64)
-        record[0, cell] = record[0, 2 + cell] = 2 ** -0.5  # the codec's row: one-hot blocks over sqrt(C)
-        tables = MarginalTarget(record, pair_cal, noise=NoiseSource(draw_seed + 7), ledger=PrivacyLedger(),
-                                blocks=[(0, 2), (2, 4)], pairs=[(0, 1)])
+        named, levels, tables = _one_record_targets(fine or 0, cell, tree, (values_cal, fine_cal, pair_cal),
+                                                    draw_seed)
         sigmas = {"values": named.values_noise_std(), "levels": levels.levels_noise_std(),
                   "tables": tables.table_noise_std(), "size": spent[0].noise_std if removing else 1.0}
         drawn = {name: sigma * (0.5 if halve == name else 1.0) for name, sigma in sigmas.items()}
-        value_exact = torch.tensor([[int(there and fine == 0), int(there and fine != 0)]])  # the two values' counts
-        noisy_values = named._noisy(value_exact.expand(trials, -1).contiguous(), drawn["values"])
-        level_exact = level_counts(torch.tensor([[fine or 0]]), [tree]).double() * there
-        noisy_levels = levels._noisy(level_exact.expand(trials, -1).contiguous(), drawn["levels"])
-        table_exact = pair_counts(tables.cells(), tables.sizes, tables.pairs) * there
-        noisy_tables = tables._noisy(table_exact.expand(trials, -1).contiguous(), drawn["tables"])
+
+        def noisy(target, exact, name: str):  # ``trials`` releases of the record's counts (or none's), as released
+            return target._noisy(exact.expand(trials, -1).contiguous(), drawn[name])
+
+        noisy_values = noisy(named, torch.tensor([[int(there and fine == 0), int(there and fine != 0)]]), "values")
+        noisy_levels = noisy(levels, level_counts(torch.tensor([[fine or 0]]), [tree]).double() * there, "levels")
+        noisy_tables = noisy(tables, pair_counts(tables.cells(), tables.sizes, tables.pairs) * there, "tables")
         if removing:  # its value, its node on each level (0, then 4 + 0), its table cell, and the count of records
             moved = {"values": noisy_values[:, 0], "levels": noisy_levels[:, 0] + noisy_levels[:, 4],
                      "tables": noisy_tables[:, 0],
@@ -226,14 +215,33 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
                      "tables": noisy_tables[:, 0] - noisy_tables[:, 3]}
         return sum(value * (part in (None, name)) / sigmas[name] ** 2 for name, value in moved.items()).numpy()
 
-    if part is not None:
-        own = {"values": values_cal, "levels": fine_cal, "tables": pair_cal}
-        epsilon = _own_epsilon(own[part]) if part != "size" else \
-            epsilon_from_events(spent, delta=WHITEBOX_DELTA, adjacency=adjacency)
+    if part is not None:  # a release alone: its own ledger event's ε
+        epsilon = epsilon_from_events(spent, delta=WHITEBOX_DELTA, adjacency=adjacency) if part == "size" else \
+            _own_epsilon({"values": values_cal, "levels": fine_cal, "tables": pair_cal}[part])
     with_record, without = draws(0, 0, seed), draws(None if removing else 15, 1, seed + 1)
     return {"audit": f"white-box, {part or 'the releases composed'} ({adjacency})", "claimed_epsilon": epsilon,
             "trials": trials, "halved": halve, "count_noise": count_noise, "share": share, "adjacency": adjacency,
             "audited_epsilon_lower_bound": split_epsilon_lower_bound(with_record, without, delta=WHITEBOX_DELTA)}
+
+
+def _one_record_targets(fine: int, cell: int, tree, calibrations: tuple, draw_seed: int) -> tuple:
+    """(the repeated values', the fine tree's, the pair table's target) on one record: at the first of two repeated
+    values with fine cell 0, else at the second; in ``cell`` of both table columns. ``calibrations``: theirs."""
+    from ..privacy import NoiseSource, PrivacyLedger
+    from ..privacy.marginals import MarginalTarget
+    from ..privacy.oneway import OneWayTarget
+    from ..privacy.values import ValuesTarget
+
+    values_cal, fine_cal, pair_cal = calibrations
+    named = ValuesTarget(torch.tensor([[1.0 + fine / 15]]), values_cal, noise=NoiseSource(draw_seed + 3),
+                         ledger=PrivacyLedger(), inside=[(0.0, 3.0)], delta=WHITEBOX_DELTA / 10)
+    levels = OneWayTarget(torch.tensor([[fine]]), fine_cal, noise=NoiseSource(draw_seed), ledger=PrivacyLedger(),
+                          trees=[tree], columns=[0])
+    record = torch.zeros(1, 4, dtype=torch.float64)
+    record[0, cell] = record[0, 2 + cell] = 2 ** -0.5  # the codec's row: one-hot blocks over sqrt(C)
+    tables = MarginalTarget(record, pair_cal, noise=NoiseSource(draw_seed + 7), ledger=PrivacyLedger(),
+                            blocks=[(0, 2), (2, 4)], pairs=[(0, 1)])
+    return named, levels, tables
 
 
 def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int) -> tuple:

@@ -316,7 +316,6 @@ class TableCells:
             raise ClaimMismatch(f"{source}: the cells its report records are not those its release gives: the file "
                                 "was edited; fit again")
 
-
     def _restore_values(self, named_state, released: list[int], report, source: str) -> list[int]:
         """The atoms of a saved repeated-values release, its named values and counts tested against its ledger
         event first (privacy.values.verify_values); the columns it named."""

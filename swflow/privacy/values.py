@@ -89,7 +89,7 @@ class ValuesTarget(HistogramTarget):
     """The private records' values (m, C) float64 of the C sliced columns (a missing value written as a value
     outside ``inside``), behind ONE release of the values they share (:meth:`release_values`). ``inside``: each
     column's open interval (low, high) of candidate values (its bounds, which are cells already); ``delta``: what
-    naming a value only one record holds may cost (:func:`selection_threshold`)."""
+    naming a value that the changed record alone makes a candidate may cost (:func:`selection_threshold`)."""
 
     def __init__(self, values: Tensor, calibration, *, noise, ledger, inside: list[tuple[float, float]],
                  delta: float, dataset_size: int | None = None):
@@ -136,7 +136,6 @@ class ValuesTarget(HistogramTarget):
             kept = noisy >= threshold
             self.released.append((values[kept], noisy[kept]))
         return self.released
-
 
     def _distinct(self) -> list[tuple[Tensor, Tensor]]:
         """Each column's distinct candidate values (rising, float64) and their exact counts (int64)."""
