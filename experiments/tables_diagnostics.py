@@ -19,6 +19,9 @@ noise draws would change. Settings measured here are not defaults; docs/tables.m
   least the count such a release could keep: a tenth of ρ on the sliced columns' counts, Gaussian, thresholded at
   1e-10 of δ): an oracle, never a release, that bounds what the release could add.
 - ``auc-draws``: more noise draws of a table's AUC and 3-way TVD at one ε, of swflow or (``--peer``) of a peer.
+- ``conditional-category``: swflow's samples, and ``--column`` drawn again inside its released cell from the private
+  rows' law given the ``--with`` columns (an oracle without noise: what a release of, say, storms' names given their
+  years and months could bring at most), its triples and the others apart.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
   (the floor), swflow or (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
 
@@ -69,7 +72,7 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", nargs="?", default="log-scale", choices=(
         "log-scale", "every-category", "few-pairs", "target-pairs", "shrinkage", "tree-pairs", "repeated-values",
-        "auc-draws", "split-triples"))
+        "auc-draws", "split-triples", "conditional-category"))
     p.add_argument("--table", default="movies")
     p.add_argument("--column", default="name", help="every-category, few-pairs: the many-category column; "
                    "split-triples: the column whose triples are shown apart")
@@ -77,7 +80,7 @@ def main(argv=None) -> None:
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--others", type=int, default=16, help="every-category: the other columns' cells")
     p.add_argument("--with", dest="partners", nargs="+", default=["year"], help="few-pairs: the columns the "
-                   "many-category column is paired with")
+                   "many-category column is paired with; conditional-category: the columns it is drawn given")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="the noise draws' seeds (the "
                    "benchmark's is 0)")
     p.add_argument("--adjacency", choices=("replace-one", "add-remove"), default="replace-one")
@@ -100,6 +103,11 @@ def main(argv=None) -> None:
     score = Scorer(schema, private, held_out, target)  # scored alike under any scale: the same bounds
     if args.what == "split-triples":
         print(split_line("private rows (the floor)", schema, private, held_out, args.column), flush=True)
+    if args.what == "conditional-category":
+        for epsilon in args.epsilons:
+            for seed in args.seeds:
+                conditional_lines(args, schema, private, held_out, score, epsilon=epsilon, seed=seed)
+        return
     runs = runs_of(args, schema, target, private)
     for epsilon in args.epsilons:
         for seed in args.seeds:
@@ -236,6 +244,37 @@ def frame_of(args, label: str, schema, settings: dict, private, *, epsilon: floa
     if frame is None:
         print(f"eps {epsilon:g}  seed {seed}  {label}: {facts['stopped']}", flush=True)
     return frame
+
+
+def conditional_lines(args, schema, private, held_out, score, *, epsilon: float, seed: int) -> None:
+    """swflow's samples as decoded, and with ``--column`` drawn again inside its released cell from the private
+    rows' law given the cell and the ``--with`` columns' sampled values (the most of them some private row shares),
+    without noise: an oracle, never a release, that bounds what a release of the category given those columns (a
+    hierarchy name -> storm-year) could bring."""
+    from swflow.pipeline.tables import TableSynthesizer
+
+    syn = TableSynthesizer(schema=schema, epsilon=epsilon, delta=DELTA, clip=True, seed=seed,
+                           adjacency=args.adjacency).fit(private)
+    frame = syn.sample(len(private), seed=seed)
+    cells = syn.codec.cells[schema.names.index(args.column)]
+    keys = [tuple(row) for row in private[args.partners].to_numpy(dtype=object)]
+    pools: dict = {}
+    for cell, key, value in zip(cells.index(private[args.column]), keys, private[args.column].to_numpy(dtype=object)):
+        for depth in range(1, len(key) + 1):  # (cell, first partner), (cell, first two), ...
+            pools.setdefault((cell, key[:depth]), []).append(value)
+    rng, drawn = np.random.default_rng(seed), frame[args.column].to_numpy(dtype=object).copy()
+    sampled = [tuple(row) for row in frame[args.partners].to_numpy(dtype=object)]
+    for i, (cell, key) in enumerate(zip(cells.index(frame[args.column]), sampled)):
+        pool = next((pools[(cell, key[:d])] for d in range(len(key), 0, -1) if (cell, key[:d]) in pools), None)
+        if pool:
+            drawn[i] = pool[rng.integers(len(pool))]
+    oracle = frame.copy()
+    oracle[args.column] = drawn
+    given = ", ".join(args.partners)
+    for label, result in (("swflow", frame), (f"{args.column} given its cell and {given} (an oracle)", oracle)):
+        line = split_line(f"eps {epsilon:g}  seed {seed}  {args.adjacency}  {label}", schema, result, held_out,
+                          args.column)
+        print(f"{line}  all: {score_line(score(result))}", flush=True)
 
 
 def split_line(label: str, schema, frame, held_out, column: str) -> str:
