@@ -172,7 +172,8 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "schema's 16 equal-width bins")
     g.add_argument("--resolution-share", type=float, default=None,
                    help="the share of the budget (of rho) the fine one-way histograms take (default 0.3: "
-                   "swflow.tables.resolution.RESOLUTION_SHARE)")
+                   "swflow.tables.resolution.RESOLUTION_SHARE), of what the repeated values leave where they are "
+                   "named (0.9 of the budget: 0.27 then)")
     g.add_argument("--cells", nargs="+", default=None, metavar="N | COLUMN=N",
                    help="cells per column in the pair tables: one number for every column, or COLUMN=N for some "
                    "(the others by the rule; default: a rule of epsilon, n and the number of pairs; docs/tables.md)")

@@ -7,13 +7,13 @@
 The run is one path: the frame is checked against the public schema (source); the values that many records of a
 sliced column share are named (:class:`~swflow.privacy.values.ValuesTarget`) and become cells of their own; the
 columns with more fine cells than the pair tables can afford have their fine one-way histograms released, at a
-share of the budget (:class:`~swflow.privacy.oneway.OneWayTarget`), and post-processing sets every column's cells from them
-(:mod:`swflow.tables.resolution`; from public rows instead, where given, at no cost); the records are encoded by the
-:class:`~swflow.tables.codec.TableCodec` with those cells (codec), their two-way tables on the column pairs are
-released once (:class:`~swflow.privacy.marginals.MarginalTarget`: the sliced histogram on pair-block slices),
-particles are fitted to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to records,
-each cell by its fine histogram. Only the releases touch private rows; one ledger composes them, and the privacy
-report is every run's (privacy.json).
+share of the budget (:class:`~swflow.privacy.oneway.OneWayTarget`), and post-processing sets every column's cells
+from them (:mod:`swflow.tables.resolution`; from public rows instead, where given, at no cost); the records are
+encoded by the :class:`~swflow.tables.codec.TableCodec` with those cells (codec), their two-way tables on the column
+pairs are released once (:class:`~swflow.privacy.marginals.MarginalTarget`: the sliced histogram on pair-block
+slices), particles are fitted to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to
+records, each cell by its fine histogram. Only the releases touch private rows; one ledger composes them, and the
+privacy report is every run's (privacy.json).
 """
 from __future__ import annotations
 
@@ -60,15 +60,15 @@ class TableSynthesizer(TableCells, TableSize):
         pairs whose two-way tables are released (default: from the schema alone, every pair up to 32 columns, then
         neighbours: :func:`~swflow.tables.pairs.schema_pairs`); ``resolution``: where the columns' cells come from
         (RESOLUTIONS; default 'public' with public rows, else 'release': the fine one-way histograms at
-        ``resolution_share`` of the budget); ``cells``: cells per column, for every column or ({name: cells}) for
-        some (default: the rule of :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
+        ``resolution_share`` of the budget, of what the repeated values leave where they are named); ``cells``: cells
+        per column, for every column or ({name: cells}) for some (default: the rule of
+        :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
         equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
         for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the
-        budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``, ``secure_noise``, ``privacy_seed``);
-        ``repeated_values``: with a resolution release, first name the values that many records of a sliced column
-        share exactly, privately (:mod:`swflow.privacy.values`: a tenth of the budget and a tenth of δ), so that each
-        decodes as itself (``False``: the trees and the pairs split the whole budget)."""
+        budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``,
+        ``secure_noise``, ``privacy_seed``); ``repeated_values``: first name, privately, the values a sliced column's
+        records share (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself."""
         from ..privacy import PrivacySpec
 
         if method not in METHODS:

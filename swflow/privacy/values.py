@@ -37,8 +37,8 @@ from .counts import ClaimMismatch, check_integers
 from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
 from .release import PrivateTarget
 
-__all__ = ["VALUES_RELEASE", "PRE_THRESHOLD", "ValuesTarget", "ShardedValuesTarget", "selection_threshold", "selection_delta",
-           "verify_values"]
+__all__ = ["VALUES_RELEASE", "PRE_THRESHOLD", "ValuesTarget", "ShardedValuesTarget", "selection_threshold",
+           "selection_delta", "verify_values"]
 
 VALUES_RELEASE = (
     "one release of the values that records of the columns {columns} share: every value strictly inside a column's "
@@ -166,7 +166,8 @@ class ShardedValuesTarget(ShardedCounts, ValuesTarget):
         merged = []
         for parts in zip(*gathered):
             values, inverse = torch.unique(torch.cat([v for v, _ in parts]), return_inverse=True)
-            counts = torch.zeros(len(values), dtype=torch.int64).index_add_(0, inverse, torch.cat([c for _, c in parts]))
+            counts = torch.zeros(len(values), dtype=torch.int64).index_add_(
+                0, inverse, torch.cat([c for _, c in parts]))
             merged.append((values, counts))
         return merged
 
