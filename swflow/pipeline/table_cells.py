@@ -276,7 +276,7 @@ class TableCells:
         from ..privacy.histogram import histogram_sensitivity
         from ..privacy.oneway import verify_levels
         from ..privacy.verify import ClaimMismatch
-        from ..tables.resolution import column_cells
+        from ..tables.resolution import column_cells, tree_of
 
         mode, m, released = state["mode"], state["cells_per_column"], [int(j) for j in state["columns"]]
         self.repeated_values = state.get("repeated_values") is not None
@@ -294,19 +294,22 @@ class TableCells:
                                        for c, w, k in zip(self.schema.columns, weights, m)])
         if mode == "release" and released:
             levels = torch.as_tensor(state["levels"], dtype=torch.float64)
-            named = self._restore_values(state.get("repeated_values"), released, report, source)
-            trees, at = [self._tree(j) for j in released], 1 + bool(named)  # the ledger: pairs, [values,] trees
-            sigma = 0.0
-            if report.private:
-                events = report.ledger
-                groups = sum(t.levels for t in trees)
+            named_state = state.get("repeated_values")
+            at = 1 + (named_state is not None)  # the ledger: pairs, [values,] trees[, the count of records]
+            events = report.ledger
+            if report.private:  # its shape first; the trees' levels are the schema's, whatever atoms were named
+                groups = sum(tree_of(self.schema.columns[j]).levels for j in released)
                 if len(events) != at + 1 + (report.adjacency == "add-remove") or events[at]["n_projections"] != \
                         groups or events[at]["sensitivity"] != histogram_sensitivity(groups,
                                                                                      adjacency=report.adjacency).value:
-                    raise ClaimMismatch(f"{source}: its ledger does not hold the resolution release its cells come "
-                                        "from (one release of the trees of the released columns); fit again")
-                sigma = float(events[at]["noise_std"])
-                verify_levels(levels, trees, sigma=sigma, source=source, mechanism=events[at]["mechanism"],
+                    raise ClaimMismatch(f"{source}: its ledger does not hold the releases its cells come from (one "
+                                        "release of the trees of the released columns, after the repeated values "
+                                        "where it names some); fit again")
+            self._restore_values(named_state, released, report, source)
+            trees = [self._tree(j) for j in released]
+            if report.private:
+                verify_levels(levels, trees, sigma=float(events[at]["noise_std"]), source=source,
+                              mechanism=events[at]["mechanism"],
                               dataset_size=None if report.adjacency == "add-remove" else report.dataset_size)
             self._released_levels, self._released_columns = levels, released
             self.codec = self._codec_from_levels(levels, released, report.dataset_size)
@@ -316,28 +319,24 @@ class TableCells:
             raise ClaimMismatch(f"{source}: the cells its report records are not those its release gives: the file "
                                 "was edited; fit again")
 
-    def _restore_values(self, named_state, released: list[int], report, source: str) -> list[int]:
+    def _restore_values(self, named_state, released: list[int], report, source: str) -> None:
         """The atoms of a saved repeated-values release, its named values and counts tested against its ledger
-        event first (privacy.values.verify_values); the columns it named."""
+        event (the second: privacy.values.verify_values) first."""
         from ..privacy.values import verify_values
         from ..privacy.verify import ClaimMismatch
         from ..tables.cells import FineGrid
 
-        named = self._named_columns(released)
         if named_state is None:
-            return named
+            return
+        named = self._named_columns(released)
         if not named or len(named_state) != len(named):
             raise ClaimMismatch(f"{source}: its repeated-values release is not one of its sliced columns; fit again")
         self._released_values = [(torch.as_tensor(v, dtype=torch.float64), torch.as_tensor(c, dtype=torch.float64))
                                  for v, c in named_state]
         if report.private:
-            if len(report.ledger) < 3:
-                raise ClaimMismatch(f"{source}: its ledger does not hold the repeated-values release its atoms come "
-                                    "from; fit again")
             verify_values(self._released_values, event=report.ledger[1], columns=len(named), source=source,
                           inside=[FineGrid(self.schema.columns[j]).ends for j in named])
         self._set_atoms(named)
-        return named
 
 
 def _fine_codec(schema: Schema, atoms: dict | None = None) -> TableCodec:

@@ -63,7 +63,7 @@ class FineGrid:
         if not self.sliced:
             raise ValueError(f"column {self.column.name!r} has a cell for every value already: it takes no atoms")
         atoms = np.asarray(self.atoms, dtype=np.float64)
-        low, high = self._atoms()
+        low, high = self.ends
         if len(atoms) and (not np.isfinite(atoms).all() or (np.diff(atoms) <= 0).any() or atoms[0] <= low
                            or atoms[-1] >= high):
             raise ValueError(f"the atoms of column {self.column.name!r} must be distinct rising numbers strictly "
@@ -147,12 +147,8 @@ class FineGrid:
 
     @property
     def ends(self) -> tuple[float, float]:
-        """The values of a numeric column's two end cells (:meth:`_atoms`): a repeated value strictly between them
-        may become an atom of a sliced column."""
-        return self._atoms()
-
-    def _atoms(self) -> tuple[float, float]:
-        """The values of the two atom cells: the bounds, or the first and last whole (declared-place) values."""
+        """The values of a numeric column's two end cells: the bounds, or the first and last whole (declared-place)
+        values. A repeated value strictly between them may become a released atom of a sliced column."""
         c = self.column
         if c.integer:
             return float(math.ceil(c.low)), float(math.floor(c.high))
@@ -179,7 +175,7 @@ class FineGrid:
         if self.whole:
             cell = np.round(np.where(absent, 0, x) / self.step) - self._lattice()[0]
         else:
-            low, high = self._atoms()
+            low, high = self.ends
             cell = 1 + self._slice_of(np.where(absent, c.low, x))
             cell = np.where(x == low, 0, np.where(x == high, self.values - 1, cell))
         cell = np.clip(cell, 0, self.values - 1).astype(np.int64)
@@ -195,7 +191,7 @@ class FineGrid:
         if self.whole:
             drawn = np.round((self._lattice()[0] + fine) * self.step, c.decimals or 0)
         else:
-            (low, high), edges = self._atoms(), self.edges
+            (low, high), edges = self.ends, self.edges
             piece = np.clip(fine - 1, 0, len(edges) - 2)
             left, width = edges[piece], edges[piece + 1] - edges[piece]
             if self.step is not None:  # a value written with the declared places in [left, left + width), not an atom
