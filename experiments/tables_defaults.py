@@ -52,7 +52,7 @@ def main(argv=None) -> int:
                                           n_projections=len(pairs), dim=codec.dim, noise="gaussian"))
         target = MarginalTarget(rows, cal, noise=NoiseSource(0), ledger=PrivacyLedger(), blocks=codec.blocks(),
                                 pairs=pairs)
-        released, sigma = target.release_tables(), target.table_noise_std()
+        released, sigma = target.release_tables(), target.count_noise_std()
         variants = {"raw": released, "clipped": [t.clamp(min=0) for t in released],
                     "thresholded": [torch.where(t < 2 * sigma, 0.0, t) for t in released]}
         for kind, n_particles, steps in itertools.product(args.targets, args.particles, args.steps):

@@ -126,7 +126,7 @@ def test_a_two_column_table_gives_back_its_known_marginal_and_stays_within_the_s
         noisy_target, _ = _target(frame, schema, [(0, 1)], epsilon=1.0, seed=seed)
         errors.append(noisy_target.release_tables()[0].numpy() - expected)
     errors = np.stack(errors)
-    sigma = noisy_target.table_noise_std()
+    sigma = noisy_target.count_noise_std()
     assert sigma == pytest.approx(noisy_target.calibration.noise_multiplier * np.sqrt(2))
     assert abs(errors.mean()) < 4 * sigma / np.sqrt(errors.size)
     assert errors.std() == pytest.approx(sigma, rel=0.1)

@@ -152,7 +152,7 @@ def table_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve_noise
         target = MarginalTarget(record, calibrate(spec, plan), noise=NoiseSource(draw_seed), ledger=PrivacyLedger(),
                                 blocks=[(0, 2), (2, 4)], pairs=[(0, 1)])
         counts = pair_counts(target.cells(), target.sizes, target.pairs)
-        sigma = target.table_noise_std() * (0.5 if halve_noise else 1.0)
+        sigma = target.count_noise_std() * (0.5 if halve_noise else 1.0)
         noisy = target._noisy(counts.expand(trials, -1).contiguous(), sigma)
         return (noisy[:, 0] - noisy[:, 3]).numpy()
 
@@ -195,8 +195,8 @@ def resolution_whitebox_audit(epsilon: float, *, trials: int = 1_000_000, halve:
         there = fine is not None
         named, levels, tables = _one_record_targets(fine or 0, cell, tree, (values_cal, fine_cal, pair_cal),
                                                     draw_seed)
-        sigmas = {"values": named.values_noise_std(), "levels": levels.levels_noise_std(),
-                  "tables": tables.table_noise_std(), "size": spent[0].noise_std if removing else 1.0}
+        sigmas = {"values": named.count_noise_std(), "levels": levels.count_noise_std(),
+                  "tables": tables.count_noise_std(), "size": spent[0].noise_std if removing else 1.0}
         drawn = {name: sigma * (0.5 if halve == name else 1.0) for name, sigma in sigmas.items()}
 
         def noisy(target, exact, name: str):  # ``trials`` releases of the record's counts (or none's), as released

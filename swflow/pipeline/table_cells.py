@@ -244,12 +244,12 @@ class TableCells:
         from ..privacy.values import VALUES_RELEASE
 
         note = ONEWAY_RELEASE.format(columns=[self.schema.names[j] for j in fine.columns], groups=fine.groups,
-                                     sigma=fine.levels_noise_std()) + " (released before the pair tables)"
+                                     sigma=fine.count_noise_std()) + " (released before the pair tables)"
         named = getattr(self, "_values_target", None)
         if named is None:
             return note
         values = VALUES_RELEASE.format(columns=[self.schema.names[j] for j in self._atoms], groups=len(named.inside),
-                                       sigma=named.values_noise_std(), threshold=named.threshold(), delta=named.delta)
+                                       sigma=named.count_noise_std(), threshold=named.threshold(), delta=named.delta)
         return f"{values} THEN {note}"
 
     def _split_note(self) -> str:

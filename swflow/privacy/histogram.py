@@ -30,9 +30,9 @@ from torch import Tensor
 from .release import PrivateTarget
 from .sensitivity import ADJACENCIES, SensitivityBound
 
-__all__ = ["COUNT_BLOCK", "HistogramTarget", "ShardedCounts", "bin_edges", "projection_counts", "histogram_sensitivity", "monotone_cdf",
-           "quantile_table",
-           "TABLE_LEVELS", "THRESHOLD_STDS", "histogram_shape", "histogram_step_size", "one_release_multiplier"]
+__all__ = ["COUNT_BLOCK", "CountTarget", "HistogramTarget", "ShardedCounts", "bin_edges", "projection_counts",
+           "histogram_sensitivity", "monotone_cdf", "quantile_table", "TABLE_LEVELS", "THRESHOLD_STDS",
+           "histogram_shape", "histogram_step_size", "one_release_multiplier"]
 
 #: quantile levels kept per released direction (the flow reads the released quantile function there)
 TABLE_LEVELS = 256
@@ -220,28 +220,6 @@ class HistogramTarget(PrivateTarget):
         return table.to(device=theta.device, dtype=theta.dtype), 0.0
 
 
-    def _count_noise_std(self, groups: int) -> float:
-        """σ on each count of a release of ``groups`` partitions of the records (0 without privacy)."""
-        cal = self._calibration
-        return 0.0 if cal is None else cal.noise_multiplier * histogram_sensitivity(
-            groups, adjacency=cal.spec.adjacency).value
-
-    def _release_counts(self, groups: int, *args) -> Tensor:
-        """The exact counts of ``groups`` partitions of the records (``self._counts(*args)``: a record is counted
-        once in each) plus the calibrated noise, released once: the ledger event first, then the draw. Kept as
-        ``released_counts`` (public)."""
-        self._check_budget()
-        counts = self._counts(*args)
-        cal = self._calibration
-        if cal is None:
-            noisy = counts.to(torch.float64)
-        else:
-            sens = histogram_sensitivity(groups, adjacency=cal.spec.adjacency)
-            self.ledger.record(cal.event(sens, sample_size=self.size))
-            noisy = self._noisy(counts, cal.noise_multiplier * sens.value)
-        self.released_counts = noisy
-        return noisy
-
     def _counts(self, theta: Tensor) -> Tensor:
         """The exact (K, B) counts of every private row (a sharded target sums its ranks' counts). Rows on disk
         are counted chunk by chunk, each checked first (finite, inside the ball or clipped): nothing is
@@ -296,6 +274,50 @@ class HistogramTarget(PrivateTarget):
         """What the release published, for model.h5: the noisy (K, B) counts, before post-processing."""
         counts = getattr(self, "released_counts", None)
         return {} if counts is None or self._calibration is None else {"noisy_counts": counts}
+
+
+class CountTarget(HistogramTarget):
+    """Private records behind ONE release of the counts of ``groups`` partitions of them, each record counted once
+    in each (two-way tables, tree levels, repeated values): no bins on a line, and no norm to bound, as a record
+    enters the counts through its cells or values alone. ``what`` names the release in errors; ``unit`` what the
+    calibration's ``n_projections`` counts."""
+
+    what, unit = "a count release", "partitions"
+
+    def __init__(self, data, calibration, *, noise, ledger, groups: int, dataset_size: int | None = None):
+        PrivateTarget.__init__(self, data, calibration, noise=noise, ledger=ledger, dataset_size=dataset_size)
+        if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
+            raise ValueError(f"{self.what} is made once, from every record")
+        if calibration is not None and calibration.plan.n_projections != groups:
+            raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} {self.unit}, not "
+                             f"{groups}")
+        self.bins, self.radius, self.groups = None, 1.0, groups
+
+    @staticmethod
+    def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
+        return data
+
+    def count_noise_std(self) -> float:
+        """σ on each released count (0 without privacy)."""
+        cal = self._calibration
+        return 0.0 if cal is None else cal.noise_multiplier * self._sensitivity().value
+
+    def _sensitivity(self):
+        return histogram_sensitivity(self.groups, adjacency=self._calibration.spec.adjacency)
+
+    def _release_counts(self) -> Tensor:
+        """The exact counts (``self._counts()``) plus the calibrated noise, released once: the ledger event first,
+        then the draw. Kept as ``released_counts`` (public)."""
+        self._check_budget()
+        counts = self._counts()
+        cal = self._calibration
+        if cal is None:
+            noisy = counts.to(torch.float64)
+        else:
+            self.ledger.record(cal.event(self._sensitivity(), sample_size=self.size))
+            noisy = self._noisy(counts, self.count_noise_std())
+        self.released_counts = noisy
+        return noisy
 
 
 class ShardedCounts:

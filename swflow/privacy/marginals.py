@@ -17,8 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .histogram import HistogramTarget, ShardedCounts
-from .release import PrivateTarget
+from .histogram import CountTarget, ShardedCounts
 
 __all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
 
@@ -48,27 +47,23 @@ def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]]) -
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
 
 
-class MarginalTarget(HistogramTarget):
+class MarginalTarget(CountTarget):
     """Codec rows (m, D) behind ONE release of K two-way tables (the :meth:`release_tables` call).
 
     ``blocks``: each column's (start, stop) in a row; ``pairs``: the K column pairs. The noise is the sliced
     histogram's (OpenDP's discrete Gaussian, or the privacy stream's float Gaussian), calibrated for K slices.
     """
 
+    what, unit = "a table release", "tables"
+
     def __init__(self, data: Tensor, calibration, *, noise, ledger, blocks: list[tuple[int, int]],
                  pairs: list[tuple[int, int]], dataset_size: int | None = None):
-        # the histogram's noise, accounting and state, but not its bins on a line: a table's cells are its own
-        PrivateTarget.__init__(self, data, calibration, noise=noise, ledger=ledger, dataset_size=dataset_size)
-        if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
-            raise ValueError("a table release is made once, from every record")
-        self.bins, self.radius = None, 1.0
         self.blocks, self.pairs = [tuple(b) for b in blocks], [tuple(p) for p in pairs]
         self.sizes = [stop - start for start, stop in self.blocks]
         if not self.pairs or any(not 0 <= i < j < len(self.sizes) for i, j in self.pairs):
             raise ValueError(f"pairs must be column pairs (i, j) with i < j < {len(self.sizes)}, got {self.pairs}")
-        if calibration is not None and calibration.plan.n_projections != len(self.pairs):
-            raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} tables, not "
-                             f"{len(self.pairs)}")
+        super().__init__(data, calibration, noise=noise, ledger=ledger, groups=len(self.pairs),
+                         dataset_size=dataset_size)
 
     def cells(self, rows: Tensor | None = None) -> Tensor:
         """(m, C) int64: each record's cell in each column (its block's one coordinate), of ``rows`` (default: the
@@ -87,13 +82,10 @@ class MarginalTarget(HistogramTarget):
             total = total + pair_counts(cells, self.sizes, self.pairs)
         return total
 
-    def table_noise_std(self) -> float:
-        return self._count_noise_std(len(self.pairs))
-
     def release_tables(self) -> list[Tensor]:
         """The K noisy tables (sizes[i] × sizes[j], float64), released once: the ledger event first, then the
         draw."""
-        return split_tables(self._release_counts(len(self.pairs)), self.sizes, self.pairs)
+        return split_tables(self._release_counts(), self.sizes, self.pairs)
 
     def public_release(self) -> dict:
         counts = getattr(self, "released_counts", None)

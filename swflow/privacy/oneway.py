@@ -29,8 +29,7 @@ import torch
 from torch import Tensor
 
 from .counts import ClaimMismatch, _chi_square, check_integers
-from .histogram import HistogramTarget, ShardedCounts
-from .release import PrivateTarget
+from .histogram import CountTarget, ShardedCounts
 
 __all__ = ["Tree", "ONEWAY_RELEASE", "OneWayTarget", "ShardedOneWayTarget", "fit_tree", "level_counts", "split_levels", "verify_levels"]
 
@@ -99,27 +98,19 @@ def split_levels(flat: Tensor, trees: list[Tree]) -> list[list[Tensor]]:
     return out
 
 
-class OneWayTarget(HistogramTarget):
+class OneWayTarget(CountTarget):
     """The private records' fine cells (m, all columns) int64, or a source of them read in chunks
     (``cell_chunks()``), behind ONE release of the trees of the columns ``columns`` (:meth:`release_levels`)."""
 
+    what, unit = "the resolution release", "levels"
+
     def __init__(self, cells, calibration, *, noise, ledger, trees: list[Tree], columns: list[int],
                  dataset_size: int | None = None):
-        PrivateTarget.__init__(self, cells, calibration, noise=noise, ledger=ledger,
-                               dataset_size=dataset_size if dataset_size is not None else len(cells))
-        if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
-            raise ValueError("the resolution release is made once, from every record")
-        self.bins, self.radius, self.trees, self.columns = None, 1.0, list(trees), list(columns)
+        self.trees, self.columns = list(trees), list(columns)
         if len(self.trees) != len(self.columns) or not self.trees:
             raise ValueError("one tree per released column, and at least one")
-        self.groups = sum(tree.levels for tree in self.trees)
-        if calibration is not None and calibration.plan.n_projections != self.groups:
-            raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} levels, not "
-                             f"{self.groups}")
-
-    @staticmethod
-    def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
-        return data  # cell indices, each record counted once per level: no norm to bound
+        super().__init__(cells, calibration, noise=noise, ledger=ledger, groups=sum(t.levels for t in self.trees),
+                         dataset_size=dataset_size if dataset_size is not None else len(cells))
 
     def _counts(self) -> Tensor:
         if isinstance(self._data, Tensor):
@@ -129,13 +120,10 @@ class OneWayTarget(HistogramTarget):
             total = total + level_counts(cells[:, self.columns], self.trees)
         return total
 
-    def levels_noise_std(self) -> float:
-        return self._count_noise_std(self.groups)
-
     def release_levels(self) -> Tensor:
         """The noisy counts of every level (float64, :func:`level_counts`' layout), released once: the ledger
         event first, then the draw."""
-        return self._release_counts(self.groups)
+        return self._release_counts()
 
 
 class ShardedOneWayTarget(ShardedCounts, OneWayTarget):

@@ -34,8 +34,7 @@ import torch
 from torch import Tensor
 
 from .counts import ClaimMismatch, check_integers
-from .histogram import HistogramTarget, ShardedCounts, histogram_sensitivity
-from .release import PrivateTarget
+from .histogram import CountTarget, ShardedCounts
 
 __all__ = ["VALUES_RELEASE", "PRE_THRESHOLD", "ValuesTarget", "ShardedValuesTarget", "selection_threshold",
            "selection_delta", "verify_values"]
@@ -85,36 +84,26 @@ def selection_threshold(*, noise_std: float, columns: int, delta: float, mechani
     return float(threshold)
 
 
-class ValuesTarget(HistogramTarget):
+class ValuesTarget(CountTarget):
     """The private records' values (m, C) float64 of the C sliced columns (a missing value written as a value
     outside ``inside``), behind ONE release of the values they share (:meth:`release_values`). ``inside``: each
     column's open interval (low, high) of candidate values (its bounds, which are cells already); ``delta``: what
     naming a value that the changed record alone makes a candidate may cost (:func:`selection_threshold`)."""
 
+    what, unit = "the repeated-values release", "columns"
+
     def __init__(self, values: Tensor, calibration, *, noise, ledger, inside: list[tuple[float, float]],
                  delta: float, dataset_size: int | None = None):
-        PrivateTarget.__init__(self, values, calibration, noise=noise, ledger=ledger,
-                               dataset_size=dataset_size if dataset_size is not None else len(values))
-        if calibration is not None and (calibration.plan.releases, calibration.plan.sample_size) != (1, None):
-            raise ValueError("the repeated-values release is made once, from every record")
         if len(inside) != values.shape[1] or not inside:
             raise ValueError("one interval of candidate values per released column, and at least one")
-        if calibration is not None and calibration.plan.n_projections != len(inside):
-            raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} columns, not "
-                             f"{len(inside)}")
         if not 0 < delta < 1:
             raise ValueError(f"the selection's delta must be in (0, 1), got {delta}")
-        self.bins, self.radius, self.inside, self.delta = None, 1.0, list(inside), float(delta)
-
-    @staticmethod
-    def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
-        return data  # values, each record counted once per column: no norm to bound
-
-    def values_noise_std(self) -> float:
-        return self._count_noise_std(len(self.inside))
+        self.inside, self.delta = list(inside), float(delta)
+        super().__init__(values, calibration, noise=noise, ledger=ledger, groups=len(self.inside),
+                         dataset_size=dataset_size if dataset_size is not None else len(values))
 
     def threshold(self) -> float:
-        return selection_threshold(noise_std=self.values_noise_std(), columns=len(self.inside), delta=self.delta,
+        return selection_threshold(noise_std=self.count_noise_std(), columns=len(self.inside), delta=self.delta,
                                    mechanism=self._calibration.plan.noise)
 
     def release_values(self) -> list[tuple[Tensor, Tensor]]:
@@ -127,9 +116,9 @@ class ValuesTarget(HistogramTarget):
         if cal is None:
             self.released = [(v, c.to(torch.float64)) for v, c in distinct]
             return self.released
-        sens = histogram_sensitivity(len(self.inside), adjacency=cal.spec.adjacency)
-        self.ledger.record(replace(cal.event(sens, sample_size=self.size), delta_sensitivity=self.delta))
-        sigma, threshold = cal.noise_multiplier * sens.value, self.threshold()
+        event = cal.event(self._sensitivity(), sample_size=self.size)
+        self.ledger.record(replace(event, delta_sensitivity=self.delta))  # the event first, then the draw
+        sigma, threshold = self.count_noise_std(), self.threshold()
         self.released = []
         for values, counts in distinct:
             noisy = self._noisy(counts, sigma) if len(counts) else counts.to(torch.float64)
