@@ -68,6 +68,11 @@ class Tree:
     def node_of(self, fine: Tensor, level: int) -> Tensor:
         return fine // self.branching ** (self.levels - level) if self.levels > 1 else fine
 
+    def node_sums(self, leaves: Tensor, level: int) -> Tensor:
+        """(nodes(level),) float64: the sum of the fine cells' ``leaves`` (cells,) under each node of ``level``."""
+        return torch.zeros(self.nodes(level), dtype=torch.float64).index_add_(
+            0, self.node_of(torch.arange(self.cells), level), leaves.to(torch.float64))
+
 
 def level_counts(cells: Tensor, trees: list[Tree]) -> Tensor:
     """Exact counts of every level of every column's tree, concatenated.
@@ -163,11 +168,9 @@ def fit_tree(levels: list[Tensor], tree: Tree, *, total: float | None) -> tuple[
         parent_mean, parent_var = _child_sums(mean, tree), _child_sums(var, tree)
         gap = torch.where(parent_var > 0, (sums - parent_mean) / parent_var.clamp(min=1e-300), 0.0)  # 0: all empty
         sums = mean + var * torch.repeat_interleave(gap, tree.branching)
-    rss, node = float(((sums - counts[-1]) ** 2).sum()), sums
-    for y in reversed(counts[:-1]):  # the residual of every level, its nodes' sums read off the fitted leaves
-        node = _child_sums(node, tree)
-        rss += float(((node - y) ** 2).sum())
-    fitted = sums[:tree.cells]
+    fitted = sums[:tree.cells]  # the leaves past the last fine cell are held at zero
+    rss = sum(float(((tree.node_sums(fitted, level) - y) ** 2).sum())  # every level's residual, read off the leaves
+              for level, y in enumerate(counts, start=1))
     return fitted, rss, int(sum(c.numel() for c in counts) - tree.cells + (total is not None))
 
 

@@ -83,13 +83,11 @@ def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float) -> np.
     """(tree.cells,) non-negative weights summing to ``total``, from one column's released ``levels`` (step 1 of
     the module docstring; exact counts are followed as they are)."""
     fitted, _, _ = fit_tree(levels, tree, total=total)
-    leaves = torch.arange(tree.cells)
     mass = torch.tensor([float(total)], dtype=torch.float64)
     for level in range(1, tree.levels + 1):
         nodes = tree.nodes(level)
-        node = tree.node_of(leaves, level)
-        value = torch.zeros(nodes, dtype=torch.float64).index_add_(0, node, fitted)
-        real = torch.bincount(node, minlength=nodes).to(torch.float64)  # fine cells under each node
+        value = tree.node_sums(fitted, level)
+        real = tree.node_sums(torch.ones(tree.cells), level)  # fine cells under each node
         parent = torch.arange(nodes) // (tree.branching if level > 1 else nodes)
         kept = value.clamp(min=0)
         kept_sum = torch.zeros(len(mass), dtype=torch.float64).index_add_(0, parent, kept)
