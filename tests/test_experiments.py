@@ -57,3 +57,20 @@ def test_script_runs_in_smoke_mode(script, tmp_path, monkeypatch):
         assert stop.code in (0, None), f"{script.name} --smoke exited with {stop.code}"
     finally:
         torch.set_num_threads(torch_threads)
+
+
+def test_benchmark_tables_are_declared(monkeypatch):
+    """Every table the many-table benchmark runs has a schema that loads, a target among its columns, and (a first
+    schema, not a variant) a line in the export of the public tables: a table added to one list and not the others
+    would fail only after hours of peers."""
+    from swflow.tables import Schema
+
+    monkeypatch.syspath_prepend(str(ROOT / "experiments"))
+    monkeypatch.syspath_prepend(str(ROOT / "experiments" / "tables"))
+    bench = pytest.importorskip("tables_bench")
+    exported = (ROOT / "experiments" / "tables" / "export_rdatasets.py").read_text()
+    for table in [*bench.TUNE, *bench.REPORT, *bench.FRESH, *bench.VARIANTS]:
+        schema = Schema.read(ROOT / "experiments" / "tables" / "bench" / f"{table}.json")
+        assert bench.TARGETS[table] in schema.names, table
+        if table not in bench.VARIANTS:
+            assert f'"{table}": (' in exported, table
