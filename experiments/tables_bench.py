@@ -50,11 +50,15 @@ ROOT = HERE.parent
 #: table -> the column a classifier predicts (its last category, or its top decile)
 TARGETS = {"diamonds": "cut", "cps1988": "parttime", "medexp": "physlim", "k401ksubs": "e401k",
            "weather": "humid", "storms": "wind", "fertility": "morekids", "movies": "Drama", "txhousing": "median",
-           "hi": "whi"}
+           "hi": "whi", "hsb82": "sector", "insteval": "y"}
 TUNE = ("diamonds", "cps1988", "medexp", "k401ksubs")
 REPORT = ("weather", "storms", "fertility", "movies")
 #: tables added after the defaults were fixed (2026-11-27, at the library of that day), run once as it stood
 FRESH = ("txhousing", "hi")
+#: declared, exported and held back (never run, not in the default list): two tables whose rows are a few dozen per
+#: entity of a many-category column (160 schools; 2 972 students and 1 128 lecturers), kept unseen to report on a
+#: rule for such columns once it is chosen on storms and txhousing (docs/tables.md, "Two fresh tables")
+HELD_BACK = ("hsb82", "insteval")
 #: report tables declared again with the precision their values are written with ("decimals", "integer"): their
 #: first schemas left it out, so values that repeat exactly (visibility 10 miles, a diameter of 0) were decoded just
 #: beside them, across the scorer's decile edges. A change made after seeing their results: shown apart, as such.
@@ -261,7 +265,7 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tables", nargs="+", default=[*TUNE, *REPORT, *FRESH, *VARIANTS],
-                   choices=[*TUNE, *REPORT, *FRESH, *VARIANTS])
+                   choices=[*TUNE, *REPORT, *FRESH, *HELD_BACK, *VARIANTS])
     p.add_argument("--methods", nargs="+",
                    default=["private", "uniform", "independent", "swflow-uniform", "swflow", "swflow-ar", *PEERS])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
