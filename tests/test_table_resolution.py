@@ -208,6 +208,29 @@ def test_many_categories_keep_the_largest_and_split_the_rest_back_by_their_count
     assert abs(share.get("k7", 0) - expected[0]) < 0.02 and set(share.index) <= {f"k{i}" for i in range(7, 40)}
 
 
+def test_a_category_column_keeps_every_category_as_a_cell_up_to_the_cap():
+    """Categories are not cut by the numbers' rule: 40 of them are 40 cells (no release spent on them), 300 are the
+    255 largest by the released counts and one cell for the rest; the number keeps the rule's cells."""
+    from swflow import Synthesizer
+    from swflow.tables.resolution import MAX_CATEGORY_CELLS, cells_per_column
+
+    rng = np.random.default_rng(0)
+    schema = Schema.from_json({"columns": [
+        {"name": "area", "type": "categorical", "categories": [f"a{i}" for i in range(40)]},
+        {"name": "storm", "type": "categorical", "categories": [f"s{i}" for i in range(300)]},
+        {"name": "price", "type": "numeric", "min": 0, "max": 1000}]})
+    frame = pd.DataFrame({"area": rng.choice([f"a{i}" for i in range(40)], 3000),
+                          "storm": [f"s{i}" for i in rng.zipf(1.3, 3000) % 300],
+                          "price": rng.uniform(0, 1000, 3000)})
+    syn = Synthesizer("dpswflow-hist", schema=schema, epsilon=1.0, delta=1e-6, steps=5, n_particles=50).fit(frame)
+    report = syn.privacy_report()
+    run, pair_noise = report.run_config, report.ledger[0]["noise_std"]
+    assert MAX_CATEGORY_CELLS == 256 and syn.codec.sizes[:2] == [40, 256]
+    assert run["cells_per_column"][2] == cells_per_column(dataset_size=3000, pair_noise_std=pair_noise) < 40
+    assert run["resolution_columns"] == ["storm", "price"]
+    assert sorted(syn.sample(4000, seed=1)["area"].unique()) == sorted(f"a{i}" for i in range(40))
+
+
 # -- accounting ----------------------------------------------------------------------------------------------------------
 def test_two_gaussian_releases_compose_as_dp_accountings_pld_says():
     """The composed Gaussian account (GDP: 1/z² adds) against dp-accounting's PLD of the two Gaussians composed."""

@@ -38,14 +38,14 @@ class TableCells:
         import math
 
         from ..privacy.histogram import histogram_sensitivity, one_release_multiplier
-        from ..tables.resolution import cells_per_column
+        from ..tables.resolution import cells_of, cells_per_column
 
         if isinstance(self.cells, int):
             return [self.cells] * len(self.schema.columns)
         z = one_release_multiplier(self.privacy) / math.sqrt((1 - self.resolution_share) * (1 - self._values_share()))
         sigma = z * histogram_sensitivity(len(self.pairs), adjacency=self.privacy.adjacency).value
         rule = cells_per_column(dataset_size=n, pair_noise_std=sigma)
-        return [(self.cells or {}).get(name, rule) for name in self.schema.names]
+        return [(self.cells or {}).get(c.name, cells_of(c, rule)) for c in self.schema.columns]
 
     def _plan_cells(self, n: int) -> list[int]:
         """Set the cells that need no release (the schema's, or public rows'), choose the pairs from public rows

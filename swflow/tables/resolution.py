@@ -14,13 +14,20 @@ Here the cells come from the column's fine one-way histogram, released first at 
    on the tuning tables (mean 3-way TVD at ε = 1, clipped / thresholded at 2σ: medexp 0.315 / 0.387, k401ksubs
    0.126 / 0.159, diamonds 0.172 / 0.179, cps1988 0.065 / 0.062; equal at ε = 10; docs/tables.md).
 2. :func:`column_cells`: a number's m cells start at the weights' quantiles k/m (a fine cell that holds more than
-   1/m of the column is a cell of its own, so fewer cells may result); a category with many categories keeps its
-   m − 1 largest as cells and merges the rest into one; a declared missing number keeps its own cell.
+   1/m of the column is a cell of its own, so fewer cells may result); a category column with more categories than
+   its cells keeps its largest but one as cells and merges the rest into one; a declared missing number keeps its
+   own cell.
 3. Decoding draws a fine cell inside a cell by the weights (:class:`~swflow.tables.cells.ColumnCells`).
 
 The number of cells m follows the budget and n (:func:`cells_per_column`): a pair table of m × m cells over n
 records holds about n/m² records a cell, against its noise σ_pair; m is the largest with n/m² ≥ ``CELLS_RULE``·σ_pair,
-clamped to [``MIN_CELLS``, ``MAX_CELLS``]. Everything here reads released counts or public rows only.
+clamped to [``MIN_CELLS``, ``MAX_CELLS``]. A category column is not cut by that rule (:func:`cells_of`): it keeps
+every category as a cell of its own, up to ``MAX_CATEGORY_CELLS``. Quantile cells merge neighbouring numbers, which
+resemble each other; merged categories are ranked by their noisy counts only, so an area or a storm lands in a cell
+with others that share nothing with it, and the decoder draws it back inside that cell independently of every other
+column: a bias that no budget removes. Its own cell costs noise instead (its row of a pair table), and the noise
+cost less on the two tables that showed it (storms' 260 names, txhousing's 46 areas; docs/tables.md).
+Everything here reads released counts or public rows only.
 """
 from __future__ import annotations
 
@@ -33,8 +40,8 @@ from ..privacy.oneway import Tree, fit_tree
 from .cells import ColumnCells, FineGrid
 from .schema import Column
 
-__all__ = ["RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "cells_per_column",
-           "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
+__all__ = ["RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
+           "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
 
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
 #: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables.md)
@@ -45,6 +52,9 @@ VALUES_SHARE = 0.1
 #: records a pair-table cell should hold per unit of its noise std (the cells rule)
 CELLS_RULE = 4.0
 MIN_CELLS, MAX_CELLS = 6, 32
+#: a category column's cells at most (beyond, its largest categories but one and a cell for the rest): a cap on the
+#: cost of its pair tables (their cells, fitted at every step), not on their noise
+MAX_CATEGORY_CELLS = 256
 
 
 def cells_per_column(*, dataset_size: int, pair_noise_std: float) -> int:
@@ -52,6 +62,14 @@ def cells_per_column(*, dataset_size: int, pair_noise_std: float) -> int:
     if not pair_noise_std > 0:
         return MAX_CELLS
     return int(min(MAX_CELLS, max(MIN_CELLS, math.floor(math.sqrt(dataset_size / (CELLS_RULE * pair_noise_std))))))
+
+
+def cells_of(column: Column, cells: int) -> int:
+    """``column``'s number of cells where the rule gives ``cells``: a category column's every category, up to
+    MAX_CATEGORY_CELLS (at least ``cells``: fewer categories are each a cell anyway); any other column's ``cells``."""
+    if column.kind != "categorical":
+        return cells
+    return max(cells, min(FineGrid(column).values, MAX_CATEGORY_CELLS))
 
 
 def needs_release(column: Column, cells: int) -> bool:
