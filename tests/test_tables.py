@@ -367,3 +367,20 @@ def test_a_file_is_counted_chunk_by_chunk_as_it_would_be_in_memory(tmp_path):
         rows = TableRows(tmp_path / name, codec, chunk_rows=100)
         assert rows.shape == (1234, codec.dim) and [o for o, _ in rows.chunks()][:3] == [0, 100, 200]
         assert torch.equal(counts(rows), in_memory)
+
+
+def test_records_draw_their_cells_from_their_own_particles_chunk_by_chunk():
+    """Sampling draws a chunk of records at a time (memory chunk × cells): each record still follows its own
+    particle (particle 1 never gives cell 0) at the particle's probabilities (tolerance 0.015: over 4 standard
+    deviations of a share over 20 000 draws)."""
+    import torch
+
+    from swflow.tables.flow import _draw_cells
+
+    probabilities = torch.tensor([[0.7, 0.2, 0.1], [0.0, 0.5, 0.5]])
+    owner = torch.arange(40_000) % 2
+    cells = _draw_cells(probabilities, owner, torch.Generator().manual_seed(0), chunk=999)
+    assert cells.shape == (40_000,) and not bool((cells[owner == 1] == 0).any())
+    for particle in (0, 1):
+        share = torch.bincount(cells[owner == particle], minlength=3) / 20_000
+        assert torch.allclose(share, probabilities[particle], atol=0.015)

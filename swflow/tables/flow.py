@@ -246,7 +246,14 @@ def sample_cells(particles: list[Tensor], n: int, *, seed: int = 0,
     else:
         owner = torch.arange(n) % count
         owner = owner[torch.randperm(n, generator=generator)]
-    cells = torch.stack([torch.multinomial(p[owner], 1, generator=generator).squeeze(1) for p in particles], dim=1)
+    cells = torch.stack([_draw_cells(p, owner, generator) for p in particles], dim=1)
     for column, cell in (conditions or {}).items():
         cells[:, column] = cell
     return cells
+
+
+def _draw_cells(probabilities: Tensor, owner: Tensor, generator: torch.Generator, chunk: int = 1 << 16) -> Tensor:
+    """(n,) int64: a cell for each record from its particle's ``probabilities`` (N, cells), ``chunk`` records at a
+    time: memory chunk × cells, not n × cells (10⁶ records of a 256-category column would hold 1 GB)."""
+    return torch.cat([torch.multinomial(probabilities[owner[start:start + chunk]], 1, generator=generator).squeeze(1)
+                      for start in range(0, len(owner), chunk)])
