@@ -2,8 +2,10 @@
 noise draws would change. Settings measured here are not defaults; docs/tables.md ("Not done yet") reports them.
 
 - ``log-scale``: counts and amounts declared ``"scale": "log"`` against the table as declared, at each ε and seed.
-- ``every-category``: a many-category column given one cell per category and every other column ``--others`` cells,
-  against the defaults, at each ε (ε = 1e6 is the pair tables without noise; storms' names).
+- ``every-category``: a many-category column as the defaults give it (every category its own cell, up to 256),
+  against it merged into each of ``--cells`` (its largest categories but one and a cell for the rest), every other
+  column at the rule's cells or at ``--others``, at each ε (ε = 1e6 is the pair tables without noise; storms' names,
+  txhousing's areas).
 - ``few-pairs``: a many-category column given one cell per category and released only in its pairs with ``--with``
   (every other pair kept), against the defaults, at each ε (storms' names with their years: as MST measures them).
 - ``target-pairs``: only the target's pairs released (the classifier's column with every other), against every pair:
@@ -29,7 +31,9 @@ Each line is one fit and one draw of the noise, scored as `swflow evaluate --aga
 
     make tables-data
     python experiments/tables_diagnostics.py log-scale --table k401ksubs --columns inc nettfa --epsilons 1 10
-    python experiments/tables_diagnostics.py every-category --table storms --column name --epsilons 10 30 100 1e6
+    python experiments/tables_diagnostics.py every-category --table txhousing --column city --cells 6 21 \
+        --epsilons 1
+    python experiments/tables_diagnostics.py every-category --table storms --column name --others 16 --epsilons 10 1e6
     python experiments/tables_diagnostics.py few-pairs --table storms --column name --with year month --epsilons 1 10
     python experiments/tables_diagnostics.py target-pairs --table medexp --epsilons 1
     python experiments/tables_diagnostics.py shrinkage --table medexp --epsilons 1 --seeds 1 2 3 4 5 6
@@ -78,7 +82,9 @@ def main(argv=None) -> None:
                    "split-triples: the column whose triples are shown apart")
     p.add_argument("--columns", nargs="+", default=["votes", "budget"], help="log-scale: the columns declared log")
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
-    p.add_argument("--others", type=int, default=16, help="every-category: the other columns' cells")
+    p.add_argument("--others", type=int, help="every-category: the other columns' cells (default: the rule's)")
+    p.add_argument("--cells", type=int, nargs="+", default=[6], help="every-category: the many-category column "
+                   "merged into each of these numbers of cells, against every category its own (the default)")
     p.add_argument("--with", dest="partners", nargs="+", default=["year"], help="few-pairs: the columns the "
                    "many-category column is paired with; conditional-category: the columns it is drawn given")
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="the noise draws' seeds (the "
@@ -142,9 +148,12 @@ def runs_of(args, schema, target: str, private) -> list[tuple]:
     if args.what in ("every-category", "few-pairs"):
         column = next(c for c in schema.columns if c.name == args.column)
     if args.what == "every-category":
-        cells = {**{name: args.others for name in schema.names}, args.column: len(column.categories)}
-        return [("defaults", schema, {}), (f"{args.column} every category, others {args.others}", schema,
-                                           {"cells": cells})]
+        others = {} if args.others is None else {name: args.others for name in schema.names}
+        tail = "" if args.others is None else f", others {args.others}"
+        every = {"cells": {**others, args.column: len(column.categories)}} if others else {}  # else the defaults
+        return [(f"{args.column} every category{tail}", schema, every),
+                *[(f"{args.column} in {k} cells{tail}", schema, {"cells": {**others, args.column: k}})
+                  for k in args.cells]]
     if args.what == "few-pairs":
         kept = [(a, b) for a, b in itertools.combinations(schema.names, 2) if args.column not in (a, b)]
         return [("defaults", schema, {}), (f"{args.column} only with {', '.join(args.partners)}, every category",

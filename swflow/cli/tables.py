@@ -176,7 +176,8 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "named (0.9 of the budget: 0.27 then)")
     g.add_argument("--cells", nargs="+", default=None, metavar="N | COLUMN=N",
                    help="cells per column in the pair tables: one number for every column, or COLUMN=N for some "
-                   "(the others by the rule; default: a rule of epsilon, n and the number of pairs; docs/tables.md)")
+                   "(the others by the rule; default: a rule of epsilon, n and the number of pairs for numbers, "
+                   "every category, up to 256, for a category column; docs/tables.md)")
     g.add_argument("--no-shrink", action="store_true",
                    help="fit the released pair tables as they are, without shrinking each toward independence. "
                    "Shrinkage erases a classifier's weak dependences at small n*eps (medexp at eps 1: AUC 0.56 "

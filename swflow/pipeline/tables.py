@@ -62,7 +62,8 @@ class TableSynthesizer(TableCells, TableSize):
         (RESOLUTIONS; default 'public' with public rows, else 'release': the fine one-way histograms at
         ``resolution_share`` of the budget, of what the repeated values leave where they are named); ``cells``: cells
         per column, for every column or ({name: cells}) for some (default: the rule of
-        :func:`~swflow.tables.resolution.cells_per_column`); ``numeric_bins``: the schema's
+        :func:`~swflow.tables.resolution.cells_per_column`, and every category of a category column, up to 256:
+        :func:`~swflow.tables.resolution.cells_of`); ``numeric_bins``: the schema's
         equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
         for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the

@@ -26,7 +26,8 @@ every category as a cell of its own, up to ``MAX_CATEGORY_CELLS``. Quantile cell
 resemble each other; merged categories are ranked by their noisy counts only, so an area or a storm lands in a cell
 with others that share nothing with it, and the decoder draws it back inside that cell independently of every other
 column: a bias that no budget removes. Its own cell costs noise instead (its row of a pair table), and the noise
-cost less on the two tables that showed it (storms' 260 names, txhousing's 46 areas; docs/tables.md).
+cost less on the two tables that showed it (storms' 260 names, txhousing's 46 areas) and on two tables held back
+until the rule was fixed (hsb82's schools, insteval's students and lecturers; docs/tables.md).
 Everything here reads released counts or public rows only.
 """
 from __future__ import annotations
