@@ -61,10 +61,9 @@ class TableSynthesizer(TableCells, TableSize):
         neighbours: :func:`~swflow.tables.pairs.schema_pairs`); ``resolution``: where the columns' cells come from
         (RESOLUTIONS; default 'public' with public rows, else 'release': the fine one-way histograms at
         ``resolution_share`` of the budget, of what the repeated values leave where they are named); ``cells``: cells
-        per column, for every column or ({name: cells}) for some (default: the rule of
-        :func:`~swflow.tables.resolution.cells_per_column`, and every category of a category column, up to 256:
-        :func:`~swflow.tables.resolution.cells_of`); ``numeric_bins``: the schema's
-        equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
+        per column, for every column or ({name: cells}) for some (default: :func:`~swflow.tables.resolution.cells_of`:
+        each category up to 256, else the rule); ``numeric_bins``: the schema's equal-width bins (resolution
+        'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
         for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the
         budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``,
