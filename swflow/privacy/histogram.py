@@ -305,9 +305,9 @@ class CountTarget(HistogramTarget):
     def _sensitivity(self):
         return histogram_sensitivity(self.groups, adjacency=self._calibration.spec.adjacency)
 
-    def _record_event(self) -> None:
-        """The release's ledger event, recorded before its noise is drawn."""
-        self.ledger.record(self._calibration.event(self._sensitivity(), sample_size=self.size))
+    def _event(self):
+        """The release's ledger event (recorded before its noise is drawn)."""
+        return self._calibration.event(self._sensitivity(), sample_size=self.size)
 
     def _release_counts(self) -> Tensor:
         """The exact counts (``self._counts()``) plus the calibrated noise, released once: the ledger event first,
@@ -318,7 +318,7 @@ class CountTarget(HistogramTarget):
         if cal is None:
             noisy = counts.to(torch.float64)
         else:
-            self._record_event()
+            self.ledger.record(self._event())
             noisy = self._noisy(counts, self.count_noise_std())
         self.released_counts = noisy
         return noisy

@@ -102,10 +102,10 @@ class ValuesTarget(CountTarget):
         super().__init__(values, calibration, noise=noise, ledger=ledger, groups=len(self.inside),
                          dataset_size=dataset_size if dataset_size is not None else len(values))
 
-    def _record_event(self) -> None:
-        """The event with the selection's δ: naming a value that the changed record alone makes a candidate."""
-        event = self._calibration.event(self._sensitivity(), sample_size=self.size)
-        self.ledger.record(replace(event, delta_sensitivity=self.delta))
+    def _event(self):
+        """The count release's event with the selection's δ: naming a value that the changed record alone makes a
+        candidate."""
+        return replace(super()._event(), delta_sensitivity=self.delta)
 
     def threshold(self) -> float:
         return selection_threshold(noise_std=self.count_noise_std(), columns=len(self.inside), delta=self.delta,
@@ -120,7 +120,7 @@ class ValuesTarget(CountTarget):
         if self._calibration is None:
             self.released = [(v, c.to(torch.float64)) for v, c in distinct]
             return self.released
-        self._record_event()
+        self.ledger.record(self._event())  # the event first, then the draw
         sigma, threshold = self.count_noise_std(), self.threshold()
         self.released = []
         for values, counts in distinct:
