@@ -190,8 +190,9 @@ class TableSynthesizer(TableCells, TableSize):
         sizes, report = self.codec.sizes, self._report
         targets = split_tables(self._counts, sizes, self.pairs)
         if report.private and self.flow.shrink:
+            priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
             targets = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std,
-                                    dataset_size=report.dataset_size)
+                                    dataset_size=report.dataset_size, priors=priors)
         return fit_particles(targets, sizes, self.pairs, dataset_size=report.dataset_size, config=self.flow,
                              progress=progress)
 
