@@ -157,3 +157,31 @@ def test_the_codec_gives_each_category_alike_as_its_prior_and_numbers_none():
     city_prior, age_prior = codec.category_priors()
     np.testing.assert_allclose(city_prior, [0.1, 0.1, 0.8])
     assert age_prior is None
+
+
+def test_the_fit_gives_each_category_column_its_prior_and_two_categories_are_left_as_pooled(monkeypatch):
+    """The fit passes the codec's priors (categories alike, numbers none); a column of two categories, whose
+    James–Stein factor has cells − 2 = 0 in it, keeps its pooled margin however close to its prior it is."""
+    import swflow.pipeline.tables as tables_module
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables import example_table
+    from swflow.tables.flow import shrunk_tables
+
+    frame, schema = example_table(800)
+    seen = []
+    original = tables_module.shrunk_tables
+    monkeypatch.setattr(tables_module, "shrunk_tables", lambda *a, **k: seen.append(k["priors"]) or original(*a, **k))
+    syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-6, steps=20).fit(frame)
+    (priors,) = seen
+    for column, prior in zip(schema.columns, priors):
+        assert (prior is None) == (column.kind != "categorical"), column.name
+        if prior is not None:
+            assert len(prior) == syn.codec.sizes[schema.names.index(column.name)]
+            assert float(prior.sum()) == pytest.approx(1.0)
+
+    rng = np.random.default_rng(4)
+    noisy = np.outer([0.5, 0.5], [0.3, 0.3, 0.4]) * 2000 + rng.normal(0, 30.0, (2, 3))
+    got = shrunk_tables([torch.tensor(noisy)], [2, 3], [(0, 1)], noise_std=30.0, dataset_size=2000,
+                        priors=[torch.tensor([0.5, 0.5]), None])[0]
+    want = shrunk_tables([torch.tensor(noisy)], [2, 3], [(0, 1)], noise_std=30.0, dataset_size=2000)[0]
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
