@@ -29,7 +29,9 @@ noise draws would change. Settings measured here are not defaults; docs/tables.m
   it), so the noise is the same on both sides; 1-way and 3-way TVD and the AUC, with each category column's
   one-way TVD.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
-  (the floor), swflow or (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
+  (the floor), for the private rows with ``--column`` shuffled (its margin exact, its links to every other column
+  cut: what a release that measures nothing of those links scores at best; not private), and for swflow or
+  (``--peer``) a peer (``--seeds 0``: the benchmark's cached draw).
 
 Each line is one fit and one draw of the noise, scored as `swflow evaluate --against` does (experiments/tables_bench.py).
 
@@ -114,6 +116,9 @@ def main(argv=None) -> None:
     score = Scorer(schema, private, held_out, target)  # scored alike under any scale: the same bounds
     if args.what == "split-triples":
         print(split_line("private rows (the floor)", schema, private, held_out, args.column), flush=True)
+        cut = private.copy()
+        cut[args.column] = np.random.default_rng(0).permutation(cut[args.column].to_numpy())
+        print(split_line(f"private rows, {args.column} shuffled", schema, cut, held_out, args.column), flush=True)
     if args.what in ("conditional-category", "category-prior"):
         lines = conditional_lines if args.what == "conditional-category" else prior_lines
         for epsilon in args.epsilons:
