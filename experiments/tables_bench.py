@@ -195,9 +195,19 @@ STYLE = {"swflow": ("swflow", "C3", "o"), "swflow-ar": ("swflow, add/remove", "C
          "independent": ("independent columns", "C7", "x")}
 
 
+def issue_bar(cells: dict, table: str, epsilon: float) -> float | None:
+    """Issue 58's bar on ``table``'s mean 3-way TVD at ``epsilon``: at ε = 1, 0.8 × AIM's where AIM finished, else
+    0.7 × MST's; at any other ε, 0.7 × MST's. None where that peer has no score."""
+    for peer, share in (("aim", 0.8), ("mst", 0.7)) if epsilon == 1 else (("mst", 0.7),):
+        value = (cells.get(f"{table} {peer} eps={epsilon:g}") or {}).get("tvd_3way")
+        if value is not None:
+            return share * value
+    return None
+
+
 def figure(cells: dict, tables: list[str], path: Path) -> Path:
-    """One panel a table: mean 3-way TVD against ε, the private rows (the floor) dashed, the issue's bar (0.8 × AIM's
-    at ε = 1, 0.7 × MST's at ε = 10) as black ticks."""
+    """One panel a table: mean 3-way TVD against ε, the private rows (the floor) dashed, the issue's bar
+    (:func:`issue_bar`) as black ticks."""
     from matplotlib.figure import Figure  # no pyplot: nothing process-wide changes
 
     cols = 4
@@ -210,9 +220,7 @@ def figure(cells: dict, tables: list[str], path: Path) -> Path:
                             if k.startswith(f"{table} {method} eps=") and c.get("tvd_3way") is not None)
             if points:
                 ax.plot(*zip(*points), marker=marker, color=color, label=label)
-        bar = [(epsilon, share * cells[key]["tvd_3way"]) for epsilon, share, key in (
-            (1.0, 0.8, f"{table} aim eps=1"), (10.0, 0.7, f"{table} mst eps=10"))
-            if cells.get(key, {}).get("tvd_3way") is not None]
+        bar = [(epsilon, value) for epsilon in (1.0, 10.0) if (value := issue_bar(cells, table, epsilon)) is not None]
         if bar:
             ax.plot(*zip(*bar), linestyle="none", marker="_", markersize=14, markeredgewidth=2, color="k",
                     label="issue 58's bar (0.8 × AIM, 0.7 × MST)")
