@@ -10,6 +10,7 @@ import pytest
 from swflow.cli import main
 from swflow.tables import Schema, SchemaError
 from swflow.tables.files import read_table
+from swflow.tables.types import UNITS
 
 DATES = {"columns": [{"name": "day", "type": "date", "min": "2000-01-01", "max": "2030-12-31"},
                      {"name": "seen", "type": "datetime", "min": "2000-01-01T00:00:00",
@@ -57,6 +58,10 @@ def test_dates_are_declared_in_iso_and_counted_as_days_or_seconds_since_1970():
     ({"name": "d", "type": "datetime", "min": "2000-01-01T00:00:00+02:00", "max": "2030-01-01"}, "time zone"),
     ({"name": "d", "type": "date", "min": 2000, "max": "2030-01-01"}, "ISO 8601"),
     ({"name": "d", "type": "date", "min": "2000-01-01", "max": "2030-01-01", "integer": True}, "unknown keys"),
+    ({"name": "d", "type": "date", "min": "2000-01-01", "max": "2030-01-01", "unit": "hour"}, "unknown keys"),
+    ({"name": "d", "type": "datetime", "min": "2000-01-01", "max": "2030-01-01", "unit": "week"}, "unit is one of"),
+    ({"name": "d", "type": "datetime", "min": "2000-01-01T00:30", "max": "2030-01-01", "unit": "hour"},
+     "not a whole hour"),
 ])
 def test_a_bad_date_declaration_says_what_is_wrong(entry, words):
     with pytest.raises(SchemaError, match=words):
@@ -74,6 +79,37 @@ def test_private_dates_that_are_not_dates_are_refused_without_the_value(values, 
     with pytest.raises(SchemaError, match=words) as err:
         schema.check(pd.DataFrame({"day": values}))
     assert "2024" not in str(err.value) and "'day'" in str(err.value)
+
+
+def test_an_hourly_datetime_is_counted_in_hours_and_sampled_on_the_hour():
+    from swflow import Synthesizer
+
+    entry = {"name": "read_at", "type": "datetime", "min": "2013-01-01T00:00", "max": "2013-12-31T23:00",
+             "unit": "hour"}
+    schema = Schema.from_json({"columns": [entry, {"name": "site", "type": "categorical", "categories": ["a", "b"]}]})
+    column = schema.columns[0]
+    assert (column.low, column.high) == (376_944, 376_944 + 8_759)  # hours since 1970-01-01: 15 706 days x 24
+    assert Schema.from_json(json.loads(json.dumps(schema.to_json()))) == schema
+    # an instant between two hours falls in the earlier one, as a datetime counted in seconds drops its fraction
+    late = schema.check(pd.DataFrame({"read_at": ["2013-01-01T10:59:59"], "site": ["a"]}))["read_at"].iloc[0]
+    assert late == 376_944 + 10
+    rng = np.random.default_rng(0)
+    hours = pd.Timestamp("2013-01-01") + pd.to_timedelta(rng.integers(0, 8760, 3000), unit="h")
+    private = pd.DataFrame({"read_at": hours, "site": rng.choice(["a", "b"], 3000)})
+    samples = Synthesizer("dpswflow-hist", schema=schema, epsilon=1.0, delta=1e-9, seed=0).fit(private).sample(
+        2000, seed=1)["read_at"]
+    assert str(samples.dtype).startswith("datetime64")
+    assert (samples == samples.dt.floor("h")).all()  # on the hour, as the private rows are; not at any second
+    assert samples.min() >= pd.Timestamp("2013-01-01") and samples.max() <= pd.Timestamp("2013-12-31 23:00")
+
+
+def test_the_proposer_declares_the_unit_public_datetimes_are_whole_numbers_of():
+    start = pd.Timestamp("2021-06-01")
+    for step, unit in (("1h", "hour"), ("15min", "minute"), ("90s", "second")):
+        public = pd.DataFrame({"t": pd.date_range(start, periods=50, freq=step), "x": ["a", "b"] * 25})
+        column = Schema.propose(public).columns[0]
+        assert (column.temporal, column.unit) == ("datetime", unit)
+        assert column.high - column.low == 49 * pd.Timedelta(step).total_seconds() / UNITS[unit]
 
 
 def test_the_proposer_reads_public_rows_as_a_person_would(tmp_path):
@@ -174,3 +210,7 @@ def test_the_owner_report_labels_value_ranges():
     assert _range_labels(column.columns[0], np.array([1.0, 2.5])) == ["< 1", "1 – 2.5", "≥ 2.5", "(missing)"]
     day = Schema.from_json({"columns": [DATES["columns"][0]]}).columns[0]
     assert _range_labels(day, np.array([19000.0])) == ["< 2022-01-08", "≥ 2022-01-08"]
+    # pressures in hPa: three significant digits would print every edge as 1.01e+03
+    pressure = Schema.from_json({"columns": [{"name": "p", "type": "numeric", "min": 900, "max": 1100}]}).columns[0]
+    assert _range_labels(pressure, np.array([1005.2, 1010.35, 1014.9])) == \
+        ["< 1005", "1005 – 1010", "1010 – 1015", "≥ 1015"]

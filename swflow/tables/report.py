@@ -118,13 +118,21 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
 def _range_labels(column, edges: np.ndarray) -> list[str]:
     """The value range of each decile bin ("< 12", "12 – 20", …, "≥ 90"; dates as dates), and "(missing)" where the
     column may be missing: what a reader wants on the axis, not d1…d10."""
+    import functools
+
     from .types import instant_text
 
-    def text(x: float) -> str:
+    def text(x: float, digits: int) -> str:
         if column.temporal:  # to the minute: a bin's edge needs no seconds
-            return instant_text(round(x), column.temporal).replace("T", " ")[:16]
-        return f"{x:.3g}"
+            return instant_text(round(x), column.temporal, column.unit).replace("T", " ")[:16]
+        if x != 0 and not 1e-4 <= abs(x) < 1e7:
+            return f"{x:.{digits}g}"
+        return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
 
+    # the fewest significant digits (at least 3) that tell every edge apart: 3 would print pressures of 1005 and
+    # 1010 hPa both as 1.01e+03
+    digits = next((d for d in range(3, 17) if len({text(x, d) for x in edges}) == len(edges)), 17)
+    text = functools.partial(text, digits=digits)
     if len(edges) == 0:
         labels = ["all"]
     else:

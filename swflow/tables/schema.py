@@ -12,9 +12,11 @@ it to).
 A missing value (an empty field in CSV files, NaN, NaT, None or ``pd.NA``) is allowed only where the schema declares
 it: ``null`` among a categorical column's ``categories``, or ``"missing": true`` on a numeric, date or datetime
 column (it then has a cell of its own, and comes back missing). Dates and times are declared with ISO 8601 bounds,
-and counted like integer columns (days, or seconds, since 1970-01-01; swflow/tables/types.py):
+and counted like integer columns (days, or a datetime's ``unit``: seconds unless declared "minute" or "hour", since
+1970-01-01; swflow/tables/types.py), so hourly readings come back on the hour:
 
     {"name": "admitted", "type": "date", "min": "2000-01-01", "max": "2030-12-31", "missing": true}
+    {"name": "read_at", "type": "datetime", "min": "2013-01-01T00:00", "max": "2014-01-01T00:00", "unit": "hour"}
 
 A count or an amount whose values spread over decades (votes, a budget, expenses, net worth) is declared
 ``"scale": "log"``: its fine cells are then cut evenly in log(1 + |x|/unit) rather than in x (swflow/tables/cells.py),
@@ -34,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .rules import Rule, parse_rule
-from .types import TEMPORAL, instant_number, instant_text, instants, looks_temporal
+from .types import TEMPORAL, UNITS, finest_unit, instant_number, instant_text, instants, looks_temporal
 
 __all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
 
@@ -55,8 +57,9 @@ class Column:
     """One column: ``kind`` 'categorical' (``categories``, in their declared order; None is the missing value;
     ``dtype`` 'category': records come back as a pandas category) or 'numeric' (``low`` ≤ value ≤ ``high``;
     ``integer``: whole numbers; ``decimals``: values written with that many decimal places, so they come back so;
-    ``missing``: a value may be missing; ``temporal`` 'date' or 'datetime': the numbers are days or seconds since
-    1970-01-01, and records hold dates or datetimes; ``scale`` 'linear' or 'log': how its fine cells are cut)."""
+    ``missing``: a value may be missing; ``temporal`` 'date' or 'datetime': the numbers are days or ``unit``\ s
+    (a datetime's 'second', 'minute' or 'hour') since 1970-01-01, and records hold dates or datetimes; ``scale``
+    'linear' or 'log': how its fine cells are cut)."""
 
     name: str
     kind: str
@@ -67,6 +70,7 @@ class Column:
     missing: bool = False
     decimals: int | None = None
     temporal: str | None = None
+    unit: str = "second"
     dtype: str | None = None
     scale: str = "linear"
 
@@ -99,7 +103,10 @@ class Column:
             if self.temporal is not None and (self.temporal not in TEMPORAL or not self.integer
                                               or self.decimals is not None):
                 raise SchemaError(f"column {self.name!r}: a temporal column is a 'date' or a 'datetime', counted in "
-                                  "whole days or seconds")
+                                  "whole days or units")
+            if self.unit not in UNITS or (self.unit != "second" and self.temporal != "datetime"):
+                raise SchemaError(f"column {self.name!r}: a datetime's unit is one of {list(UNITS)} (a date counts "
+                                  f"days), got {self.unit!r}")
             if self.scale not in SCALES or (self.scale != "linear" and self.temporal is not None):
                 raise SchemaError(f"column {self.name!r}: scale is one of {list(SCALES)} (a date or datetime is "
                                   f"linear), got {self.scale!r}")
@@ -113,8 +120,9 @@ class Column:
             return {"name": self.name, "type": "categorical", "categories": list(self.categories),
                     **({"dtype": self.dtype} if self.dtype else {})}
         if self.temporal is not None:
-            return {"name": self.name, "type": self.temporal, "min": instant_text(self.low, self.temporal),
-                    "max": instant_text(self.high, self.temporal), **({"missing": True} if self.missing else {})}
+            return {"name": self.name, "type": self.temporal, "min": _bound(self, self.low),
+                    "max": _bound(self, self.high), **({"missing": True} if self.missing else {}),
+                    **({"unit": self.unit} if self.unit != "second" else {})}
         out = {"name": self.name, "type": "numeric", "min": self.low, "max": self.high}
         return {**out, **({"integer": True} if self.integer else {}), **({"missing": True} if self.missing else {}),
                 **({"decimals": self.decimals} if self.decimals is not None else {}),
@@ -136,8 +144,12 @@ class Column:
                 raise SchemaError(f"column {entry.get('name')!r}: categories must be a list")
             return cls(entry.get("name"), "categorical", categories=tuple(categories), dtype=entry.get("dtype"))
         if kind in TEMPORAL:
+            unit = entry.get("unit", "second")
+            if unit not in UNITS:
+                raise SchemaError(f"column {entry.get('name')!r}: a datetime's unit is one of {list(UNITS)}, got "
+                                  f"{unit!r}")
             try:
-                low, high = (instant_number(entry[key], kind) for key in ("min", "max"))
+                low, high = (instant_number(entry[key], kind, unit) for key in ("min", "max"))
             except (KeyError, ValueError) as err:
                 raise SchemaError(f"column {entry.get('name')!r}: a {kind} column needs min and max as ISO 8601 "
                                   f"text ({err})") from None
@@ -145,7 +157,7 @@ class Column:
             if not isinstance(missing, bool):
                 raise SchemaError(f"column {entry.get('name')!r}: 'missing' must be true or false, got {missing!r}")
             return cls(entry.get("name"), "numeric", low=low, high=high, integer=True, missing=missing,
-                       temporal=kind)
+                       temporal=kind, unit=unit)
         if kind == "numeric":
             try:
                 low, high = float(entry["min"]), float(entry["max"])
@@ -163,7 +175,8 @@ class Column:
 #: the keys each type of column may have
 _KEYS = {"categorical": {"name", "type", "categories", "dtype"},
          "numeric": {"name", "type", "min", "max", "integer", "missing", "decimals", "scale"},
-         **{kind: {"name", "type", "min", "max", "missing"} for kind in TEMPORAL}}
+         "date": {"name", "type", "min", "max", "missing"},
+         "datetime": {"name", "type", "min", "max", "missing", "unit"}}
 
 
 @dataclass(frozen=True)
@@ -270,7 +283,7 @@ class Schema:
             absent = values.isna().to_numpy()
             if column.temporal is not None:
                 try:
-                    numbers = pd.Series(instants(values, column.temporal), index=table.index)
+                    numbers = pd.Series(instants(values, column.temporal, column.unit), index=table.index)
                 except ValueError as err:
                     raise SchemaError(f"column {column.name!r} is a {column.temporal}: {err}") from None
             else:
@@ -307,10 +320,11 @@ def _proposed(name: str, values, max_categories: int) -> Column:
     missing = bool(values.isna().any())
     temporal = looks_temporal(values)
     if temporal is not None:
-        numbers = instants(values, temporal)
+        unit = "second" if temporal == "date" else finest_unit(instants(values, temporal))
+        numbers = instants(values, temporal, unit)
         numbers = numbers[np.isfinite(numbers)]
         return Column(name, "numeric", low=float(np.floor(numbers.min())), high=float(np.ceil(numbers.max())),
-                      integer=True, missing=missing, temporal=temporal)
+                      integer=True, missing=missing, temporal=temporal, unit=unit)
     if isinstance(values.dtype, pd.CategoricalDtype):
         declared = tuple(_plain(v) for v in values.cat.categories)
         return Column(name, "categorical", categories=declared + ((MISSING,) if missing else ()), dtype="category")
@@ -356,7 +370,7 @@ def category_codes(values, categories: tuple) -> np.ndarray:
 
 
 def _bound(column: Column, number: float) -> str:
-    return instant_text(number, column.temporal) if column.temporal else f"{number:g}"
+    return instant_text(number, column.temporal, column.unit) if column.temporal else f"{number:g}"
 
 
 def _plain(value):

@@ -2,7 +2,8 @@
 dtypes they came in with.
 
 Inside, a ``date`` column is a whole number of days since 1970-01-01 and a ``datetime`` column a whole number of
-seconds since 1970-01-01T00:00:00 (no time zone), so both are binned like integer columns. Out, a date is a
+its declared ``unit`` (seconds, minutes or hours) since 1970-01-01T00:00:00 (no time zone), so both are binned like
+integer columns, and an hourly column's samples fall on whole hours. Out, a date is a
 ``datetime.date`` (Parquet date32, CSV ``2024-05-31``), a datetime a ``datetime64`` value, an integer column that may
 be missing a nullable ``Int64``, a column of booleans ``bool`` (nullable ``boolean`` where null is declared), a
 column of whole-number categories ``int64`` (``Int64``), and a categorical column declared ``"dtype": "category"`` a
@@ -15,18 +16,34 @@ import re
 
 import numpy as np
 
-__all__ = ["TEMPORAL", "instant_number", "instant_text", "instants", "present", "looks_temporal"]
+__all__ = ["TEMPORAL", "UNITS", "unit_seconds", "instant_number", "instant_text", "instants", "present",
+           "looks_temporal", "finest_unit"]
 
-#: seconds in one internal unit of each temporal type
+#: the temporal types, and the seconds in one day
 TEMPORAL = {"date": 86_400, "datetime": 1}
+#: a datetime column's units: seconds in each
+UNITS = {"second": 1, "minute": 60, "hour": 3_600}
 _EPOCH = dt.datetime(1970, 1, 1)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
 
 
-def instant_number(value, kind: str) -> float:
+def unit_seconds(kind: str, unit: str = "second") -> int:
+    """Seconds in one of a temporal column's numbers: a day for a date, the declared ``unit`` for a datetime."""
+    return TEMPORAL["date"] if kind == "date" else UNITS[unit]
+
+
+def finest_unit(seconds: np.ndarray) -> str:
+    """The coarsest unit that every one of ``seconds`` (since 1970-01-01, NaN where missing) is a whole number of:
+    what the schema proposer declares for a public datetime column."""
+    seconds = seconds[np.isfinite(seconds)]
+    return next((unit for unit in ("hour", "minute") if np.all(seconds % UNITS[unit] == 0)), "second")
+
+
+def instant_number(value, kind: str, unit: str = "second") -> float:
     """A declared bound (an ISO 8601 string such as "2024-05-31" or "2024-05-31T12:00:00") as the column's number:
-    days (date) or seconds (datetime) since 1970-01-01. Raises ValueError on anything else."""
+    days (date) or units (datetime) since 1970-01-01. Raises ValueError on anything else, or on a bound between two
+    of the column's numbers."""
     import pandas as pd
 
     if not isinstance(value, str):
@@ -40,18 +57,22 @@ def instant_number(value, kind: str) -> float:
     seconds = (stamp.to_pydatetime() - _EPOCH).total_seconds()
     if kind == "date" and seconds % TEMPORAL["date"]:
         raise ValueError(f"{value!r} has a time of day: a date column's bounds are dates")
-    return seconds / TEMPORAL[kind]
+    if seconds % unit_seconds(kind, unit):
+        raise ValueError(f"{value!r} is not a whole {unit}: the bounds of a datetime counted in {unit}s are whole "
+                         f"{unit}s")
+    return seconds / unit_seconds(kind, unit)
 
 
-def instant_text(number: float, kind: str) -> str:
+def instant_text(number: float, kind: str, unit: str = "second") -> str:
     """The ISO 8601 text of a column's number (instant_number's inverse)."""
-    moment = _EPOCH + dt.timedelta(seconds=float(number) * TEMPORAL[kind])
+    moment = _EPOCH + dt.timedelta(seconds=float(number) * unit_seconds(kind, unit))
     return moment.date().isoformat() if kind == "date" else moment.isoformat()
 
 
-def instants(values, kind: str) -> np.ndarray:
-    """(n,) float: each value (datetime64, ``datetime.date``, ``pd.Timestamp`` or ISO 8601 text) as days or seconds
-    since 1970-01-01, NaN where missing. Raises ValueError (naming the rule, never a value or a row) on values that
+def instants(values, kind: str, unit: str = "second") -> np.ndarray:
+    """(n,) float: each value (datetime64, ``datetime.date``, ``pd.Timestamp`` or ISO 8601 text) as days or ``unit``s
+    since 1970-01-01, NaN where missing; a datetime between two units falls in the earlier (10:59 in 10:00 when
+    counted in hours). Raises ValueError (naming the rule, never a value or a row) on values that
     are not dates, carry a time zone, or (date) a time of day."""
     import pandas as pd
 
@@ -71,11 +92,11 @@ def instants(values, kind: str) -> np.ndarray:
     if (stamps.isna().to_numpy() & ~absent).any():
         raise ValueError("some values are not ISO 8601 dates")
     seconds = (stamps - pd.Timestamp(_EPOCH)).dt.total_seconds().to_numpy(dtype=float, na_value=np.nan)
-    numbers = seconds / TEMPORAL[kind]
+    numbers = seconds / unit_seconds(kind, unit)
     if kind == "date" and np.any(np.isfinite(numbers) & (numbers != np.floor(numbers))):
         raise ValueError("some values have a time of day: declare the column a datetime, or keep the dates only")
     if kind == "datetime":
-        numbers = np.floor(numbers)  # whole seconds: finer instants fall in their second
+        numbers = np.floor(numbers)  # whole units: finer instants fall in their unit
     return numbers
 
 
@@ -98,7 +119,7 @@ def present(column, values: np.ndarray):
         return pd.Series(values, dtype=object)
     numbers = np.asarray(values, dtype=np.float64)
     if column.temporal is not None:
-        stamps = pd.Series(pd.to_datetime(numbers * TEMPORAL[column.temporal], unit="s"))
+        stamps = pd.Series(pd.to_datetime(numbers * unit_seconds(column.temporal, column.unit), unit="s"))
         if column.temporal == "datetime":
             return stamps
         return pd.Series([None if pd.isna(s) else s.date() for s in stamps], dtype=object)
