@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["owner_report", "owner_dir", "OWNER_NOTE"]
+#: the share of the held-out rows on one decile edge that makes it a bin of its own in the marginals picture
+PILE_SHARE = 0.05
 OWNER_NOTE = ("OWNER ONLY: these files compare the synthetic records with held-out rows, shown WITHOUT noise; "
               "they are not covered by the run's privacy guarantee. Never publish this folder with the run.")
 
@@ -87,6 +89,7 @@ def _figure(width: float, height: float):
 def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> None:
     from .metrics import discretize
 
+    edges = _split_piles(schema, held_out, edges)
     count = len(schema.columns)
     cols = min(4, count)
     rows = math.ceil(count / cols)
@@ -116,8 +119,9 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
 
 
 def _range_labels(column, edges: np.ndarray) -> list[str]:
-    """The value range of each decile bin ("< 12", "12 – 20", …, "≥ 90"; dates as dates), and "(missing)" where the
-    column may be missing: what a reader wants on the axis, not d1…d10."""
+    """The value range of each decile bin ("< 12", "12 – 20", …, "≥ 90"; dates as dates; a pile's bin, from an edge
+    to the next float (:func:`_split_piles`), by its value: "0", then "> 0"), and "(missing)" where the column may be
+    missing: what a reader wants on the axis, not d1…d10."""
     import functools
 
     from .types import instant_text
@@ -129,16 +133,34 @@ def _range_labels(column, edges: np.ndarray) -> list[str]:
             return f"{x:.{digits}g}"
         return np.format_float_positional(x, precision=digits, unique=False, fractional=False, trim="-")
 
+    pile_ends = {hi for lo, hi in zip(edges[:-1], edges[1:]) if hi == np.nextafter(lo, np.inf)}
+    values = [x for x in edges if x not in pile_ends]
     # the fewest significant digits (at least 3) that tell every edge apart: 3 would print pressures of 1005 and
     # 1010 hPa both as 1.01e+03
-    digits = next((d for d in range(3, 17) if len({text(x, d) for x in edges}) == len(edges)), 17)
+    digits = next((d for d in range(3, 17) if len({text(x, d) for x in values}) == len(values)), 17)
     text = functools.partial(text, digits=digits)
     if len(edges) == 0:
-        labels = ["all"]
-    else:
-        labels = [f"< {text(edges[0])}"] + [f"{text(lo)} – {text(hi)}" for lo, hi in zip(edges[:-1], edges[1:])] + \
-            [f"≥ {text(edges[-1])}"]
+        return ["all"] + (["(missing)"] if column.missing else [])
+    shown = [text(np.nextafter(x, -np.inf) if x in pile_ends else x) for x in edges]  # past a pile: its value
+    labels = [f"< {shown[0]}"]
+    for k in range(1, len(edges)):
+        labels.append(shown[k - 1] if edges[k] in pile_ends else f"{shown[k - 1]} – {shown[k]}")
+    labels.append(f"> {shown[-1]}" if edges[-1] in pile_ends else f"≥ {shown[-1]}")
     return labels + (["(missing)"] if column.missing else [])
+
+
+def _split_piles(schema, held_out, edges: dict) -> dict:
+    """The marginals picture's edges: each decile edge that PILE_SHARE of the held-out rows sit on exactly (a zero
+    of rainfall, a round price) followed by the next float, so that the pile is a bin of its own and the bin above
+    it starts past it. Without it, a column that is mostly 0 shows as "< 0" and "≥ 0": nothing of how often it is
+    not 0. The scores keep the deciles' bins (metrics.decile_edges)."""
+    out = {}
+    for name, column_edges in edges.items():
+        values = held_out[name].to_numpy(dtype=float, na_value=np.nan)
+        values = values[~np.isnan(values)]
+        piles = [np.nextafter(e, np.inf) for e in column_edges if len(values) and np.mean(values == e) >= PILE_SHARE]
+        out[name] = np.sort(np.concatenate([column_edges, piles]))
+    return out
 
 
 def _associations_picture(schema, synthetic, held_out, edges: dict, path: Path) -> None:
