@@ -57,8 +57,8 @@ class Column:
     """One column: ``kind`` 'categorical' (``categories``, in their declared order; None is the missing value;
     ``dtype`` 'category': records come back as a pandas category) or 'numeric' (``low`` ≤ value ≤ ``high``;
     ``integer``: whole numbers; ``decimals``: values written with that many decimal places, so they come back so;
-    ``missing``: a value may be missing; ``temporal`` 'date' or 'datetime': the numbers are days or ``unit``\ s
-    (a datetime's 'second', 'minute' or 'hour') since 1970-01-01, and records hold dates or datetimes; ``scale``
+    ``missing``: a value may be missing; ``temporal`` 'date' or 'datetime': the numbers are days, or a datetime's
+    ``unit`` ('second', 'minute' or 'hour'), since 1970-01-01, and records hold dates or datetimes; ``scale``
     'linear' or 'log': how its fine cells are cut)."""
 
     name: str

@@ -19,8 +19,9 @@ import numpy as np
 __all__ = ["TEMPORAL", "UNITS", "unit_seconds", "instant_number", "instant_text", "instants", "present",
            "looks_temporal", "finest_unit"]
 
-#: the temporal types, and the seconds in one day
-TEMPORAL = {"date": 86_400, "datetime": 1}
+#: the temporal types
+TEMPORAL = ("date", "datetime")
+_DAY = 86_400
 #: a datetime column's units: seconds in each
 UNITS = {"second": 1, "minute": 60, "hour": 3_600}
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -30,7 +31,7 @@ _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
 
 def unit_seconds(kind: str, unit: str = "second") -> int:
     """Seconds in one of a temporal column's numbers: a day for a date, the declared ``unit`` for a datetime."""
-    return TEMPORAL["date"] if kind == "date" else UNITS[unit]
+    return _DAY if kind == "date" else UNITS[unit]
 
 
 def finest_unit(seconds: np.ndarray) -> str:
@@ -55,7 +56,7 @@ def instant_number(value, kind: str, unit: str = "second") -> float:
     if stamp.tzinfo is not None:
         raise ValueError(f"{value!r} has a time zone: declare bounds in UTC without one")
     seconds = (stamp.to_pydatetime() - _EPOCH).total_seconds()
-    if kind == "date" and seconds % TEMPORAL["date"]:
+    if kind == "date" and seconds % _DAY:
         raise ValueError(f"{value!r} has a time of day: a date column's bounds are dates")
     if seconds % unit_seconds(kind, unit):
         raise ValueError(f"{value!r} is not a whole {unit}: the bounds of a datetime counted in {unit}s are whole "
