@@ -24,7 +24,8 @@ def test_rules_are_parsed_and_checked_against_the_columns():
     assert [r.text for r in schema.rules] == ["start <= end", "low < high", "high <= 90", "kind != other"]
     assert Schema.from_json(schema.to_json()) == schema
     for bad, words in [("start <= finish", "neither a column"), ("kind <= other", "categorical"),
-                       ("kind == 3", "categorical"), ("start <= 5", "date column"), ("low ~ high", "a rule is"),
+                       ("kind == 3", "categorical"), ("start <= 5", "date or datetime column"), ("low ~ high", "a rule is"),
+                       ("start <= high", "date or datetime column"), ("low > end", "date or datetime column"),
                        (3, "a rule is")]:
         with pytest.raises(SchemaError, match=words):
             Schema.from_json({"columns": COLUMNS, "rules": [bad]})
@@ -38,6 +39,26 @@ def test_a_rule_holds_where_a_value_is_missing_and_compares_dates_by_date():
                           "end": ["2020-02-28", "2020-03-01", None], "low": [1, 2, 3], "high": [4, 5, 6],
                           "kind": ["a"] * 3, "other": ["b"] * 3})
     assert schema.rules[0].holds(schema.check(frame)).tolist() == [False, True, True]
+
+
+def test_dates_and_datetimes_in_different_units_compare_as_instants():
+    """A date (days), an hourly datetime (hours) and a datetime (seconds) in one rule each: the rule reads the
+    instants, as pandas compares the Timestamps, not the numbers each column counts."""
+    columns = [{"name": "day", "type": "date", "min": "2020-01-01", "max": "2020-12-31"},
+               {"name": "hour", "type": "datetime", "min": "2020-01-01T00:00", "max": "2021-01-01T00:00",
+                "unit": "hour"},
+               {"name": "second", "type": "datetime", "min": "2020-01-01T00:00", "max": "2021-01-01T00:00"}]
+    rules = ["day <= hour", "hour < second", "day < second"]
+    schema = Schema.from_json({"columns": columns, "rules": rules})
+    assert Schema.from_json(schema.to_json()) == schema
+    frame = pd.DataFrame({"day": ["2020-03-02", "2020-03-01", "2020-03-01"],
+                          "hour": ["2020-03-01T10:00", "2020-03-01T10:00", "2020-03-01T00:00"],
+                          "second": ["2020-03-01T10:00:01", "2020-03-01T09:59:59", "2020-03-01T00:00:00"]})
+    stamps = {name: pd.to_datetime(frame[name]) for name in frame}
+    expected = [stamps["day"] <= stamps["hour"], stamps["hour"] < stamps["second"], stamps["day"] < stamps["second"]]
+    checked = schema.check(frame)
+    for rule, truth in zip(schema.rules, expected):
+        assert rule.holds(checked).tolist() == truth.tolist(), rule.text
 
 
 def _fitted(schema_json, rows=2000, seed=0):

@@ -1,9 +1,9 @@
 """Rules between columns, declared in the schema and kept by the samples: ``{"rules": ["start <= end"]}``.
 
 A rule compares a column with another column or with a number: ``LEFT OP RIGHT``, OP one of ``<= < >= > == !=``.
-Numbers, dates and datetimes compare by value (dates as days, datetimes as seconds since 1970-01-01, so
-``admitted <= discharged`` reads as it is written); categorical columns only by ``==`` and ``!=`` with another
-column. A record whose value on either side is missing keeps the rule (there is nothing to compare).
+Numbers, dates and datetimes compare by value (dates and datetimes as the instants they are, whatever unit each
+column counts in: a date is its midnight, so ``admitted <= discharged_at`` reads as it is written); a date or a
+datetime only with another date or datetime; categorical columns only by ``==`` and ``!=`` with another column. A record whose value on either side is missing keeps the rule (there is nothing to compare).
 
 The samples keep the rules by resampling: records that break one are drawn again from the particles (post-
 processing: no privacy is spent), and the share drawn again is reported. The private rows are not checked against
@@ -32,6 +32,9 @@ class Rule:
     left: str
     op: str
     right: str | float
+    #: seconds in one of each side's numbers where both are dates or datetimes (a date's day, an hourly column's
+    #: hour), so that columns counted in different units compare as instants; 1 for plain numbers
+    scales: tuple[int, int] = (1, 1)
 
     @property
     def text(self) -> str:
@@ -47,7 +50,8 @@ class Rule:
         right = checked[self.right] if isinstance(self.right, str) else pd.Series(self.right, index=checked.index)
         present = (left.notna() & right.notna()).to_numpy()
         out = np.ones(len(checked), dtype=bool)
-        out[present] = _OPERATORS[self.op](left[present].to_numpy(), right[present].to_numpy())
+        out[present] = _OPERATORS[self.op](left[present].to_numpy() * self.scales[0],
+                                           right[present].to_numpy() * self.scales[1])
         return out
 
 
@@ -68,9 +72,15 @@ def parse_rule(text, columns: dict) -> Rule:
     kinds = {columns[name].kind for name in (left, right) if isinstance(name, str)}
     if "categorical" in kinds and (op not in ("==", "!=") or kinds != {"categorical"} or not isinstance(right, str)):
         raise ValueError(f"rule {text!r}: a categorical column is compared only with another one, by == or !=")
-    if not isinstance(right, str) and columns[left].temporal is not None:
-        raise ValueError(f"rule {text!r}: a date column is compared with another date column, not a number")
-    return Rule(left, op, right)
+    temporal = [isinstance(name, str) and columns[name].temporal is not None for name in (left, right)]
+    if temporal[0] != temporal[1]:
+        raise ValueError(f"rule {text!r}: a date or datetime column is compared with another date or datetime "
+                         "column, not a number or a numeric column")
+    if not temporal[0]:
+        return Rule(left, op, right)
+    from .types import unit_seconds
+
+    return Rule(left, op, right, tuple(unit_seconds(columns[c].temporal, columns[c].unit) for c in (left, right)))
 
 
 #: a sample whose records break the rules more often than this is refused: the release gives the rules no support
