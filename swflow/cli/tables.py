@@ -198,7 +198,8 @@ def register(sub) -> None:
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                        description="Read a PUBLIC table (.csv or .parquet) and print a schema: numbers with their "
                        "observed range (integer when every value is whole), dates and datetimes (datetime values or "
-                       "ISO 8601 text) with theirs, other columns with their observed categories (a missing value as "
+                       "ISO 8601 text) with theirs (a datetime counted in hours or minutes where every value is a "
+                       "whole one, so samples come back so), other columns with their observed categories (a missing value as "
                        "the category null; codes written with leading zeros, such as zip codes, stay text). Never run it on private rows: their range "
                        "and categories are private statistics. Edit the result to what is publicly known, then pass "
                        "it to `swflow generate --table PRIVATE --schema SCHEMA.json`. A hint on stderr names the "
