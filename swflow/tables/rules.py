@@ -3,7 +3,8 @@
 A rule compares a column with another column or with a number: ``LEFT OP RIGHT``, OP one of ``<= < >= > == !=``.
 Numbers, dates and datetimes compare by value (dates and datetimes as the instants they are, whatever unit each
 column counts in: a date is its midnight, so ``admitted <= discharged_at`` reads as it is written); a date or a
-datetime only with another date or datetime; categorical columns only by ``==`` and ``!=`` with another column. A record whose value on either side is missing keeps the rule (there is nothing to compare).
+datetime only with another date or datetime; categorical columns only by ``==`` and ``!=`` with another column. A
+record whose value on either side is missing keeps the rule (there is nothing to compare).
 
 The samples keep the rules by resampling: records that break one are drawn again from the particles (post-
 processing: no privacy is spent), and the share drawn again is reported. The private rows are not checked against

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .rules import Rule, parse_rule
-from .types import TEMPORAL, UNITS, finest_unit, instant_number, instant_text, instants, looks_temporal
+from .types import TEMPORAL, UNITS, coarsest_unit, instant_number, instant_text, instants, looks_temporal
 
 __all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
 
@@ -320,7 +320,7 @@ def _proposed(name: str, values, max_categories: int) -> Column:
     missing = bool(values.isna().any())
     temporal = looks_temporal(values)
     if temporal is not None:
-        unit = "second" if temporal == "date" else finest_unit(instants(values, temporal))
+        unit = "second" if temporal == "date" else coarsest_unit(instants(values, temporal))
         numbers = instants(values, temporal, unit)
         numbers = numbers[np.isfinite(numbers)]
         return Column(name, "numeric", low=float(np.floor(numbers.min())), high=float(np.ceil(numbers.max())),

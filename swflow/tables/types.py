@@ -17,7 +17,7 @@ import re
 import numpy as np
 
 __all__ = ["TEMPORAL", "UNITS", "unit_seconds", "instant_number", "instant_text", "instants", "present",
-           "looks_temporal", "finest_unit"]
+           "looks_temporal", "coarsest_unit"]
 
 #: the temporal types
 TEMPORAL = ("date", "datetime")
@@ -34,7 +34,7 @@ def unit_seconds(kind: str, unit: str = "second") -> int:
     return _DAY if kind == "date" else UNITS[unit]
 
 
-def finest_unit(seconds: np.ndarray) -> str:
+def coarsest_unit(seconds: np.ndarray) -> str:
     """The coarsest unit that every one of ``seconds`` (since 1970-01-01, NaN where missing) is a whole number of:
     what the schema proposer declares for a public datetime column."""
     seconds = seconds[np.isfinite(seconds)]
