@@ -24,7 +24,8 @@ def test_rules_are_parsed_and_checked_against_the_columns():
     assert [r.text for r in schema.rules] == ["start <= end", "low < high", "high <= 90", "kind != other"]
     assert Schema.from_json(schema.to_json()) == schema
     for bad, words in [("start <= finish", "neither a column"), ("kind <= other", "categorical"),
-                       ("kind == 3", "categorical"), ("start <= 5", "date or datetime column"), ("low ~ high", "a rule is"),
+                       ("kind == 3", "categorical"), ("start <= 5", "date or datetime column"),
+                       ("low ~ high", "a rule is"),
                        ("start <= high", "date or datetime column"), ("low > end", "date or datetime column"),
                        (3, "a rule is")]:
         with pytest.raises(SchemaError, match=words):
