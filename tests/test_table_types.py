@@ -220,6 +220,6 @@ def test_the_owner_report_labels_value_ranges():
 
     rain = Schema.from_json({"columns": [{"name": "rain", "type": "numeric", "min": 0, "max": 50}]})
     frame = pd.DataFrame({"rain": np.r_[np.zeros(950), np.linspace(0.1, 20, 50)]})
-    edges = _split_piles(rain, frame, decile_edges(rain, frame))
+    edges = _split_piles(frame, decile_edges(rain, frame))
     assert _range_labels(rain.columns[0], edges["rain"]) == ["< 0", "0", "> 0"]
     assert np.bincount(discretize(rain, frame, edges)[:, 0], minlength=3).tolist() == [0, 950, 50]

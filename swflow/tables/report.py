@@ -89,7 +89,7 @@ def _figure(width: float, height: float):
 def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> None:
     from .metrics import discretize
 
-    edges = _split_piles(schema, held_out, edges)
+    edges = _split_piles(held_out, edges)
     count = len(schema.columns)
     cols = min(4, count)
     rows = math.ceil(count / cols)
@@ -122,8 +122,6 @@ def _range_labels(column, edges: np.ndarray) -> list[str]:
     """The value range of each decile bin ("< 12", "12 – 20", …, "≥ 90"; dates as dates; a pile's bin, from an edge
     to the next float (:func:`_split_piles`), by its value: "0", then "> 0"), and "(missing)" where the column may be
     missing: what a reader wants on the axis, not d1…d10."""
-    import functools
-
     from .types import instant_text
 
     def text(x: float, digits: int) -> str:
@@ -138,10 +136,10 @@ def _range_labels(column, edges: np.ndarray) -> list[str]:
     # the fewest significant digits (at least 3) that tell every edge apart: 3 would print pressures of 1005 and
     # 1010 hPa both as 1.01e+03
     digits = next((d for d in range(3, 17) if len({text(x, d) for x in values}) == len(values)), 17)
-    text = functools.partial(text, digits=digits)
     if len(edges) == 0:
         return ["all"] + (["(missing)"] if column.missing else [])
-    shown = [text(np.nextafter(x, -np.inf) if x in pile_ends else x) for x in edges]  # past a pile: its value
+    # the edge just past a pile is labelled by the pile's value
+    shown = [text(np.nextafter(x, -np.inf) if x in pile_ends else x, digits) for x in edges]
     labels = [f"< {shown[0]}"]
     for k in range(1, len(edges)):
         labels.append(shown[k - 1] if edges[k] in pile_ends else f"{shown[k - 1]} – {shown[k]}")
@@ -149,7 +147,7 @@ def _range_labels(column, edges: np.ndarray) -> list[str]:
     return labels + (["(missing)"] if column.missing else [])
 
 
-def _split_piles(schema, held_out, edges: dict) -> dict:
+def _split_piles(held_out, edges: dict) -> dict:
     """The marginals picture's edges: each decile edge that PILE_SHARE of the held-out rows sit on exactly (a zero
     of rainfall, a round price) followed by the next float, so that the pile is a bin of its own and the bin above
     it starts past it. Without it, a column that is mostly 0 shows as "< 0" and "≥ 0": nothing of how often it is

@@ -320,9 +320,9 @@ def _proposed(name: str, values, max_categories: int) -> Column:
     missing = bool(values.isna().any())
     temporal = looks_temporal(values)
     if temporal is not None:
-        unit = "second" if temporal == "date" else coarsest_unit(instants(values, temporal))
-        numbers = instants(values, temporal, unit)
-        numbers = numbers[np.isfinite(numbers)]
+        numbers = instants(values, temporal)  # days, or seconds: read once, then counted in the coarsest unit
+        unit = "second" if temporal == "date" else coarsest_unit(numbers)
+        numbers = numbers[np.isfinite(numbers)] / UNITS[unit]
         return Column(name, "numeric", low=float(np.floor(numbers.min())), high=float(np.ceil(numbers.max())),
                       integer=True, missing=missing, temporal=temporal, unit=unit)
     if isinstance(values.dtype, pd.CategoricalDtype):
