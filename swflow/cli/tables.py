@@ -30,9 +30,17 @@ def cmd_generate_table(args) -> int:
         raise UsageError(f"--public-table {args.public_table}: no such file (public rows, .csv or .parquet)")
     t0 = time.perf_counter()
     steps = {} if args.steps is None else {"steps": args.steps}
+    unit = {}
+    if args.privacy_unit is not None:  # the unit sets these unless one was asked otherwise (refused then)
+        unit = dict(privacy_unit=args.privacy_unit, max_rows_per_unit=args.max_rows_per_unit,
+                    adjacency=None if args.adjacency == "replace-one" else args.adjacency,
+                    count_noise=None if args.count_noise == "discrete-gaussian" else args.count_noise,
+                    secure_noise=None if not args.secure_noise else True)
+    elif args.max_rows_per_unit is not None:
+        raise UsageError("--max-rows-per-unit bounds the rows of a privacy unit: name its column with --privacy-unit")
+    budget = dict(adjacency=args.adjacency, count_noise=args.count_noise, secure_noise=args.secure_noise)
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
-                           noise_multiplier=args.noise_multiplier, adjacency=args.adjacency,
-                           count_noise=args.count_noise, secure_noise=args.secure_noise, clip=args.clip,
+                           noise_multiplier=args.noise_multiplier, **{**budget, **unit}, clip=args.clip,
                            public=args.public_table, resolution=args.resolution, cells=parse_cells(args.cells),
                            shrink=not args.no_shrink, repeated_values=not args.no_repeated_values, seed=args.seed,
                            privacy_seed=args.privacy_seed, **steps,
@@ -189,6 +197,15 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "selection), so that each decodes as itself rather than spread over its slice (a payment of 1000 "
                    "written as its logarithm, whole dollars in a real column; medexp at eps 10: 3-way TVD 0.199 -> "
                    "0.143); with this flag the trees and the pair tables split the whole budget")
+    g.add_argument("--privacy-unit", metavar="COLUMN", default=None,
+                   help="protect one unit of this identifier column (a customer, a patient) and ALL of its rows, not "
+                   "one row: add/remove of a unit, each unit's rows weighted to count as at most --max-rows-per-unit "
+                   "rows (the noise grows with it), continuous Gaussian noise from the OS CSPRNG. The column groups "
+                   "rows only: leave it out of the schema; it is never synthesized or written (docs/tables.md, "
+                   "\"The unit of privacy\")")
+    g.add_argument("--max-rows-per-unit", metavar="K", type=int, default=None,
+                   help="with --privacy-unit: the rows a unit counts as at most (default 8: "
+                   "swflow.privacy.units.DEFAULT_ROWS_PER_UNIT); a unit with more has each row weighted K / its rows")
     g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
                    "private table has; n is public)")
 

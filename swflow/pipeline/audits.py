@@ -36,7 +36,8 @@ from ..simulate.flow import FlowConfig
 from ..privacy import PrivacySpec
 from ..privacy.audit import epsilon_lower_bound
 
-__all__ = ["audit", "composed_whitebox_audit", "resolution_whitebox_audit", "table_whitebox_audit", "whitebox_audit", "whitebox_draws", "WHITEBOX_DELTA"]
+__all__ = ["audit", "composed_whitebox_audit", "resolution_whitebox_audit", "table_whitebox_audit", "whitebox_audit",
+           "whitebox_draws", "WHITEBOX_DELTA"]
 
 CANARY = torch.tensor([1.0, 0.0])
 DELTA = 1e-4  # below 1/(n ln n) for the 40-record set
@@ -244,7 +245,7 @@ def _one_record_targets(fine: int, cell: int, tree, calibrations: tuple, draw_se
     return named, levels, tables
 
 
-def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int) -> tuple:
+def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int, contribution: int = 1) -> tuple:
     """(the events spent first, the repeated values' calibration, the tree's, the pair table's) as a table run makes
     them on one record: under add-remove the count of records is released first and the others split what it
     leaves. The accountant is handed the whole δ (the selection's own δ term is not audited here)."""
@@ -257,7 +258,8 @@ def _resolution_calibrations(spec: PrivacySpec, tree, share: float, *, seed: int
     values = ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1, dim=1, noise=spec.count_noise,
                          size_private=removing)
     plans = (values, replace(values, n_projections=tree.levels), replace(values, dim=4))
-    spent = (release_size(1, spec, NoiseSource(seed + 11), PrivacyLedger())[1],) if removing else ()
+    spent = (release_size(1, spec, NoiseSource(seed + 11, secure=spec.secure_noise), PrivacyLedger(),
+                          contribution=contribution)[1],) if removing else ()
     v = VALUES_SHARE
     return (spent, *calibrate_shares(spec, plans, shares_after((v, (1 - v) * share, (1 - v) * (1 - share)), spent),
                                      spent=spent))

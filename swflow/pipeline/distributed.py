@@ -11,7 +11,7 @@ from ..core.errors import RunFailed
 from ..core.sources import PrivateData
 from ..methods.registry import method, sharded_methods
 
-__all__ = ["generate_distributed", "open_group"]
+__all__ = ["generate_distributed", "open_group", "rank_share"]
 
 
 def generate_distributed(run, request, data: PrivateData, plan):
@@ -97,3 +97,13 @@ def _fit_shard(run, request, data: PrivateData, plan, out, rank: int, world: int
         write_outputs(out, result.particles.cpu().numpy(), result.report, data.codec.decode)
         (out / "checkpoint.pt").unlink(missing_ok=True)
     return result.report
+
+
+def rank_share(n: int) -> tuple[int, int, int]:
+    """This rank's contiguous share lo:hi of ``n`` records, and the number of ranks."""
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        raise ValueError("sharded=True runs under torchrun: initialize torch.distributed first")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    return n * rank // world, n * (rank + 1) // world, world

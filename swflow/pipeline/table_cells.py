@@ -43,7 +43,8 @@ class TableCells:
         if isinstance(self.cells, int):
             return [self.cells] * len(self.schema.columns)
         z = one_release_multiplier(self.privacy) / math.sqrt((1 - self.resolution_share) * (1 - self._values_share()))
-        sigma = z * histogram_sensitivity(len(self.pairs), adjacency=self.privacy.adjacency).value
+        sigma = z * histogram_sensitivity(len(self.pairs), adjacency=self.privacy.adjacency,
+                                          contribution=self._contribution).value
         rule = cells_per_column(dataset_size=n, pair_noise_std=sigma)
         return [(self.cells or {}).get(c.name, cells_of(c, rule)) for c in self.schema.columns]
 
@@ -74,8 +75,8 @@ class TableCells:
 
         public = self._public_frame()
         cells = self.codec.cell_index(public)
-        self.pairs = choose_pairs(cells, self.codec.sizes, dataset_size=n,
-                                  noise_multiplier=one_release_multiplier(self.privacy))
+        self.pairs = choose_pairs(cells, self.codec.sizes, dataset_size=n,  # a unit's counts carry k x the noise
+                                  noise_multiplier=one_release_multiplier(self.privacy) * self._contribution)
         self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
                                 "minimise noise plus left-out dependence (swflow.tables.pairs)")
 
@@ -131,7 +132,7 @@ class TableCells:
             fine, tables = calibrate_shares(self.privacy, (levels, pairs), shares_after((share, 1 - share), spent),
                                             spent=spent)
             return (None, fine), tables
-        values = replace(levels, n_projections=len(named), dim=len(named))
+        values = replace(levels, n_projections=len(named) * self._values_per_unit(), dim=len(named))
         v = self._values_share()
         named_cal, fine, tables = calibrate_shares(
             self.privacy, (values, levels, pairs), shares_after((v, (1 - v) * share, (1 - v) * (1 - share)), spent),
@@ -175,11 +176,11 @@ class TableCells:
         inside = [FineGrid(c).ends for c in columns]
         parts = [np.stack([np.nan_to_num(frame[c.name].to_numpy(dtype=float, na_value=np.nan), nan=low)
                            for c, (low, _) in zip(columns, inside)], axis=1) for _, frame in frames]
-        values = torch.from_numpy(np.concatenate(parts))  # a missing value is a bound: never named
-        del parts
+        values = self._unit_values(torch.from_numpy(np.concatenate(parts)), inside, noise)  # a missing value is a
+        del parts  # bound: never named; under a unit, its value slots
         kind = ShardedValuesTarget if world > 1 else ValuesTarget
         target = kind(values, calibration, noise=noise, ledger=PrivacyLedger(), inside=inside,
-                      delta=self._values_delta(), dataset_size=n)
+                      delta=self._values_delta(), dataset_size=n, per_unit=self._values_per_unit())
         self._released_values = target.release_values()
         self._set_atoms(named)
         return target
@@ -209,8 +210,8 @@ class TableCells:
         if calibration is not None:  # its plan's rows are the records' cells, one column each
             calibration = replace(calibration, plan=replace(calibration.plan, dim=cells.shape[1]))
         kind = ShardedOneWayTarget if world > 1 else OneWayTarget
-        target = kind(cells[lo:hi], calibration, noise=noise, ledger=PrivacyLedger(), columns=released,
-                      trees=[self._tree(j) for j in released], dataset_size=n)
+        target = self._weighted(kind(cells[lo:hi], calibration, noise=noise, ledger=PrivacyLedger(), columns=released,
+                                     trees=[self._tree(j) for j in released], dataset_size=n))
         del cells
         self._released_levels, self._released_columns = target.release_levels(), released
         self.codec = self._codec_from_levels(self._released_levels, released, n)
@@ -300,8 +301,9 @@ class TableCells:
             if report.private:  # its shape first; the trees' levels are the schema's, whatever atoms were named
                 groups = sum(tree_of(self.schema.columns[j]).levels for j in released)
                 if len(events) != at + 1 + (report.adjacency == "add-remove") or events[at]["n_projections"] != \
-                        groups or events[at]["sensitivity"] != histogram_sensitivity(groups,
-                                                                                     adjacency=report.adjacency).value:
+                        groups or events[at].get("contribution", 1) != self._contribution or events[at][
+                        "sensitivity"] != histogram_sensitivity(groups, adjacency=report.adjacency,
+                                                                contribution=self._contribution).value:
                     raise ClaimMismatch(f"{source}: its ledger does not hold the releases its cells come from (one "
                                         "release of the trees of the released columns, after the repeated values "
                                         "where it names some); fit again")
@@ -335,7 +337,8 @@ class TableCells:
                                  for v, c in named_state]
         if report.private:
             verify_values(self._released_values, event=report.ledger[1], columns=len(named), source=source,
-                          inside=[FineGrid(self.schema.columns[j]).ends for j in named])
+                          inside=[FineGrid(self.schema.columns[j]).ends for j in named],
+                          per_unit=self._values_per_unit())
         self._set_atoms(named)
 
 

@@ -17,9 +17,10 @@ SIZE_NOTE = ("add-remove adjacency: n is private. The run released the count of 
 class TableSize:
     """Mixed into TableSynthesizer: ``self._size`` (the released count, or None under replace-one)."""
 
-    def _public_size(self, n: int, noise, *, sharded: bool) -> tuple[int, tuple]:
+    def _public_size(self, n: float, noise, *, sharded: bool) -> tuple[int, tuple]:
         """(the n every later step may read, the events already spent): n itself under replace-one; under
-        add-remove its released estimate, and that release's event."""
+        add-remove its released estimate, and that release's event (``n``: the rows' weights' sum under a privacy
+        unit, which adds at most its bound to it)."""
         from ..privacy import PrivacyLedger, ReleasePlan
         from ..privacy.size import public_size, release_size
         from ..privacy.targets import check_histogram
@@ -33,7 +34,7 @@ class TableSize:
         check_histogram(self.privacy, ReleasePlan(releases=1, dataset_size=1, sample_size=None, n_projections=1,
                                                   dim=1, noise=self.privacy.count_noise, size_private=True),
                         seed_typed=self.privacy_seed is not None)  # the settings' checks, before anything is drawn
-        self._size, event = release_size(n, self.privacy, noise, PrivacyLedger())
+        self._size, event = release_size(n, self.privacy, noise, PrivacyLedger(), contribution=self._contribution)
         return public_size(self._size), (event,)
 
     def _compose_size(self, spent: tuple) -> None:
@@ -59,8 +60,10 @@ class TableSize:
                 raise ClaimMismatch(f"{source}: a released count of records under {report.adjacency}; fit again")
             return None
         event = report.ledger[-1]
-        if self._size is None or event["n_projections"] != 1 or event["sensitivity"] != histogram_sensitivity(
-                1, adjacency="add-remove").value or report.dataset_size != public_size(self._size):
+        if self._size is None or event["n_projections"] != 1 or event.get("contribution", 1) != self._contribution or \
+                event["sensitivity"] != histogram_sensitivity(1, adjacency="add-remove",
+                                                              contribution=self._contribution).value or \
+                report.dataset_size != public_size(self._size):
             raise ClaimMismatch(f"{source}: an add-remove run carries its released count of records as its ledger's "
                                 "last event, and its n is that count: the file was edited; fit again")
         return float(self._size), float(event["noise_std"])

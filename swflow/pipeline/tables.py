@@ -29,6 +29,7 @@ from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.schema import Schema
 from .table_cells import RESOLUTIONS, TableCells
 from .table_size import TableSize
+from .table_units import TableUnits
 
 __all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE", "RESOLUTIONS"]
 
@@ -44,13 +45,13 @@ POST_PROCESSING_NOTE = ("records drawn from particles fitted to the run's releas
 METHODS = ("dpswflow-hist",)
 
 
-class TableSynthesizer(TableCells, TableSize):
+class TableSynthesizer(TableCells, TableSize, TableUnits):
     """fit once on a private table, then sample records as often as you like (module docstring)."""
 
     def __init__(self, method: str = "dpswflow-hist", *, schema: Schema | dict | str | Path,
                  epsilon: float | None = None, delta: float = 1e-9, noise_multiplier: float | None = None,
-                 adjacency: str = "replace-one",
-                 count_noise: str = "discrete-gaussian", secure_noise: bool = False, clip: bool = False,
+                 adjacency: str | None = None, count_noise: str | None = None, secure_noise: bool | None = None,
+                 privacy_unit: str | None = None, max_rows_per_unit: int | None = None, clip: bool = False,
                  pairs: list[tuple[str, str]] | None = None, public=None, resolution: str | None = None,
                  resolution_share: float = RESOLUTION_SHARE, cells: int | dict | None = None,
                  numeric_bins: int = NUMERIC_BINS,
@@ -67,8 +68,10 @@ class TableSynthesizer(TableCells, TableSize):
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
         for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the
         budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``,
-        ``secure_noise``, ``privacy_seed``); ``repeated_values``: first name, privately, the values a sliced column's
-        records share (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself."""
+        ``secure_noise``, ``privacy_seed``); ``privacy_unit``, ``max_rows_per_unit``: protect one unit of an identifier
+        column and all of its rows, each unit counting as at most that many rows (swflow/privacy/units.py);
+        ``repeated_values``: first name, privately, the values a sliced column's records share
+        (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself."""
         from ..privacy import PrivacySpec
 
         if method not in METHODS:
@@ -81,6 +84,10 @@ class TableSynthesizer(TableCells, TableSize):
                              f"schema declares {len(schema.columns)}: add a column, or release one column's values "
                              "as rows with swflow generate --data")
         self.method, self.schema = method, schema
+        adjacency, count_noise, secure_noise = self._set_unit(
+            privacy_unit, max_rows_per_unit, adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise,
+            privacy_seed=privacy_seed, public=public)
+        self.user_schema, self.schema = schema, self._released_schema(schema)
         self.codec = TableCodec(schema, numeric_bins=numeric_bins)
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
@@ -89,15 +96,8 @@ class TableSynthesizer(TableCells, TableSize):
         self.pairs_chosen_by = "given" if pairs is not None else "every pair (the schema alone)" if len(
             self.pairs) == every else (f"the schema alone: each column with its next {width} in the schema's order "
                                        f"({len(self.pairs)} of the {every} pairs; swflow.tables.pairs.schema_pairs)")
-        resolution = resolution or ("public" if public is not None else "release")
-        if resolution not in RESOLUTIONS:
-            raise ValueError(f"resolution must be one of {RESOLUTIONS}, got {resolution!r}")
-        if resolution == "public" and public is None:
-            raise ValueError("resolution='public' sets the cells from public rows: give them (public=...)")
-        if not 0 < resolution_share < 1:
-            raise ValueError(f"resolution_share is a share of the budget in (0, 1), got {resolution_share}")
+        self.resolution, self.resolution_share = _resolution(resolution, resolution_share, public)
         self._check_cells(cells)
-        self.resolution, self.resolution_share = resolution, resolution_share
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
         if not isinstance(repeated_values, bool):
             raise ValueError(f"repeated_values is True or False, got {repeated_values!r}")
@@ -112,6 +112,8 @@ class TableSynthesizer(TableCells, TableSize):
         names = self.schema.names
         if pairs is None:
             return schema_pairs(len(names))
+        if self.unit is not None:  # every column with its unit's rows, which samples read (table_units.py)
+            pairs = [*pairs, *((a, names[-1]) for a in names[:-1] if (a, names[-1]) not in map(tuple, pairs))]
         out = []
         for pair in pairs:
             if len(pair) != 2 or any(name not in names for name in pair) or pair[0] == pair[1]:
@@ -134,16 +136,18 @@ class TableSynthesizer(TableCells, TableSize):
         release one process makes on all the records, and fits the same particles to it."""
         from ..privacy import NoiseSource, PrivacyLedger, compose, privacy_report
         from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget
+        from .distributed import rank_share
         from ..sources import SourceRequest, open_source
         from ..tables.source import TableSource
 
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
+        table = self._unit_split(table, sharded=sharded)  # a unit's rows weighted; its identifiers kept out
         records = _records(table, self.codec, clip=self.clip)  # private under add-remove: counted, then released
-        share = _share(records) if sharded else (0, records, 1)
+        share = rank_share(records) if sharded else (0, records, 1)
         noise = NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise)
-        n, spent = self._public_size(records, noise, sharded=sharded)  # what every later step may read
+        n, spent = self._public_size(self._records_mass(records), noise, sharded=sharded)  # all later steps read
         released = self._plan_cells(n)
         fine_cal, calibration = self._calibrate(n, released, spent)
         fine = self._release_cells(table, n, released, fine_cal, noise, share) if released else None
@@ -159,7 +163,7 @@ class TableSynthesizer(TableCells, TableSize):
             target = ShardedMarginalTarget(rows[lo:hi], calibration, dataset_size=n, **parts)
             run_config["world_size"] = world
         else:
-            target = MarginalTarget(rows, calibration, dataset_size=n, **parts)
+            target = self._weighted(MarginalTarget(rows, calibration, dataset_size=n, **parts))
         del rows, data
         target.release_tables()
         self._counts = target.released_counts
@@ -169,6 +173,7 @@ class TableSynthesizer(TableCells, TableSize):
             self._report = compose(self._report, self._fine_events(fine), target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
         self._compose_size(spent)
+        self._report = self._state_unit(self._report)
         self._note_noise_check()
         self._particles = self._fit_to_release(progress=progress)
         return self
@@ -191,6 +196,8 @@ class TableSynthesizer(TableCells, TableSize):
         targets = split_tables(self._counts, sizes, self.pairs)
         if report.private and self.flow.shrink:
             priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
+            if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
+                priors[-1] = None
             targets = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std,
                                     dataset_size=report.dataset_size, priors=priors)
         return fit_particles(targets, sizes, self.pairs, dataset_size=report.dataset_size, config=self.flow,
@@ -200,6 +207,7 @@ class TableSynthesizer(TableCells, TableSize):
         return {"method": self.method, "table": True, "dataset_size": n, "columns": self.schema.names,
                 "pairs": [[self.schema.names[i], self.schema.names[j]] for i, j in self.pairs],
                 "pairs_chosen_by": self.pairs_chosen_by, "resolution": self.resolution,
+                "privacy_unit": self._unit_state(),
                 "resolution_columns": [self.schema.names[j] for j in released],
                 "repeated_values_columns": [self.schema.names[j] for j in self._atoms],
                 "resolution_share": self.resolution_share if released else 0.0,
@@ -230,8 +238,8 @@ class TableSynthesizer(TableCells, TableSize):
         self._fitted()
         cells, values = {}, {}
         for name, value in (conditions or {}).items():
-            if name not in self.schema.names:
-                raise ValueError(f"a condition names a column of the schema {self.schema.names}, got {name!r}")
+            if name not in self.user_schema.names:
+                raise ValueError(f"a condition names a column of the schema {self.user_schema.names}, got {name!r}")
             j = self.schema.names.index(name)
             try:  # the value as the schema reads it (a declared category, a number inside the bounds)
                 checked = Schema((self.schema.columns[j],)).check(pd.DataFrame({name: [value]}))[name]
@@ -240,14 +248,15 @@ class TableSynthesizer(TableCells, TableSize):
             cells[j], values[name] = int(self.codec.cells[j].index(checked)[0]), checked.iloc[0]
 
         def draw(count: int, draw_seed: int):
-            frame = self.codec.decode_cells(sample_cells(self._particles, count, seed=draw_seed,
-                                                         conditions=cells).numpy(), seed=draw_seed)
+            drawn = self._reweighted(lambda k, s: sample_cells(self._particles, k, seed=s, conditions=cells), count,
+                                     draw_seed)
+            frame = self.codec.decode_cells(drawn.numpy(), seed=draw_seed)[self.user_schema.names]
             for name, value in values.items():  # a cell may hold several values: every record holds the asked one
                 frame[name] = present(self.schema.columns[self.schema.names.index(name)],
                                       np.array([value] * count, dtype=object))
             return frame
 
-        frame, drawn = keep_rules(draw, n, self.schema, seed=seed)
+        frame, drawn = keep_rules(draw, n, self.user_schema, seed=seed)
         self.rejected = 1 - n / drawn  # the share of drawn records that broke a rule (0 without rules)
         return frame
 
@@ -262,11 +271,11 @@ class TableSynthesizer(TableCells, TableSize):
         particles (load refits them from the release); loads with ``torch.load(weights_only=True)``."""
         self._fitted()
         path = Path(path)
-        torch.save({"format": FORMAT, "method": self.method, "schema": self.schema.to_json(),
+        torch.save({"format": FORMAT, "method": self.method, "schema": self.user_schema.to_json(),
                     "privacy": asdict(self.privacy), "clip": self.clip,
                     "pairs": [list(p) for p in self.pairs], "numeric_bins": self.codec.numeric_bins,
                     "flow": asdict(self.flow), "report": self._report.to_json(), "noisy_counts": self._counts,
-                    "resolution": self._resolution_state(), "size": self._size}, path)
+                    "resolution": self._resolution_state(), "size": self._size, "unit": self._unit_state()}, path)
         return path
 
     @classmethod
@@ -276,21 +285,26 @@ class TableSynthesizer(TableCells, TableSize):
         the release, never read from the file (one of an earlier release carries some: they are ignored)."""
         from ..io.hdf5 import load_tensors
         from ..privacy import PrivacyReport
+        from ..privacy.units import ROWS_COLUMN
         from ..privacy.verify import ClaimMismatch, verify_report, verify_tables
 
         blob = blob if blob is not None else load_tensors(path, what="saved Synthesizer")
         try:
             if blob.get("format") != FORMAT:
                 raise ValueError(f"format {blob.get('format')!r}, not {FORMAT}")
-            privacy = dict(blob["privacy"])
+            privacy, unit = dict(blob["privacy"]), blob.get("unit")  # files of earlier releases: one row
+            names = [c["name"] for c in blob["schema"]["columns"]] + [ROWS_COLUMN] * (unit is not None)
             syn = cls(blob["method"], schema=blob["schema"], clip=blob["clip"], numeric_bins=blob["numeric_bins"],
-                      pairs=[(blob["schema"]["columns"][i]["name"], blob["schema"]["columns"][j]["name"])
-                             for i, j in blob["pairs"]],
+                      privacy_unit=None if unit is None else unit["column"],
+                      max_rows_per_unit=None if unit is None else unit["max_rows_per_unit"],
+                      pairs=[(names[i], names[j]) for i, j in blob["pairs"]],
                       **{k: privacy[k] for k in ("epsilon", "delta", "noise_multiplier", "adjacency", "count_noise",
                                                  "secure_noise")}, **blob["flow"])
             report = PrivacyReport.from_json(blob["report"])
             counts = torch.as_tensor(blob["noisy_counts"], dtype=torch.float64)
             verify_report(report, source=str(path))
+            syn._restore_unit(report, str(path),
+                              values_event=(blob.get("resolution") or {}).get("repeated_values") is not None)
             size = syn._restore_size(blob, report, str(path))
             # files of earlier releases had the schema's equal-width bins only
             syn._restore_cells(blob.get("resolution", {"mode": "uniform", "share": RESOLUTION_SHARE,
@@ -306,10 +320,22 @@ class TableSynthesizer(TableCells, TableSize):
                                 "fit again")
         if report.private:
             verify_tables(report, counts, sizes, syn.pairs, source=str(path), size=size)
-        syn._report, syn._counts = report, counts
+        syn._report, syn._counts = syn._state_unit(report), counts
         syn._note_noise_check()
         syn._particles = syn._fit_to_release(progress=progress)
         return syn
+
+
+def _resolution(resolution: str | None, share: float, public) -> tuple[str, float]:
+    """(where the cells come from, the resolution release's share), checked; the default: public rows where given."""
+    resolution = resolution or ("public" if public is not None else "release")
+    if resolution not in RESOLUTIONS:
+        raise ValueError(f"resolution must be one of {RESOLUTIONS}, got {resolution!r}")
+    if resolution == "public" and public is None:
+        raise ValueError("resolution='public' sets the cells from public rows: give them (public=...)")
+    if not 0 < share < 1:
+        raise ValueError(f"resolution_share is a share of the budget in (0, 1), got {share}")
+    return resolution, share
 
 
 def _records(table, codec: TableCodec, *, clip: bool) -> int:
@@ -317,16 +343,6 @@ def _records(table, codec: TableCodec, *, clip: bool) -> int:
     from ..tables.files import TableRows
 
     return len(TableRows(table, codec, clip=clip)) if isinstance(table, (str, Path)) else len(table)
-
-
-def _share(n: int) -> tuple[int, int, int]:
-    """This rank's contiguous share lo:hi of ``n`` records, and the number of ranks."""
-    import torch.distributed as dist
-
-    if not dist.is_initialized():
-        raise ValueError("sharded=True runs under torchrun: initialize torch.distributed first")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    return n * rank // world, n * (rank + 1) // world, world
 
 
 MODEL = "model.pt"  # a table run's saved Synthesizer: the released tables, the fitted particles, the report

@@ -96,6 +96,8 @@ def _composed_counts(events, mechanism: str) -> bool:
 def _discrete(events, delta: float, *, moved_per_partition: int = 2) -> float:
     if not _whole_releases(events, "discrete-gaussian"):
         raise ValueError("the discrete Gaussian is accounted for releases of the whole data set, each once")
+    if any(e.contribution != 1 for e in events):  # accountant_for refuses these; never account them here
+        raise ValueError("the discrete Gaussian's account composes counts moved by one each")
     # a histogram's neighbour moves 2K counts by one each (privacy/histogram.py); K under add-remove
     return discrete_gaussians_epsilon(tuple((e.noise_multiplier, moved_per_partition * e.n_projections)
                                             for e in events), delta=delta)
@@ -153,6 +155,10 @@ def accountant_for(events: tuple[MechanismEvent, ...], *, adjacency: str, reques
     named, refused when it does not cover them)."""
     for e in events:
         check_combination(adjacency=adjacency, sampling=e.sampling, accountant=requested)
+    if any(e.contribution != 1 and e.mechanism == "discrete-gaussian" for e in events):
+        raise ValueError("a privacy unit of several rows moves a count by more than one, which the discrete "
+                         "Gaussian's account (counts moved by one each) does not cover: its releases take the "
+                         "continuous Gaussian (count_noise='gaussian')")
     if adjacency == "add-remove":
         if not all(e.sensitivity_bound == "histogram" for e in events):
             raise ValueError("add-remove adjacency is accounted for releases of counts of a whole table only")

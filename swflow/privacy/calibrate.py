@@ -98,10 +98,11 @@ def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adj
         if plan.noise == "gaussian":
             return z
         # the discrete Gaussian needs a hair more noise than the continuous one (< 0.5% here): step up from it
-        step = rtol / 4
+        step, start = rtol / 4, z
         while _single_epsilon(plan, z, delta, adjacency) > epsilon:
             z *= 1 + step
             step *= 2
+            _check_reach(z, start, epsilon=epsilon, delta=delta)
         return z
 
     def eps(z: float) -> float:
@@ -123,6 +124,16 @@ def noise_multiplier_for(*, epsilon: float, delta: float, plan: ReleasePlan, adj
     while eps(z) > epsilon:
         z *= 1 + rtol / 4
     return z
+
+
+def _check_reach(z: float, start: float, *, epsilon: float, delta: float) -> None:
+    """Refuse a calibration whose multiplier has grown far past the Gaussian's without reaching the target: the
+    accountant cannot give this ε at this δ (or what was already spent takes it), and more noise would only use
+    memory and time."""
+    if z > 4 * start:
+        raise ValueError(f"the accountant does not reach epsilon = {epsilon:g} at delta = {delta:.3g} with up to 4 "
+                         "times the Gaussian's noise (what an earlier release spent may take it all): ask for a "
+                         "larger epsilon or delta")
 
 
 @dataclass(frozen=True)
@@ -190,10 +201,11 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
                                        adjacency=spec.adjacency), "epsilon"
     events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
     eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency)
-    nudge = 1e-6
+    nudge, start = 1e-6, z
     while mode == "epsilon" and eps > spec.epsilon:  # the accountant's last digits: never report above the target
         z *= 1 + nudge
         nudge *= 2  # geometric: a few steps whatever the gap
+        _check_reach(z, start, epsilon=spec.epsilon, delta=delta_acc)
         events = plan_events(plan, adjacency=spec.adjacency, multiplier=z, bound=bound, delta_theta=delta_theta)
         eps = epsilon_from_events(events, delta=delta_acc, adjacency=spec.adjacency)
     if not eps <= MAX_EPSILON:
@@ -242,6 +254,7 @@ def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...], shares: 
     while single.mode == "epsilon" and eps > spec.epsilon:  # the discrete PLD needs a hair more: never overshoot
         z *= 1 + nudge
         nudge *= 2
+        _check_reach(z, single.noise_multiplier, epsilon=spec.epsilon, delta=single.delta_accountant)
         events, eps = composed(z)
     accountant = accountant_for(events, adjacency=spec.adjacency, requested=spec.accountant)
     return tuple(Calibration(spec=spec, plan=plan, noise_multiplier=z / math.sqrt(f), mode=single.mode,

@@ -22,7 +22,6 @@ piecewise linear too.
 """
 from __future__ import annotations
 
-import math
 
 import torch
 from torch import Tensor
@@ -79,21 +78,29 @@ def projection_counts(rows: Tensor, theta: Tensor, *, bins: int, radius: float) 
     return counts.reshape(k, bins).cpu()
 
 
-def histogram_sensitivity(n_directions: int, *, adjacency: str) -> SensitivityBound:
+def histogram_sensitivity(n_directions: int, *, adjacency: str, contribution: int = 1) -> SensitivityBound:
     """ℓ2 sensitivity of the K×B count matrix: √(2K) under replace-one and zero-out (zero-out replaces a record
     by the zero row, which is counted: a replacement; see the module's docstring), √K under add-remove (a table
     run's, where n is private: the record's one count in each partition comes or goes).
 
     Independent of the directions, the bins and R (a record moves at most one unit of count between
     two bins per direction), so the directions may be public and fixed in advance. Each of the 2K
-    moved counts changes by exactly one: what the discrete Gaussian's account relies on."""
+    moved counts changes by exactly one: what the discrete Gaussian's account relies on.
+
+    ``contribution`` c: the most mass one privacy unit adds to a partition (a table run with a privacy unit:
+    its rows weighted to at most c in all, swflow/privacy/units.py). Its change in one partition is a vector of
+    non-negative entries summing to at most c, whose ℓ2 norm is at most c (all of it in one count): sensitivity
+    c·√K under add-remove. The moved counts then move by up to c, which only the continuous Gaussian's account
+    covers (:func:`~swflow.privacy.accountants.accountant_for` refuses the discrete one)."""
     if n_directions < 1:
         raise ValueError(f"need at least one direction, got {n_directions}")
     if adjacency not in ADJACENCIES:
         raise ValueError(f"unknown adjacency {adjacency!r}; choose one of {ADJACENCIES}")
+    if isinstance(contribution, bool) or not isinstance(contribution, int) or contribution < 1:
+        raise ValueError(f"a unit's contribution is a whole number >= 1, got {contribution!r}")
     if adjacency == "add-remove":  # a record added or removed: one count in each partition, by one unit
-        return SensitivityBound("histogram", float(n_directions), 1.0, 0.0)
-    return SensitivityBound("histogram", 2.0 * n_directions, 1.0, 0.0)  # 2K counts, each moved by one unit
+        return SensitivityBound("histogram", float(n_directions), float(contribution), 0.0)
+    return SensitivityBound("histogram", 2.0 * n_directions, float(contribution), 0.0)  # 2K counts, each by one
 
 
 #: counts below this many noise standard deviations are read as zero (see :func:`monotone_cdf`)
@@ -292,6 +299,16 @@ class CountTarget(HistogramTarget):
             raise ValueError(f"the budget was calibrated for {calibration.plan.n_projections} {self.unit}, not "
                              f"{groups}")
         self.bins, self.radius, self.groups = None, 1.0, groups
+        #: each record's weight in the counts (None: one each) and the most weight one privacy unit carries
+        self.weights, self.contribution = None, 1
+
+    def weighted(self, weights: Tensor | None, contribution: int) -> "CountTarget":
+        """Count record i with ``weights[i]`` (float64, (m,); a privacy unit's rows add up to at most
+        ``contribution``: swflow/privacy/units.py), the sensitivity scaled by ``contribution``."""
+        if weights is not None and (weights.ndim != 1 or not bool(((weights > 0) & (weights <= 1)).all())):
+            raise ValueError("weights are one number in (0, 1] per record")
+        self.weights, self.contribution = weights, contribution
+        return self
 
     @staticmethod
     def _bounded(data: Tensor, radius: float, clip: bool) -> Tensor:
@@ -303,11 +320,15 @@ class CountTarget(HistogramTarget):
         return 0.0 if cal is None else cal.noise_multiplier * self._sensitivity().value
 
     def _sensitivity(self):
-        return histogram_sensitivity(self.groups, adjacency=self._calibration.spec.adjacency)
+        return histogram_sensitivity(self.groups, adjacency=self._calibration.spec.adjacency,
+                                     contribution=self.contribution)
 
     def _event(self):
         """The release's ledger event (recorded before its noise is drawn)."""
-        return self._calibration.event(self._sensitivity(), sample_size=self.size)
+        from dataclasses import replace
+
+        return replace(self._calibration.event(self._sensitivity(), sample_size=self.size),
+                       contribution=self.contribution)
 
     def _release_counts(self) -> Tensor:
         """The exact counts (``self._counts()``) plus the calibrated noise, released once: the ledger event first,
@@ -350,51 +371,5 @@ def _radius(data: Tensor) -> float:
     return (float(data.norm(dim=1).max()) * (1 + 1e-9) if len(data) else 0.0) or 1.0
 
 
-def histogram_shape(*, dataset_size: int, privacy, n_directions: int | None = None,
-                    bins: int | None = None) -> tuple[int, int]:
-    """(K, B) for a run: the given values, else the default rule of public quantities only.
-
-    The rule reads the effective sample size n / z (z the noise multiplier the budget buys, which for
-    one release does not depend on K): K is the largest power of two ≤ 1.75·sqrt(n/z), in [32, 512],
-    and B = K/4 in [16, 128]. More directions cover the sphere better but split the budget: σ grows
-    like sqrt(K). Chosen on the encoded public Fashion-MNIST split and synthetic mixtures on S^7 and
-    S^15 at n = 1 500 … 20 000, ε = 1 and 10 (experiments/hist_rules.py), never on private rows.
-    """
-    if n_directions is not None and n_directions < 1:
-        raise ValueError(f"the histogram needs at least one direction, got {n_directions}")
-    if bins is not None and bins < 2:
-        raise ValueError(f"the histogram needs at least 2 bins, got {bins}")
-    effective = _effective_size(dataset_size, privacy)
-    if n_directions is None:
-        n_directions = _power_of_two(1.75 * math.sqrt(effective), 32, 512)
-    if bins is None:
-        bins = _power_of_two(n_directions / 4.0, 16, 128)
-    return n_directions, bins
-
-
-def histogram_step_size(*, dataset_size: int, privacy) -> float:
-    """The default step size h: 3 when the effective size n / z is at least 2 000, else 1 (a larger
-    step reaches the released marginals sooner but follows their noise more when few rows back them).
-    Chosen with the (K, B) rule on the same public and synthetic data (experiments/hist_rules.py)."""
-    return 3.0 if _effective_size(dataset_size, privacy) >= 2_000 else 1.0
-
-
-def one_release_multiplier(privacy) -> float:
-    """The noise multiplier z that the budget ``privacy`` (a PrivacySpec) buys for one Gaussian release of the whole
-    data set (the given one, else the analytic Gaussian's); 0 without privacy. Default rules read it, never a run's
-    accounting: the release itself is calibrated by :func:`~swflow.privacy.calibrate`."""
-    from .mechanisms import analytic_gaussian_multiplier
-
-    if not privacy.private:
-        return 0.0
-    return privacy.noise_multiplier or analytic_gaussian_multiplier(epsilon=privacy.epsilon, delta=privacy.delta)
-
-
-def _effective_size(n: int, privacy) -> float:
-    """n / z for the budget ``privacy`` (a PrivacySpec); n itself without privacy."""
-    return n / one_release_multiplier(privacy) if privacy.private else float(n)
-
-
-def _power_of_two(x: float, lo: int, hi: int) -> int:
-    """The largest power of two ≤ x, clamped to [lo, hi]."""
-    return int(min(hi, max(lo, 2 ** math.floor(math.log2(max(x, 1.0))))))
+# the default rules of a run's shape live beside this module; they are named here too, where callers find them
+from .histogram_rules import histogram_shape, histogram_step_size, one_release_multiplier  # noqa: E402

@@ -28,6 +28,8 @@ class MechanismEvent:
     n_projections : directions per release
     count : repeats of this release
     mechanism : one of NOISES
+    contribution : the most one privacy unit moves a released count (its rows' weights, summed: a table run with a
+        privacy unit; 1 where the unit is one record). The sensitivity is this times a record's.
     """
 
     noise_multiplier: float
@@ -41,6 +43,7 @@ class MechanismEvent:
     n_projections: int
     count: int = 1
     mechanism: str = "gaussian"
+    contribution: int = 1
 
     def __post_init__(self):
         if self.mechanism not in NOISES:
@@ -49,6 +52,8 @@ class MechanismEvent:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
         if self.count < 1:
             raise ValueError(f"count must be >= 1, got {self.count}")
+        if isinstance(self.contribution, bool) or not isinstance(self.contribution, int) or self.contribution < 1:
+            raise ValueError(f"contribution must be a whole number >= 1, got {self.contribution!r}")
 
     @property
     def sample_rate(self) -> float:
@@ -71,9 +76,9 @@ class MechanismEvent:
 
     def same_kind(self, other: "MechanismEvent") -> bool:
         return (self.noise_multiplier, self.sensitivity_bound, self.delta_sensitivity, self.sampling,
-                self.sample_size, self.dataset_size, self.n_projections, self.mechanism) == (
+                self.sample_size, self.dataset_size, self.n_projections, self.mechanism, self.contribution) == (
             other.noise_multiplier, other.sensitivity_bound, other.delta_sensitivity, other.sampling,
-            other.sample_size, other.dataset_size, other.n_projections, other.mechanism)
+            other.sample_size, other.dataset_size, other.n_projections, other.mechanism, other.contribution)
 
 
 class PrivacyLedger:

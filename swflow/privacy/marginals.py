@@ -28,7 +28,8 @@ MARGINAL_RELEASE = (
     "particles' fit to the released tables and every sample after it are free")
 
 
-def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]]) -> Tensor:
+def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]], weights: Tensor | None = None
+                ) -> Tensor:
     """Exact two-way tables, flattened and concatenated.
 
     Parameters
@@ -37,13 +38,16 @@ def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]]) -
         Each record's cell in each of the C columns (0 ≤ cells[:, j] < sizes[j]).
     sizes : the C columns' numbers of cells
     pairs : K pairs (i, j), i < j
+    weights : Tensor, shape (m,), float64, optional
+        Each record's weight (a privacy unit's rows, swflow/privacy/units.py); None counts each record once.
 
     Returns
     -------
-    Tensor, shape (Σ_k sizes[i_k]·sizes[j_k],), int64: table k in row-major order (cell a of column i, b of j at
-    a·sizes[j] + b); every table sums to m.
+    Tensor, shape (Σ_k sizes[i_k]·sizes[j_k],), int64 (float64 with weights): table k in row-major order (cell a of
+    column i, b of j at a·sizes[j] + b); every table sums to m (to the weights' sum).
     """
-    parts = [torch.bincount(cells[:, i] * sizes[j] + cells[:, j], minlength=sizes[i] * sizes[j]) for i, j in pairs]
+    parts = [torch.bincount(cells[:, i] * sizes[j] + cells[:, j], weights=weights, minlength=sizes[i] * sizes[j])
+             for i, j in pairs]
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
 
 
@@ -76,7 +80,9 @@ class MarginalTarget(CountTarget):
         chunk checked and read into cells by its source, ``cell_chunks()``, before it is counted; nothing is released
         before the last)."""
         if isinstance(self._data, Tensor):
-            return pair_counts(self.cells(), self.sizes, self.pairs)
+            return pair_counts(self.cells(), self.sizes, self.pairs, self.weights)
+        if self.weights is not None:
+            raise ValueError("weighted records are counted in memory, not read from disk in chunks")
         total = pair_counts(torch.zeros((0, len(self.sizes)), dtype=torch.int64), self.sizes, self.pairs)
         for _, cells in self._data.cell_chunks():  # each record's cells as the codec reads them: no one-hot rows
             total = total + pair_counts(cells, self.sizes, self.pairs)

@@ -109,12 +109,38 @@ def discrete_gaussians_epsilon(releases: tuple[tuple[float, int], ...], *, delta
     continuous = analytic_gaussian_epsilon(noise_multiplier=composed_z, delta=delta)
     changes = sum(m for _, m in releases)
     interval = max(1e-3 * max(continuous, 1e-3) / changes, 1e-9)  # Σ m compositions add up to Σ m intervals
+    # each composition may cut this much tail mass into the loss's infinite part (dp-accounting's default, 1e-15,
+    # made every δ below about 1e-14 read ε = inf, and a calibration then grew σ without end)
+    tail = min(1e-15, delta * 1e-6)
     loss = None
     for z, m in releases:
+        if z * math.sqrt(m) > DISCRETE_PLD_MAX_SCALE:
+            # the noise's support (23σ integers) would not fit in memory: the discrete Gaussian of this scale
+            # satisfies the continuous one's Rényi bound (Canonne, Kamath & Steinke 2020), which bounds its ε
+            # through dp-accounting's RDP
+            return _rdp_epsilon(releases, delta)
         part = pld.from_discrete_gaussian_mechanism(z * math.sqrt(m), sensitivity=1,
-                                                    value_discretization_interval=interval).self_compose(m)
-        loss = part if loss is None else loss.compose(part)
+                                                    value_discretization_interval=interval
+                                                    ).self_compose(m, tail_mass_truncation=tail)
+        loss = part if loss is None else loss.compose(part, tail_mass_truncation=tail)
     return float(loss.get_epsilon_for_delta(delta))
+
+
+#: the largest discrete-Gaussian scale σ whose privacy loss distribution swflow builds (its support is about 23σ
+#: integers: 10^6 keeps it near 200 MB); beyond it ε comes from the Rényi bound, which is valid and a little looser
+DISCRETE_PLD_MAX_SCALE = 1e6
+
+
+def _rdp_epsilon(releases: tuple[tuple[float, int], ...], delta: float) -> float:
+    """ε at ``delta`` of discrete-Gaussian releases through the continuous Gaussian's Rényi bound, which each
+    satisfies (moved counts m_i, each by one: one Gaussian of multiplier z_i composed over them is the same bound)."""
+    import dp_accounting as dpa
+    from dp_accounting import rdp
+
+    accountant = rdp.RdpAccountant(neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE)
+    for z, _ in releases:
+        accountant.compose(dpa.GaussianDpEvent(z))
+    return float(accountant.get_epsilon(delta))
 
 
 def classical_gaussian_multiplier(*, epsilon: float, delta: float) -> float:

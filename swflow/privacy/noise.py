@@ -41,6 +41,10 @@ class NoiseSource:
             return torch.from_numpy((bits.astype(np.float64) + 0.5) * 2.0 ** -53)
         return torch.rand(n, generator=self._generator, dtype=torch.float64)
 
+    def uniform(self, n: int) -> torch.Tensor:
+        """``n`` uniforms in (0, 1), float64, from this stream (random choices a privacy guarantee relies on)."""
+        return self._uniform(n)
+
     def gaussian(self, shape: tuple[int, ...], std: float, *, device=None, dtype=torch.float32) -> torch.Tensor:
         """i.i.d. N(0, std²) of the given shape."""
         n = math.prod(shape)

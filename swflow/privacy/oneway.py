@@ -74,7 +74,7 @@ class Tree:
             0, self.node_of(torch.arange(self.cells), level), leaves.to(torch.float64))
 
 
-def level_counts(cells: Tensor, trees: list[Tree]) -> Tensor:
+def level_counts(cells: Tensor, trees: list[Tree], weights: Tensor | None = None) -> Tensor:
     """Exact counts of every level of every column's tree, concatenated.
 
     Parameters
@@ -82,12 +82,14 @@ def level_counts(cells: Tensor, trees: list[Tree]) -> Tensor:
     cells : Tensor, shape (m, C), int64
         Each record's fine cell in each of the C released columns (0 ≤ cells[:, j] < trees[j].cells).
     trees : the C columns' trees
+    weights : Tensor, shape (m,), float64, optional: each record's weight (None: one each)
 
     Returns
     -------
-    Tensor, shape (Σ_j trees[j].size,), int64: column j's levels 1 … L in order; every level sums to m.
+    Tensor, shape (Σ_j trees[j].size,), int64 (float64 with weights): column j's levels 1 … L in order; every level
+    sums to m (to the weights' sum).
     """
-    parts = [torch.bincount(tree.node_of(cells[:, j], level), minlength=tree.nodes(level))
+    parts = [torch.bincount(tree.node_of(cells[:, j], level), weights=weights, minlength=tree.nodes(level))
              for j, tree in enumerate(trees) for level in range(1, tree.levels + 1)]
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
 
@@ -119,7 +121,9 @@ class OneWayTarget(CountTarget):
 
     def _counts(self) -> Tensor:
         if isinstance(self._data, Tensor):
-            return level_counts(self._data[:, self.columns], self.trees)
+            return level_counts(self._data[:, self.columns], self.trees, self.weights)
+        if self.weights is not None:
+            raise ValueError("weighted records are counted in memory, not read from disk in chunks")
         total = level_counts(torch.zeros((0, len(self.trees)), dtype=torch.int64), self.trees)
         for _, cells in self._data.cell_chunks():
             total = total + level_counts(cells[:, self.columns], self.trees)

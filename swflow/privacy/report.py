@@ -12,7 +12,7 @@ from .marginals import MARGINAL_RELEASE, MarginalTarget
 from .noise import SECURE_CAVEAT
 from .release import LocallyReleasedTarget, PrivateTarget
 
-__all__ = ["PrivacyReport", "compose", "privacy_report", "statement", "write_report"]
+__all__ = ["PrivacyReport", "compose", "privacy_report", "statement", "unit_of", "with_unit", "write_report"]
 
 NOT_ACCOUNTED = ("Not accounted: hyperparameters (steps, step size, noise level, projections) chosen "
                  "by looking at private data, and any use of the private split outside this run. "
@@ -43,7 +43,7 @@ def _num(x: float | None):
 
 #: notes: explanations that appear as top-level strings in privacy.json when they apply
 NOTE_KEYS = ("release", "secure_noise_caveat", "amplification_note", "particle_post_processing", "post_processing",
-             "labels_note", "budget_split", "noise_check", "private_size")
+             "labels_note", "budget_split", "noise_check", "private_size", "unit_note")
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,11 @@ class PrivacyReport:
     ledger: list = field(default_factory=list)
     conditional: dict | None = None
     run_config: dict = field(default_factory=dict)
+    #: whom the guarantee protects, in words: 'one row' for a table run without a privacy unit, or 'one COLUMN and
+    #: all of its rows' (None: a run of rows or images, whose unit is one record of the private split)
+    privacy_unit: str | None = None
+    #: a privacy unit's bound: {"column", "max_rows_per_unit", "max_values_per_unit", "rows_over_the_bound"}
+    unit_bound: dict | None = None
 
     def __post_init__(self):
         unknown = set(self.notes) - set(NOTE_KEYS)
@@ -198,7 +203,7 @@ def compose(report: PrivacyReport, events, *, note: str, target_epsilon: float |
     return replace(report, ledger=ledger, epsilon=_num(epsilon), delta=delta, accountant=accountant,
                    delta_sensitivity=delta - report.delta_accountant, steps=sum(e.count for e in everything),
                    target_epsilon=target_epsilon if target_epsilon is not None else report.target_epsilon,
-                   statement=statement(epsilon, delta, accountant, report.adjacency),
+                   statement=statement(epsilon, delta, accountant, report.adjacency, unit_of(report)),
                    notes={**report.notes, "release": f"{report.notes.get('release', '')} THEN {note}".strip()})
 
 
@@ -213,10 +218,27 @@ def _directions_note(target: PrivateTarget) -> str:
     return "drawn from the public simulator seed (the spectral bound holds for any directions)"
 
 
-def statement(epsilon: float, delta: float, accountant: str, adjacency: str) -> str:
-    """The one way ε is written everywhere: "(ε, δ) under ACCOUNTANT, ADJACENCY"."""
+def statement(epsilon: float, delta: float, accountant: str, adjacency: str, unit: str | None = None) -> str:
+    """The one way ε is written everywhere: "(ε, δ) under ACCOUNTANT, ADJACENCY", and "of UNIT" where the
+    run protects a privacy unit of several rows (``unit``: the report's ``privacy_unit`` then)."""
     eps = "inf" if math.isinf(epsilon) else f"{epsilon:.3f}"
-    return f"({eps}, {delta:.3g})-DP under {accountant}, {adjacency} adjacency"
+    return f"({eps}, {delta:.3g})-DP under {accountant}, {adjacency} adjacency" + (f" of {unit}" if unit else "")
+
+
+def unit_of(report: PrivacyReport) -> str | None:
+    """The privacy unit a report's statement names: its ``privacy_unit`` where a unit bound holds, else None (one
+    record or one row: the statement says nothing more)."""
+    return report.privacy_unit if report.unit_bound is not None else None
+
+
+def with_unit(report: PrivacyReport, words: str, bound: dict | None) -> PrivacyReport:
+    """``report`` protecting ``words`` (its ``privacy_unit``) under ``bound`` (its ``unit_bound``; None for one
+    row), the statement written again to name it."""
+    unit = replace(report, privacy_unit=words, unit_bound=bound)
+    if not report.private:
+        return unit
+    return replace(unit, statement=statement(math.inf if report.epsilon is None else report.epsilon, report.delta,
+                                             report.accountant, report.adjacency, unit_of(unit)))
 
 
 def write_report(report: PrivacyReport, directory: str | Path) -> Path:

@@ -34,19 +34,24 @@ def public_size(released: float) -> int:
     return max(1, round(float(released)))
 
 
-def release_size(n: int, privacy, noise, ledger) -> tuple[float, MechanismEvent]:
+def release_size(n: float, privacy, noise, ledger, *, contribution: int = 1) -> tuple[float, MechanismEvent]:
     """(n + noise, its ledger event, recorded in ``ledger``): the count of the ``n`` private records released once
     with multiplier z/√SIZE_SHARE (z: the budget's one-release multiplier; ``privacy`` a PrivacySpec), the
-    ``privacy.count_noise`` mechanism drawn by ``noise`` (a NoiseSource)."""
+    ``privacy.count_noise`` mechanism drawn by ``noise`` (a NoiseSource). ``contribution``: the most one privacy
+    unit adds to ``n`` (its rows' weights, swflow/privacy/units.py), the sensitivity."""
     multiplier = one_release_multiplier(privacy) / math.sqrt(SIZE_SHARE)
-    sigma = multiplier * histogram_sensitivity(1, adjacency="add-remove").value
+    sensitivity = histogram_sensitivity(1, adjacency="add-remove", contribution=contribution).value
+    sigma = multiplier * sensitivity
     if privacy.count_noise == "discrete-gaussian":
+        if contribution != 1:
+            raise ValueError("a privacy unit's records are counted with the continuous Gaussian")
         released = float(noise.discrete_gaussian(torch.tensor([n], dtype=torch.int64), sigma)[0])
     else:
         released = n + float(noise.gaussian((1,), sigma, dtype=torch.float64)[0])
     size = public_size(released)
-    event = MechanismEvent(noise_multiplier=multiplier, noise_std=sigma, sensitivity=1.0,
+    event = MechanismEvent(noise_multiplier=multiplier, noise_std=sigma, sensitivity=sensitivity,
                            sensitivity_bound="histogram", delta_sensitivity=0.0, sampling="none", sample_size=size,
-                           dataset_size=size, n_projections=1, mechanism=privacy.count_noise)
+                           dataset_size=size, n_projections=1, mechanism=privacy.count_noise,
+                           contribution=contribution)
     ledger.record(event)
     return released, event

@@ -93,13 +93,18 @@ class ValuesTarget(CountTarget):
     what, unit = "the repeated-values release", "columns"
 
     def __init__(self, values: Tensor, calibration, *, noise, ledger, inside: list[tuple[float, float]],
-                 delta: float, dataset_size: int | None = None):
+                 delta: float, dataset_size: int | None = None, per_unit: int = 1):
+        """``per_unit`` m: the rows of ``values`` are the slots of privacy units, m each (a unit's distinct values
+        of a column, at most m of them: swflow/privacy/units.py), so one unit moves up to m counts of every column
+        by one each: the release's groups are C·m, and a unit makes at most C·m values candidates alone."""
         if len(inside) != values.shape[1] or not inside:
             raise ValueError("one interval of candidate values per released column, and at least one")
         if not 0 < delta < 1:
             raise ValueError(f"the selection's delta must be in (0, 1), got {delta}")
-        self.inside, self.delta = list(inside), float(delta)
-        super().__init__(values, calibration, noise=noise, ledger=ledger, groups=len(self.inside),
+        if isinstance(per_unit, bool) or not isinstance(per_unit, int) or per_unit < 1:
+            raise ValueError(f"per_unit is a whole number >= 1, got {per_unit!r}")
+        self.inside, self.delta, self.per_unit = list(inside), float(delta), per_unit
+        super().__init__(values, calibration, noise=noise, ledger=ledger, groups=len(self.inside) * per_unit,
                          dataset_size=dataset_size if dataset_size is not None else len(values))
 
     def _event(self):
@@ -108,7 +113,7 @@ class ValuesTarget(CountTarget):
         return replace(super()._event(), delta_sensitivity=self.delta)
 
     def threshold(self) -> float:
-        return selection_threshold(noise_std=self.count_noise_std(), columns=len(self.inside), delta=self.delta,
+        return selection_threshold(noise_std=self.count_noise_std(), columns=self.groups, delta=self.delta,
                                    mechanism=self._calibration.plan.noise)
 
     def release_values(self) -> list[tuple[Tensor, Tensor]]:
@@ -165,18 +170,18 @@ class ShardedValuesTarget(ShardedCounts, ValuesTarget):
 
 
 def verify_values(released: list[tuple[Tensor, Tensor]], *, event: dict, columns: int,
-                  inside: list[tuple[float, float]], source: str) -> None:
+                  inside: list[tuple[float, float]], source: str, per_unit: int = 1) -> None:
     """Refuse a repeated-values release that its ledger event does not allow: the event's K must be the C columns
-    and its δ positive; every named value strictly inside its column's bounds, the values rising; every noisy
+    (times ``per_unit``, the values a privacy unit may name in each) and its δ positive; every named value strictly inside its column's bounds, the values rising; every noisy
     count at or above the threshold that the event's σ and δ give (an edited count, or a δ claimed smaller than
     the threshold paid for, is refused); integer counts for the discrete Gaussian."""
-    if len(released) != columns or event["n_projections"] != columns:
-        raise ClaimMismatch(f"{source}: its repeated-values release is not one of its {columns} sliced columns; "
-                            "fit again")
+    if len(released) != columns or event["n_projections"] != columns * per_unit or event.get("contribution", 1) != 1:
+        raise ClaimMismatch(f"{source}: its repeated-values release is not one of its {columns} sliced columns"
+                            f"{'' if per_unit == 1 else f' with {per_unit} values a unit'}; fit again")
     sigma, delta, mechanism = float(event["noise_std"]), float(event["delta_sensitivity"]), event["mechanism"]
     if not (sigma > 0 and 0 < delta < 1):
         raise ClaimMismatch(f"{source}: a private repeated-values release with noise std {sigma} and delta {delta}")
-    threshold = selection_threshold(noise_std=sigma, columns=columns, delta=delta, mechanism=mechanism)
+    threshold = selection_threshold(noise_std=sigma, columns=columns * per_unit, delta=delta, mechanism=mechanism)
     for (values, counts), (low, high) in zip(released, inside):
         values, counts = torch.as_tensor(values, dtype=torch.float64), torch.as_tensor(counts, dtype=torch.float64)
         if values.shape != counts.shape or values.ndim != 1 or not torch.isfinite(values).all() or (

@@ -93,9 +93,12 @@ def _ledger_claim(events, *, adjacency: str, delta_accountant: float, refuse) ->
             refuse(f"a release's noise std {e.noise_std} is not its multiplier {e.noise_multiplier} times its "
                    f"sensitivity {e.sensitivity}")
         if e.sensitivity_bound == "histogram":
-            expected = histogram_sensitivity(e.n_projections, adjacency=adjacency).value
+            expected = histogram_sensitivity(e.n_projections, adjacency=adjacency, contribution=e.contribution).value
             if not _close(e.sensitivity, expected):
-                refuse(f"the histogram's sensitivity {e.sensitivity} is not {expected} for K = {e.n_projections}")
+                refuse(f"the histogram's sensitivity {e.sensitivity} is not {expected} for K = {e.n_projections}"
+                       f"{'' if e.contribution == 1 else f' and a unit of weight {e.contribution}'}")
+        elif e.contribution != 1:
+            refuse("a release of projected rows records a unit's contribution: only counts are released per unit")
     try:
         accountant = accountant_for(events, adjacency=adjacency)
     except ValueError as err:
@@ -117,7 +120,7 @@ def _derived(events) -> dict:
 
 
 def _check_claim(report, epsilon: float, delta: float, accountant: str, refuse) -> None:
-    from .report import statement
+    from .report import statement, unit_of
 
     claimed = math.inf if report.epsilon is None else report.epsilon
     if not (_close(epsilon, claimed, 1e-4) or (math.isinf(epsilon) and math.isinf(claimed))):
@@ -126,7 +129,7 @@ def _check_claim(report, epsilon: float, delta: float, accountant: str, refuse) 
         refuse(f"it claims delta = {report.delta}, but its releases give {delta}")
     if report.accountant != accountant:
         refuse(f"it names the accountant {report.accountant!r}, but its releases are accounted by {accountant!r}")
-    expected = statement(claimed, report.delta, report.accountant, report.adjacency)
+    expected = statement(claimed, report.delta, report.accountant, report.adjacency, unit_of(report))
     if report.statement != expected:
         refuse(f"its statement {report.statement!r} is not what its fields say ({expected!r})")
 
@@ -157,6 +160,7 @@ def _verify_report(report, refuse) -> None:
         _verify_conditional(report, refuse)
         return
     events = _events(report.ledger, refuse)
+    _check_unit(report, events, refuse)
     epsilon, delta, accountant = _ledger_claim(events, adjacency=report.adjacency,
                                                delta_accountant=report.delta_accountant, refuse=refuse)
     _check_claim(report, epsilon, delta, accountant, refuse)
@@ -171,6 +175,33 @@ def _verify_report(report, refuse) -> None:
     recorded = report.run_config.get("dataset_size")
     if recorded is not None and recorded != report.dataset_size:
         refuse(f"its ledger counts {report.dataset_size} private rows, but its run configuration records {recorded}")
+
+
+def _check_unit(report, events, refuse) -> None:
+    """A report's unit and its releases agree: without a unit bound every release counts a record once; with one,
+    the unit is added or removed with all of its rows (add-remove), the words name its column, and every release
+    moves a count by one (the values a unit names) or by the bound's k (its rows' weights)."""
+    from .units import unit_words
+
+    bound = report.unit_bound
+    if bound is None:
+        if report.privacy_unit not in (None, "one row"):
+            refuse(f"it protects {report.privacy_unit!r} but records no bound on a unit's rows")
+        if any(e.contribution != 1 for e in events):
+            refuse("its releases count a unit of several rows, but it claims to protect one row")
+        return
+    if not isinstance(bound, dict) or set(bound) != {"column", "max_rows_per_unit", "max_values_per_unit",
+                                                       "rows_over_the_bound"}:
+        refuse("its unit bound is not one swflow writes")
+    k, m = bound["max_rows_per_unit"], bound["max_values_per_unit"]
+    if any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in (k, m)):
+        refuse(f"its unit bound's rows ({k!r}) and values ({m!r}) a unit are not whole numbers >= 1")
+    if report.adjacency != "add-remove":
+        refuse(f"a privacy unit is added or removed with all of its rows, not under {report.adjacency!r}")
+    if report.privacy_unit != unit_words(bound["column"]):
+        refuse(f"it protects {report.privacy_unit!r}, not what its bound's column says")
+    if any(e.contribution not in (1, k) for e in events) or not any(e.contribution == k for e in events):
+        refuse(f"its releases do not count a unit as its bound of {k} rows says")
 
 
 def _check_conditional_shape(report, refuse) -> list:

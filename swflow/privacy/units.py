@@ -1,0 +1,174 @@
+"""A privacy unit of many rows: one customer, patient or student and all of its rows, protected as one.
+
+Most private tables hold many rows per person (visits, transactions, ratings). A guarantee per row then protects
+one visit, and a person with k rows is protected only by group privacy: ε·k, and a δ multiplied by k·e^{(k−1)ε}.
+A table run with a privacy unit (``TableSynthesizer(privacy_unit="customer_id", max_rows_per_unit=k)``) protects
+one unit and all of its rows under add/remove adjacency of units, by bounding what one unit adds to every release:
+
+* **Rows, weighted.** A unit u with n_u rows has each row counted with weight w_u = min(1, k / n_u), so it adds
+  min(n_u, k) ≤ k to every table, tree level and to the count of records. Its change to one released partition is a
+  vector of non-negative entries summing to at most k, of ℓ2 norm at most k: the ℓ2 sensitivity of a release of K
+  partitions is k·√K (:func:`~swflow.privacy.histogram.histogram_sensitivity` with ``contribution`` k). The weight
+  is the expectation of keeping k of the unit's rows at random, without that draw's sampling noise; it depends on
+  the unit's own rows only, and never on their order. A unit over the bound is down-weighted, not cut: how many
+  rows that touches is private, and not published.
+* **Values, one slot each.** The repeated-values release (privacy/values.py) counts units, not rows: each unit
+  names at most m = ``max_values_per_unit`` distinct values of a column (chosen at random by the privacy noise
+  stream where it holds more), each counted once, so a unit moves at most m counts of each column by one.
+* **Noise.** The weighted counts are not integers, and a count moved by k is outside the discrete Gaussian's
+  account (counts moved by one each): a unit's releases take the continuous Gaussian, drawn from the OS CSPRNG,
+  accounted exactly by Gaussian differential privacy (the analytic Gaussian of the composed releases).
+
+The samples follow the law of the weighted rows: the rows' own law where no unit holds more than k rows, else one
+in which a large unit counts as k rows. k trades the noise (∝ k) against that down-weighting: docs/tables.md,
+"The unit of privacy".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+__all__ = ["DEFAULT_ROWS_PER_UNIT", "VALUES_PER_UNIT", "OVER_THE_BOUND", "ROWS_COLUMN", "ROW_CLASSES", "UnitBound",
+           "unit_words", "unit_codes", "unit_weights", "unit_value_slots", "row_class_labels", "row_classes",
+           "class_factors"]
+
+#: a unit's rows counted at most (max_rows_per_unit) when the owner names none: docs/tables.md says how it was chosen
+DEFAULT_ROWS_PER_UNIT = 8
+#: the distinct values of a column one unit may name in the repeated-values release
+VALUES_PER_UNIT = 1
+OVER_THE_BOUND = ("a unit with more than max_rows_per_unit rows has each row counted with weight max_rows_per_unit / "
+                  "its rows (the expectation of keeping that many at random); how many units and rows that touches is "
+                  "private and not published")
+
+
+#: the column a unit run adds to the released tables: how many rows each row's unit holds, in classes relative to k
+#: (released like any column, read back to undo the down-weighting: see ``row_classes``); never in a sample
+ROWS_COLUMN = "__rows_of_its_unit__"
+#: classes of a unit's rows n against the bound k: n ≤ k, then (k, 4k], (4k, 16k], … , the last open
+ROW_CLASSES = 6
+#: the ratio between a class's ends
+CLASS_STEP = 4
+
+
+def row_class_labels(max_rows: int) -> list[str]:
+    """The public categories of ROWS_COLUMN for the bound k = ``max_rows``."""
+    edges = [max_rows * CLASS_STEP ** c for c in range(ROW_CLASSES - 1)]
+    return [f"<= {edges[0]}"] + [f"{a + 1}-{b}" for a, b in zip(edges, edges[1:])] + [f"> {edges[-1]}"]
+
+
+def row_classes(codes: np.ndarray, *, max_rows: int) -> np.ndarray:
+    """Each row's class (int64, (m,)) of its unit's rows n: 0 where n ≤ k, else ⌈log_4(n / k)⌉, the last class
+    holding every larger unit."""
+    rows = np.bincount(codes)[codes].astype(np.float64)
+    classes = np.ceil(np.log(np.maximum(rows / max_rows, 1.0)) / np.log(CLASS_STEP) - 1e-12)
+    return np.clip(classes, 0, ROW_CLASSES - 1).astype(np.int64)
+
+
+def class_factors() -> Tensor:
+    """(ROW_CLASSES,) float64: what a released row of each class stands for among the unit's rows, 1 / its weight
+    (n / k, at the class's geometric middle 4^(c − 1/2); 1 where n ≤ k). Samples drawn in proportion to it follow
+    the rows' law again rather than the weighted one (within a class, up to the class's spread)."""
+    classes = torch.arange(ROW_CLASSES, dtype=torch.float64)
+    return torch.where(classes == 0, torch.ones_like(classes), float(CLASS_STEP) ** (classes - 0.5))
+
+
+def unit_words(column: str) -> str:
+    """The privacy unit of a run grouped by ``column``, as privacy.json and the statement write it."""
+    return f"one {column} and all of its rows"
+
+
+@dataclass(frozen=True)
+class UnitBound:
+    """A table run's privacy unit: the identifier ``column`` (read to group rows; never synthesized or written), the
+    rows one unit adds to every release at most (``max_rows``, k) and the values it names per column (``max_values``)."""
+
+    column: str
+    max_rows: int = DEFAULT_ROWS_PER_UNIT
+    max_values: int = VALUES_PER_UNIT
+
+    def __post_init__(self):
+        if not isinstance(self.column, str) or not self.column:
+            raise ValueError(f"privacy_unit names the identifier column that groups a unit's rows, got {self.column!r}")
+        for name, value in (("max_rows_per_unit", self.max_rows), ("max_values_per_unit", self.max_values)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} is a whole number >= 1, got {value!r}")
+
+    @property
+    def words(self) -> str:
+        return unit_words(self.column)
+
+    def to_json(self) -> dict:
+        """privacy.json's ``unit_bound``."""
+        return {"column": self.column, "max_rows_per_unit": self.max_rows, "max_values_per_unit": self.max_values,
+                "rows_over_the_bound": OVER_THE_BOUND}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "UnitBound":
+        return cls(data["column"], data["max_rows_per_unit"], data["max_values_per_unit"])
+
+
+def unit_codes(ids) -> np.ndarray:
+    """Each row's unit as a code 0 … U − 1 (int64, (m,)), from the identifier column ``ids`` (a pandas Series).
+    A row without a unit is refused: it could not be bounded (the error names no row and no identifier)."""
+    import pandas as pd
+
+    if ids.isna().any():
+        raise ValueError("the privacy unit's column has rows without a unit (missing identifiers): every row must "
+                         "name its unit; drop those rows or give each its own identifier")
+    codes, _ = pd.factorize(ids, sort=False)
+    return codes.astype(np.int64)
+
+
+def unit_weights(codes: np.ndarray, *, max_rows: int) -> Tensor:
+    """Each row's weight min(1, k / n_u), n_u its unit's rows (float64, (m,)): a unit adds min(n_u, k) in all.
+
+    Parameters
+    ----------
+    codes : np.ndarray, shape (m,), int64, each row's unit 0 … U − 1
+    max_rows : k
+    """
+    rows = np.bincount(codes)
+    return torch.from_numpy(np.minimum(1.0, max_rows / rows[codes].astype(np.float64)))
+
+
+def unit_value_slots(values: Tensor, codes: np.ndarray, *, inside: list[tuple[float, float]], per_unit: int,
+                     uniform) -> Tensor:
+    """The repeated-values release's rows under a unit: U·m slots (m = ``per_unit``), slot s of unit u holding in
+    column j the s-th of u's distinct values strictly inside ``inside[j]`` (at most m, chosen at random where u
+    holds more), or the column's lower bound (never a candidate) where it has fewer.
+
+    Parameters
+    ----------
+    values : Tensor, shape (m_rows, C), float64: each row's value of the C released columns
+    codes : np.ndarray, shape (m_rows,), int64: each row's unit
+    inside : the C columns' open intervals of candidate values
+    per_unit : m
+    uniform : a function n -> Tensor (n,) of uniforms in (0, 1): the privacy noise stream's
+        (:meth:`~swflow.privacy.noise.NoiseSource.uniform`), so the choice is random whatever the rows' order
+
+    Returns
+    -------
+    Tensor, shape (U·m, C), float64: counting the distinct values of its columns counts units, at most m each.
+    """
+    import pandas as pd
+
+    units = int(codes.max()) + 1 if len(codes) else 0
+    slots = np.empty((units * per_unit, len(inside)), dtype=np.float64)
+    held = []
+    for j, (low, high) in enumerate(inside):
+        slots[:, j] = low
+        column = values[:, j].numpy()
+        kept = (column > low) & (column < high)
+        held.append(pd.DataFrame({"unit": codes[kept], "column": j, "value": column[kept]}).drop_duplicates())
+    # one key per (unit, column, value), drawn unit by unit: a unit's choice reads its own keys only
+    held = pd.concat(held).sort_values("unit", kind="stable") if held else pd.DataFrame()
+    held["key"] = uniform(len(held)).numpy() if len(held) else np.zeros(0)
+    held = held.sort_values("key", kind="stable")
+    held["slot"] = held.groupby(["unit", "column"]).cumcount()
+    held = held[held["slot"] < per_unit]
+    slots[held["unit"].to_numpy() * per_unit + held["slot"].to_numpy(), held["column"].to_numpy()] = \
+        held["value"].to_numpy()
+    return torch.from_numpy(slots)

@@ -1,0 +1,295 @@
+"""Privacy per unit (issue 75): a table run that protects one unit (a customer, a student) and all of its rows.
+
+Each release's sensitivity for a unit of up to k rows by brute force over every unit-level neighbour of tiny tables,
+the bound independent of the rows' order, no identifier in any output, forged unit statements refused, the
+white-box audit of a unit below its claim and above it when the bound is not applied."""
+import itertools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from swflow.pipeline.tables import TableSynthesizer
+from swflow.privacy.histogram import histogram_sensitivity
+from swflow.privacy.marginals import pair_counts
+from swflow.privacy.oneway import Tree, level_counts
+from swflow.privacy.units import UnitBound, unit_codes, unit_value_slots, unit_weights
+from swflow.privacy.verify import ClaimMismatch
+from swflow.tables import example_table
+
+
+def _units(frame: pd.DataFrame, *, units: int, seed: int = 0, prefix: str = "ID") -> pd.DataFrame:
+    """``frame`` with a unit column: ``units`` identifiers, a few rows each and some with many."""
+    rng = np.random.default_rng(seed)
+    weights = rng.pareto(1.2, units) + 1
+    ids = rng.choice(units, len(frame), p=weights / weights.sum())
+    return frame.assign(person=[f"{prefix}-{i:05d}-zq" for i in ids])
+
+
+def _fit(k=4, n=3000, units=400, **kwargs):
+    frame, schema = example_table(n)
+    frame = _units(frame, units=units)
+    syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-7, steps=30, privacy_unit="person",
+                           max_rows_per_unit=k, **kwargs)
+    return syn.fit(frame), frame
+
+
+# -- sensitivity by brute force ---------------------------------------------------------------------------------------
+def _all_units(cells_per_column: list[int], largest: int):
+    """Every unit of 1 … ``largest`` rows over the tiny domain (each row a tuple of cells), as row lists."""
+    domain = list(itertools.product(*[range(c) for c in cells_per_column]))
+    for size in range(1, largest + 1):
+        yield from itertools.combinations_with_replacement(domain, size)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_unit_moves_the_pair_tables_trees_and_count_by_at_most_k_times_a_row(k):
+    """Brute force: a tiny table of three units; every neighbour that adds one more unit of 1 … k + 2 rows over a
+    2 × 3 × 2 domain (every multiset of rows), and every neighbour that removes one of its units. The weighted pair
+    tables move by at most k·√K in ℓ2, each tree by k·√L, the count of records by k (the sensitivities a run
+    records), and the largest move reaches the bound (k rows in one cell)."""
+    sizes, pairs = [2, 3, 2], [(0, 1), (0, 2), (1, 2)]
+    tree = Tree(3, 3, 1)
+    base_rows = [(0, 0, 0), (1, 2, 1), (1, 2, 1), (0, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 0), (1, 0, 1)]
+    base_units = [0, 1, 1, 2, 2, 2, 2, 2]
+
+    def released(rows, units):
+        cells = torch.tensor(rows, dtype=torch.int64).reshape(-1, 3)
+        weights = unit_weights(np.array(units, dtype=np.int64), max_rows=k) if units else torch.zeros(0,
+                                                                                                    dtype=torch.float64)
+        return (pair_counts(cells, sizes, pairs, weights), level_counts(cells[:, 1:2], [tree], weights),
+                float(weights.sum()))
+
+    base = released(base_rows, base_units)
+    largest = [0.0, 0.0, 0.0]
+    neighbours = [(base_rows + list(unit), base_units + [3] * len(unit)) for unit in _all_units(sizes, k + 2)]
+    neighbours += [([r for r, u in zip(base_rows, base_units) if u != gone],
+                    [u if u < gone else u - 1 for u in base_units if u != gone]) for gone in range(3)]
+    for rows, units in neighbours:
+        other = released(rows, units)
+        moves = [float((other[0] - base[0]).norm()), float((other[1] - base[1]).norm()), abs(other[2] - base[2])]
+        largest = [max(a, b) for a, b in zip(largest, moves)]
+    bounds = [histogram_sensitivity(len(pairs), adjacency="add-remove", contribution=k).value,
+              histogram_sensitivity(tree.levels, adjacency="add-remove", contribution=k).value,
+              histogram_sensitivity(1, adjacency="add-remove", contribution=k).value]
+    assert bounds == pytest.approx([k * math.sqrt(3), k * 1.0, k * 1.0])
+    assert largest == pytest.approx(bounds)
+
+
+@pytest.mark.parametrize("per_unit", [1, 2])
+def test_a_unit_moves_at_most_m_value_counts_of_each_column_by_one(per_unit):
+    """Brute force over every unit of 1 … 3 rows whose two columns hold values in {1, 2, 3} (and a missing value, a
+    bound: never a candidate): added to a tiny table, the units' counts of each value (what the repeated-values
+    release counts) move by one in at most m values of each column, whatever the random choice: ℓ2 ≤ √(m·C). Each
+    (unit, value) pair draws its own key, so the other units' choices are the same draws on both sides (coupled:
+    the same stream); the guarantee is then a mixture over them of releases that differ by at most this."""
+    inside = [(0.0, 10.0), (0.0, 10.0)]
+    base = torch.tensor([[1.0, 2.0], [1.0, 3.0], [2.0, 2.0], [2.0, 0.0], [2.0, 3.0]], dtype=torch.float64)
+    base_units = np.array([0, 0, 1, 2, 2])
+
+    def counts(values, units, seed):
+        rng = np.random.default_rng(seed)
+        slots = unit_value_slots(values, units, inside=inside, per_unit=per_unit,
+                                 uniform=lambda n: torch.from_numpy(rng.uniform(size=n)))
+        return torch.stack([torch.stack([(slots[:, j] == v).sum() for v in (1.0, 2.0, 3.0)]) for j in range(2)])
+
+    rows_of_one = list(itertools.product((0.0, 1.0, 2.0, 3.0), repeat=2))
+    for size in range(1, 4):
+        for rows in itertools.combinations_with_replacement(rows_of_one, size):
+            values = torch.cat([base, torch.tensor(rows, dtype=torch.float64)])
+            for seed in range(2):  # the choice is random: the bound holds for every draw
+                moved = counts(values, np.concatenate([base_units, [3] * size]), seed) - counts(base, base_units,
+                                                                                                   seed)
+                assert moved.min() >= 0 and moved.max() <= 1
+                assert int(moved.sum(dim=1).max()) <= per_unit
+    assert histogram_sensitivity(2 * per_unit, adjacency="add-remove").value == pytest.approx(math.sqrt(2 * per_unit))
+
+
+def test_the_bound_depends_on_no_rows_order():
+    """The weights are a function of each unit's own rows: shuffling the table gives the same counts; and a unit's
+    named value is chosen at random among its distinct values, in whichever order they come (Monte Carlo: each of
+    three values 1/3 of 2 000 draws, within 0.05 (5 standard deviations), forward and backward)."""
+    frame, schema = example_table(500)
+    frame = _units(frame, units=40)
+    codes = unit_codes(frame["person"])
+    shuffled = np.random.default_rng(1).permutation(len(frame))
+    codes_shuffled = unit_codes(frame["person"].iloc[shuffled])
+    weights, weights_shuffled = unit_weights(codes, max_rows=3), unit_weights(codes_shuffled, max_rows=3)
+    assert torch.equal(weights[shuffled], weights_shuffled)
+    ages = torch.from_numpy(frame["age"].to_numpy()).long()
+    assert torch.allclose(torch.bincount(ages, weights=weights), torch.bincount(ages[shuffled],
+                                                                                weights=weights_shuffled))
+    rng = np.random.default_rng(2)
+    for values in ([1.0, 2.0, 3.0], [3.0, 2.0, 1.0]):
+        chosen = [float(unit_value_slots(torch.tensor([[v] for v in values] * 2, dtype=torch.float64),
+                                         np.zeros(6, dtype=np.int64), inside=[(0.0, 9.0)], per_unit=1,
+                                         uniform=lambda n: torch.from_numpy(rng.uniform(size=n)))[0, 0])
+                  for _ in range(2000)]
+        shares = np.bincount(np.array(chosen, dtype=int), minlength=4)[1:] / 2000
+        assert np.allclose(shares, 1 / 3, atol=0.05)
+
+
+# -- the run ----------------------------------------------------------------------------------------------------------
+def test_a_unit_run_states_its_unit_and_counts_each_release_at_k():
+    syn, frame = _fit(k=4)
+    report = syn.privacy_report()
+    assert report.privacy_unit == "one person and all of its rows"
+    assert report.unit_bound["max_rows_per_unit"] == 4 and "not published" in report.unit_bound["rows_over_the_bound"]
+    assert report.statement.endswith("add-remove adjacency of one person and all of its rows")
+    assert report.adjacency == "add-remove" and report.mechanism == "gaussian" and report.secure_noise
+    assert all(e["contribution"] == 4 for e in report.ledger)
+    for event in report.ledger:
+        assert event["sensitivity"] == pytest.approx(4 * math.sqrt(event["n_projections"]))
+    # what the count of records released estimates: the rows' weights, min(rows, 4) a unit
+    mass = frame.groupby("person").size().clip(upper=4).sum()
+    assert abs(report.dataset_size - mass) < 6 * report.ledger[-1]["noise_std"]
+    samples = syn.sample(300, seed=1)
+    assert list(samples.columns) == syn.user_schema.names and "person" not in samples.columns
+
+
+def test_a_run_without_a_unit_says_its_unit_is_one_row():
+    frame, schema = example_table(1000)
+    report = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-7, steps=20).fit(frame).privacy_report()
+    assert report.privacy_unit == "one row" and report.unit_bound is None
+    assert report.to_json()["privacy_unit"] == "one row"
+
+
+def test_unit_settings_that_cannot_hold_are_refused_before_any_row_is_read():
+    frame, schema = example_table(200)
+    base = dict(schema=schema, epsilon=1.0, delta=1e-7)
+    for kwargs, words in [({"privacy_unit": "person", "adjacency": "replace-one"}, "adding or removing"),
+                          ({"privacy_unit": "person", "count_noise": "discrete-gaussian"}, "discrete Gaussian"),
+                          ({"privacy_unit": "person", "privacy_seed": 3}, "CSPRNG"),
+                          ({"privacy_unit": "person", "max_rows_per_unit": 0}, "whole number"),
+                          ({"privacy_unit": "age"}, "leave it out of the schema"),
+                          ({"max_rows_per_unit": 4}, "name its column")]:
+        with pytest.raises(ValueError, match=words):
+            TableSynthesizer(**base, **kwargs)
+    syn = TableSynthesizer(**base, privacy_unit="person")
+    with pytest.raises(ValueError, match="no privacy-unit column"):
+        syn.fit(frame)
+    with pytest.raises(ValueError, match="without a unit") as err:
+        TableSynthesizer(**base, privacy_unit="person").fit(frame.assign(person=[None] + ["zz-secret"] * 199))
+    assert "zz-secret" not in str(err.value) and "199" not in str(err.value)  # no identifier, no count
+
+
+def test_no_output_holds_a_unit_identifier(tmp_path, capsys):
+    """The command line on a CSV whose identifiers are distinctive strings: no byte of any file the run writes (and
+    no line it prints) holds one, nor the column's values in any form."""
+    from swflow.cli import main
+    from swflow.tables.example import EXAMPLE_SCHEMA
+
+    frame, _ = example_table(1500)
+    frame = _units(frame, units=150, prefix="QX")
+    private = tmp_path / "private.csv"
+    frame.to_csv(private, index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(EXAMPLE_SCHEMA))
+    out = tmp_path / "run"
+    assert main(["generate", "--table", str(private), "--schema", str(tmp_path / "schema.json"), "--epsilon", "1",
+                 "--delta", "1e-7", "--privacy-unit", "person", "--max-rows-per-unit", "5", "--steps", "30",
+                 "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr()
+    assert "of one person and all of its rows" in printed.out
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"privacy.json", "model.pt", "samples.csv"}
+    for data in [p.read_bytes() for p in files] + [printed.out.encode(), printed.err.encode()]:
+        assert b"QX-" not in data and b"-zq" not in data
+    assert main(["sample", str(out), "--n", "50", "--out", str(tmp_path / "more")]) == 0
+
+
+# -- read-back ---------------------------------------------------------------------------------------------------------
+def _edited(tmp_path, syn, edit):
+    path = syn.save(tmp_path / "model.pt")
+    blob = torch.load(path, weights_only=True)
+    edit(blob)
+    torch.save(blob, path)
+    return path
+
+
+@pytest.mark.parametrize("forgery", ["unit removed", "unit renamed", "k lowered", "k lowered consistently",
+                                     "unit in the report only", "one row claimed"])
+def test_a_forged_unit_statement_is_refused(tmp_path, forgery):
+    from swflow.privacy import PrivacyReport
+    from swflow.privacy.report import with_unit
+
+    syn, _ = _fit(k=4)
+
+    def edit(blob):
+        report = PrivacyReport.from_json(blob["report"])
+        if forgery == "unit removed":
+            blob["unit"] = None
+            blob["report"] = with_unit(report, "one row", None).to_json()
+        elif forgery == "unit renamed":
+            blob["report"]["privacy_unit"] = "one household and all of its rows"
+        elif forgery == "k lowered":
+            blob["unit"]["max_rows_per_unit"] = 2
+            blob["report"]["unit_bound"]["max_rows_per_unit"] = 2
+        elif forgery == "k lowered consistently":  # every sensitivity and multiplier restated for k = 2, ε recomputed
+            blob["unit"]["max_rows_per_unit"] = 2
+            blob["report"]["unit_bound"]["max_rows_per_unit"] = 2
+            for event in blob["report"]["ledger"]:
+                event.update(contribution=2, sensitivity=event["sensitivity"] / 2,
+                             noise_multiplier=event["noise_multiplier"] * 2)
+        elif forgery == "unit in the report only":
+            blob["unit"] = None
+        else:
+            blob["report"]["unit_bound"] = None
+            blob["report"]["privacy_unit"] = "one row"
+
+    path = _edited(tmp_path, syn, edit)
+    with pytest.raises(ClaimMismatch):
+        TableSynthesizer.load(path)
+
+
+def test_a_saved_unit_run_loads_and_samples(tmp_path):
+    syn, _ = _fit(k=4)
+    loaded = TableSynthesizer.load(syn.save(tmp_path / "model.pt"))
+    assert loaded.privacy_report().statement == syn.privacy_report().statement
+    assert len(loaded.sample(20, seed=3)) == 20
+
+
+def test_a_table_run_of_an_earlier_release_protects_one_row(tmp_path):
+    """Files written before privacy units (no unit in the file or the report) load as what they were: one row;
+    their releases must then count each row once (a unit run's report stripped of its unit is refused above)."""
+    frame, schema = example_table(800)
+    syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-7, steps=20).fit(frame)
+
+    def earlier(blob):
+        blob.pop("unit")
+        blob["report"].pop("privacy_unit"), blob["report"].pop("unit_bound")
+        for event in blob["report"]["ledger"]:
+            event.pop("contribution")
+    assert TableSynthesizer.load(_edited(tmp_path, syn, earlier)).privacy_report().privacy_unit == "one row"
+
+
+def test_the_discrete_gaussian_is_never_accounted_for_counts_a_unit_moves_by_more_than_one():
+    from swflow.privacy.accountants import accountant_for
+    from swflow.privacy.ledger import MechanismEvent
+
+    event = MechanismEvent(noise_multiplier=3.0, noise_std=12.0, sensitivity=4.0, sensitivity_bound="histogram",
+                           delta_sensitivity=0.0, sampling="none", sample_size=10, dataset_size=10, n_projections=1,
+                           mechanism="discrete-gaussian", contribution=4)
+    with pytest.raises(ValueError, match="discrete Gaussian"):
+        accountant_for((event,), adjacency="add-remove")
+
+
+# -- audit ---------------------------------------------------------------------------------------------------------
+def test_a_unit_audits_below_its_claim_and_above_it_when_its_rows_are_not_bounded():
+    """White-box, add/remove of one unit placed worst case across the value, the tree, the table and the count, at a
+    composed eps = 4 (1e6 draws a side): a unit of k rows and one of 2k rows stay below the claim; 2k rows counted
+    without the bound break it."""
+    from swflow.pipeline.unit_audit import unit_whitebox_audit
+
+    for rows in (4, 8):
+        honest = unit_whitebox_audit(4.0, max_rows=4, unit_rows=rows)
+        assert 1.0 <= honest["audited_epsilon_lower_bound"] <= 4.0
+    unbounded = unit_whitebox_audit(4.0, max_rows=4, unit_rows=8, bounded=False)
+    assert unbounded["audited_epsilon_lower_bound"] > 4.0
+
+
+def test_the_unit_bound_round_trips():
+    bound = UnitBound("customer_id", 8)
+    assert UnitBound.from_json(bound.to_json()) == bound and bound.words == "one customer_id and all of its rows"
