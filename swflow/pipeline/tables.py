@@ -256,8 +256,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
                                       np.array([value] * count, dtype=object))
             return frame
 
-        frame, drawn = keep_rules(draw, n, self.user_schema, seed=seed)
-        self.rejected = 1 - n / drawn  # the share of drawn records that broke a rule (0 without rules)
+        frame, self.rejected = keep_rules(draw, n, self.user_schema, seed=seed)  # the share that broke a rule
         return frame
 
     def privacy_report(self):

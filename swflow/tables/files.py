@@ -33,15 +33,32 @@ def read_table(path: str | Path, *, schema=None, sep: str = ","):
     suffix = _suffix(path)
     if not path.exists():
         raise FileNotFoundError(f"table file {path} is missing")
+    if suffix == ".csv":
+        check_header(path, sep)  # its own errors say what to do, and name no row
     try:
         if suffix == ".parquet":
             return pd.read_parquet(path)
-        check_header(path, sep)
         if schema is not None:
             return pd.read_csv(path, dtype=_text_columns(schema), skipinitialspace=True, sep=sep)
         return _numbers_where_plain(pd.read_csv(path, dtype=str, skipinitialspace=True, sep=sep))
     except (ValueError, OSError, pd.errors.ParserError) as err:
-        raise ValueError(f"{path} is not a readable {suffix[1:]} table ({err})") from None
+        raise unreadable(path, suffix, err) from None
+
+
+def unreadable(path: Path, suffix: str, err: Exception) -> ValueError:
+    """The error for a table file its reader refused, without the reader's words: they name the line or the value of
+    a row, which may be private ("Expected 4 fields in line 51")."""
+    import pandas as pd
+
+    if isinstance(err, pd.errors.ParserError):
+        what = ("a row has more or fewer fields than the header, or a quote is not closed: check the file's "
+                "delimiters and quotes with a CSV reader")
+    elif isinstance(err, OSError):
+        what = f"{type(err).__name__}: check that it exists, is readable and is whole"
+    else:
+        what = f"{type(err).__name__} from its reader: check its format with a {suffix[1:]} reader"
+    return ValueError(f"{path} is not a readable {suffix[1:]} table ({what}; swflow names no row, as rows may be "
+                      "private)")
 
 
 def check_header(path: Path, sep: str = ",") -> None:
@@ -138,9 +155,10 @@ class TableRows(ChunkedRows):
         import pandas as pd
 
         schema = self.codec.schema
+        if self._suffix == ".csv":
+            check_header(self.path)  # its own errors say what to do, and name no row
         try:
             if self._suffix == ".csv":
-                check_header(self.path)
                 yield from pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True,
                                        chunksize=self.chunk_rows)
             else:
@@ -149,7 +167,7 @@ class TableRows(ChunkedRows):
                 for batch in pq.ParquetFile(self.path).iter_batches(batch_size=self.chunk_rows):
                     yield batch.to_pandas()
         except (ValueError, OSError, pd.errors.ParserError) as err:
-            raise ValueError(f"{self.path} is not a readable {self._suffix[1:]} table ({err})") from None
+            raise unreadable(self.path, self._suffix, err) from None
 
     @property
     def shape(self) -> tuple[int, int]:

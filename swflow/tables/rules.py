@@ -89,9 +89,11 @@ MAX_REJECTION = 0.99
 
 
 def keep_rules(draw, n: int, schema, *, seed: int):
-    """(n records keeping every rule of ``schema``, the number of records drawn to get them): ``draw(k, seed)``
-    returns k records (a DataFrame); records breaking a rule are drawn again with new public seeds. Refused when
-    more than MAX_REJECTION of the records drawn break a rule (the released tables give the rules no support)."""
+    """(n records keeping every rule of ``schema``, the share of the records drawn that broke a rule): ``draw(k,
+    seed)`` returns k records (a DataFrame); records breaking a rule are drawn again with new public seeds. The share
+    counts every record checked, those drawn beyond the n needed included (they are checked like the others), so it
+    estimates the rate at which the released law breaks the rules. Refused when more than MAX_REJECTION of the
+    records drawn break a rule (the released tables give the rules no support)."""
     import pandas as pd
 
     def keeps(frame) -> np.ndarray:
@@ -100,15 +102,17 @@ def keep_rules(draw, n: int, schema, *, seed: int):
 
     frame = draw(n, seed)
     if not schema.rules:
-        return frame, n
-    kept, drawn, attempt = [frame[keeps(frame)]], n, 0
+        return frame, 0.0
+    holds = keeps(frame)
+    kept, drawn, broken, attempt = [frame[holds]], n, int((~holds).sum()), 0
     while (missing := n - sum(len(part) for part in kept)) > 0:
-        if drawn >= 100 * n and 1 - (n - missing) / drawn > MAX_REJECTION:
-            raise ValueError(f"{1 - (n - missing) / drawn:.1%} of the records drawn break the schema's rules "
+        if drawn >= 100 * n and broken / drawn > MAX_REJECTION:
+            raise ValueError(f"{broken / drawn:.1%} of the records drawn break the schema's rules "
                              f"{[rule.text for rule in schema.rules]}: the released tables give them almost no "
                              "support; loosen or drop a rule")
         attempt += 1
         more = draw(max(missing, min(n, 1000)), seed + 7919 * attempt)  # public seeds, one per round
-        kept.append(more[keeps(more)])
-        drawn += len(more)
-    return pd.concat(kept, ignore_index=True).iloc[:n].reset_index(drop=True), drawn
+        holds = keeps(more)
+        kept.append(more[holds])
+        drawn, broken = drawn + len(more), broken + int((~holds).sum())
+    return pd.concat(kept, ignore_index=True).iloc[:n].reset_index(drop=True), broken / drawn
