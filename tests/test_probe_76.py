@@ -46,3 +46,22 @@ def test_a_csv_that_cannot_be_parsed_is_refused_without_a_row_position(tmp_path)
     message = str(err.value)
     assert "line" not in message and "51" not in message and "50" not in message
     assert "private.csv" in message and "fields" in message
+
+
+def test_a_declared_category_that_looks_missing_comes_back_as_itself(tmp_path):
+    """"NA" (Namibia) and "None" as declared categories are read as those categories, not as missing values; an
+    empty field and the usual markers stay missing where the schema allows it."""
+    from swflow.tables.files import read_table
+
+    schema = Schema.from_json({"columns": [
+        {"name": "country", "type": "categorical", "categories": ["NA", "ZA", None]},
+        {"name": "answer", "type": "categorical", "categories": ["None", "Some"]},
+        {"name": "x", "type": "numeric", "min": 0, "max": 10, "missing": True}]})
+    path = tmp_path / "t.csv"
+    path.write_text("country,answer,x,id\nNA,None,1,a\nZA,Some,NA,NA\n,None,,b\n")
+    frame = read_table(path, schema=schema)
+    assert frame["country"].tolist()[:2] == ["NA", "ZA"] and pd.isna(frame["country"].iloc[2])
+    assert frame["answer"].tolist() == ["None", "Some", "None"]
+    assert pd.isna(frame["x"].iloc[1]) and pd.isna(frame["x"].iloc[2]) and pd.isna(frame["id"].iloc[1])
+    checked = schema.check(frame.drop(columns=["id"]))
+    assert checked["country"].tolist()[:2] == ["NA", "ZA"]

@@ -119,7 +119,7 @@ def test_the_bound_depends_on_no_rows_order():
     codes_shuffled = unit_codes(frame["person"].iloc[shuffled])
     weights, weights_shuffled = unit_weights(codes, max_rows=3), unit_weights(codes_shuffled, max_rows=3)
     assert torch.equal(weights[shuffled], weights_shuffled)
-    ages = torch.from_numpy(frame["age"].to_numpy()).long()
+    ages = torch.from_numpy(frame["age"].to_numpy().copy()).long()
     assert torch.allclose(torch.bincount(ages, weights=weights), torch.bincount(ages[shuffled],
                                                                                 weights=weights_shuffled))
     rng = np.random.default_rng(2)

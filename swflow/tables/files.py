@@ -39,7 +39,8 @@ def read_table(path: str | Path, *, schema=None, sep: str = ","):
         if suffix == ".parquet":
             return pd.read_parquet(path)
         if schema is not None:
-            return pd.read_csv(path, dtype=_text_columns(schema), skipinitialspace=True, sep=sep)
+            return _missing_markers(pd.read_csv(path, dtype=_text_columns(schema), skipinitialspace=True, sep=sep,
+                                                 **_markers(schema)), schema)
         return _numbers_where_plain(pd.read_csv(path, dtype=str, skipinitialspace=True, sep=sep))
     except (ValueError, OSError, pd.errors.ParserError) as err:
         raise unreadable(path, suffix, err) from None
@@ -77,6 +78,29 @@ def check_header(path: Path, sep: str = ",") -> None:
                 raise ValueError(f"its header is one column {header[0]!r} that looks delimited by {other!r}: "
                                  f"swflow reads {sep!r}-separated files (swflow schema --sep {other!r}; for "
                                  "generate, write it comma-separated or as Parquet)")
+
+
+def _markers(schema) -> dict:
+    """read_csv's missing-value markers: pandas' own (NA, None, null, N/A, …), except where a categorical column
+    declares one as a category (Namibia's code "NA", a "None" answer), which it then reads as that category."""
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    declared = {c.name: {v for v in c.categories if isinstance(v, str)} for c in schema.columns
+                if c.kind == "categorical"}
+    return {"keep_default_na": False,
+            "na_values": {c.name: sorted(set(STR_NA_VALUES) - declared.get(c.name, set())) for c in schema.columns}}
+
+
+def _missing_markers(frame, schema):
+    """The columns the schema does not name (an identifier column) with pandas' usual missing markers (read_csv read
+    them as text, having markers for the schema's columns only)."""
+    from pandas._libs.parsers import STR_NA_VALUES
+    from pandas.api.types import is_numeric_dtype
+
+    for name in frame.columns:
+        if name not in schema.names and not is_numeric_dtype(frame[name]):
+            frame[name] = frame[name].where(~frame[name].isin(list(STR_NA_VALUES)))
+    return frame
 
 
 def _text_columns(schema) -> dict:
@@ -159,8 +183,9 @@ class TableRows(ChunkedRows):
             check_header(self.path)  # its own errors say what to do, and name no row
         try:
             if self._suffix == ".csv":
-                yield from pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True,
-                                       chunksize=self.chunk_rows)
+                for chunk in pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True,
+                                         chunksize=self.chunk_rows, **_markers(schema)):
+                    yield _missing_markers(chunk, schema)
             else:
                 import pyarrow.parquet as pq
 
