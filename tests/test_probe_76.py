@@ -1,4 +1,6 @@
 """Defects the 80-case probe found (issue 76), each with a test that fails on the code before its fix."""
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -65,3 +67,18 @@ def test_a_declared_category_that_looks_missing_comes_back_as_itself(tmp_path):
     assert pd.isna(frame["x"].iloc[1]) and pd.isna(frame["x"].iloc[2]) and pd.isna(frame["id"].iloc[1])
     checked = schema.check(frame.drop(columns=["id"]))
     assert checked["country"].tolist()[:2] == ["NA", "ZA"]
+
+
+def test_an_add_remove_refusal_of_delta_prints_no_count_of_records():
+    """Under add/remove n is private: δ too large for the released count is refused without the count (each try
+    drew a fresh one and printed 1/n̂)."""
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables import example_table
+
+    frame, schema = example_table(300)
+    for _ in range(3):
+        with pytest.raises(ValueError) as err:
+            TableSynthesizer(schema=schema, epsilon=1.0, delta=0.01, adjacency="add-remove",
+                             count_noise="gaussian").fit(frame)
+        assert "whole record" in str(err.value)
+        assert set(re.findall(r"[0-9][0-9.e-]*", str(err.value))) <= {"0.01", "1"}  # δ and "1/n" only

@@ -173,11 +173,17 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
     if not spec.private:
         return None
     n = plan.dataset_size
+    # where n is private (a released count), no message may carry it: each refused try would print a fresh one
     if spec.delta >= 1.0 / n:
-        raise ValueError(f"delta={spec.delta} >= 1/n = {1.0 / n:.3g} allows releasing a whole record; "
+        raise ValueError(f"delta={spec.delta} allows releasing a whole record (it is not below 1/n for the released "
+                         "count of records); choose delta far below 1 / (the number of records you expect)"
+                         if plan.size_private else
+                         f"delta={spec.delta} >= 1/n = {1.0 / n:.3g} allows releasing a whole record; "
                          f"choose delta well below 1/n (e.g. {10 ** math.floor(math.log10(0.1 / n)):.0e})")
     if n > 1 and spec.delta > 1.0 / (n * math.log(n)):
-        warnings.warn(f"delta={spec.delta} is above 1/(n ln n) = {1.0 / (n * math.log(n)):.3g}; "
+        warnings.warn("delta is above 1/(n ln n) for the released count of records; the usual advice is delta << 1/n"
+                      if plan.size_private else
+                      f"delta={spec.delta} is above 1/(n ln n) = {1.0 / (n * math.log(n)):.3g}; "
                       "the usual advice is delta << 1/n", stacklevel=2)
     check_combination(adjacency=spec.adjacency, sampling=plan.sampling(spec.adjacency), accountant=spec.accountant)
     if spec.adjacency == "add-remove" and not plan.size_private:
