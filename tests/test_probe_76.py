@@ -82,3 +82,24 @@ def test_an_add_remove_refusal_of_delta_prints_no_count_of_records():
                              count_noise="gaussian").fit(frame)
         assert "whole record" in str(err.value)
         assert set(re.findall(r"[0-9][0-9.e-]*", str(err.value))) <= {"0.01", "1"}  # δ and "1/n" only
+
+
+@pytest.mark.parametrize("rules, contradict", [
+    (["start <= end"], False), (["start < end", "end < start"], True), (["start <= end", "end <= start"], False),
+    (["start <= end", "end < start"], True), (["start > 8", "end >= start", "end < 5"], True),
+    (["start > 10"], True), (["start >= 10"], False), (["start != end", "end != start"], False),
+    (["start < end", "end < later", "later < start"], True), (["start < end", "end < later"], False)])
+def test_rules_that_no_record_can_keep_are_refused_with_the_schema(rules, contradict):
+    """Found before any private row is read (it was found at sampling, after the release): order rules that form a
+    strict cycle, or that the bounds leave no room for. A column that may be missing keeps every rule."""
+    from swflow.tables import SchemaError
+
+    columns = [{"name": n, "type": "numeric", "min": -10, "max": 10} for n in ("start", "end", "later")]
+    if contradict:
+        with pytest.raises(SchemaError, match="contradict"):
+            Schema.from_json({"columns": columns, "rules": rules})
+        columns[0]["missing"] = True  # a record missing start keeps every rule on it
+        columns[1]["missing"] = True
+        Schema.from_json({"columns": columns, "rules": rules})
+    else:
+        Schema.from_json({"columns": columns, "rules": rules})

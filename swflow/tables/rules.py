@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Rule", "parse_rule"]
+__all__ = ["Rule", "parse_rule", "check_consistent"]
 
 _OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
               "!=": operator.ne}
@@ -116,3 +116,53 @@ def keep_rules(draw, n: int, schema, *, seed: int):
         kept.append(more[holds])
         drawn, broken = drawn + len(more), broken + int((~holds).sum())
     return pd.concat(kept, ignore_index=True).iloc[:n].reset_index(drop=True), broken / drawn
+
+
+def check_consistent(rules, columns: dict) -> None:
+    """Refuse ``rules`` that no record can keep, from the schema alone (before any private row is read: found at
+    sampling, after the release, such rules cost a run). The order rules between numeric, date and datetime columns
+    that may not be missing, with their bounds, are difference constraints on the values (as instants: each column
+    times its scale); they hold together unless some cycle of them sums below zero, or to zero through a strict one
+    (Floyd–Warshall). Rules on columns that may be missing, ``!=`` and categories never contradict this way (a missing
+    value keeps every rule); integrality is ignored, so the check refuses only what is certainly empty."""
+    import math
+
+    nodes = ["0"] + [name for name, c in columns.items() if c.kind != "categorical" and not c.missing]
+    index = {name: i for i, name in enumerate(nodes)}
+    size = len(nodes)
+    bound = [[(math.inf, False)] * size for _ in range(size)]  # bound[u][v]: x_v − x_u ≤ w (strict: <)
+
+    def tighten(u: int, v: int, w: float, strict: bool) -> None:
+        if (w, not strict) < (bound[u][v][0], not bound[u][v][1]):
+            bound[u][v] = (w, strict)
+
+    scales = {}
+    for rule in rules:
+        scales.setdefault(rule.left, rule.scales[0])
+        if isinstance(rule.right, str):
+            scales.setdefault(rule.right, rule.scales[1])
+    for name in nodes[1:]:
+        column, scale = columns[name], scales.get(name, 1)
+        tighten(0, index[name], column.high * scale, False)
+        tighten(index[name], 0, -column.low * scale, False)
+    for rule in rules:
+        names = [rule.left] + ([rule.right] if isinstance(rule.right, str) else [])
+        if rule.op == "!=" or any(name not in index for name in names):
+            continue
+        left = index[rule.left]
+        right, value = (index[rule.right], 0.0) if isinstance(rule.right, str) else (0, rule.right * rule.scales[1])
+        if rule.op in ("<=", "<", "=="):  # left − right ≤ value
+            tighten(right, left, value, rule.op == "<")
+        if rule.op in (">=", ">", "=="):  # right − left ≤ −value
+            tighten(left, right, -value, rule.op == ">")
+    for k in range(size):
+        for u in range(size):
+            for v in range(size):
+                w = bound[u][k][0] + bound[k][v][0]
+                if math.isfinite(w):
+                    tighten(u, v, w, bound[u][k][1] or bound[k][v][1])
+    if any(bound[v][v][0] < -1e-9 * (1 + abs(bound[v][v][0])) or (bound[v][v][0] <= 0 and bound[v][v][1])
+           for v in range(size)):
+        raise ValueError(f"the rules {[rule.text for rule in rules]} contradict each other, or the columns' bounds: "
+                         "no record can keep them all; correct them before any run")
+

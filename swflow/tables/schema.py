@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .rules import Rule, parse_rule
+from .rules import Rule, check_consistent, parse_rule
 from .types import TEMPORAL, UNITS, coarsest_unit, instant_number, instant_text, instants, looks_temporal
 
 __all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
@@ -194,6 +194,10 @@ class Schema:
             raise SchemaError(f"column names repeat: {sorted({n for n in names if names.count(n) > 1})}")
         if any(not isinstance(rule, Rule) for rule in self.rules):
             raise SchemaError("rules are swflow.tables.rules.Rule (from JSON text: Schema.from_json)")
+        try:
+            check_consistent(self.rules, {c.name: c for c in self.columns})
+        except ValueError as err:
+            raise SchemaError(str(err)) from None
 
     @property
     def names(self) -> list[str]:
