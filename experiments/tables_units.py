@@ -117,7 +117,8 @@ def keep_rows(private: pd.DataFrame, unit: str, k: int, *, seed: int) -> pd.Data
 
 
 def group_budget(epsilon: float, delta: float, k: int) -> tuple[float, float]:
-    """The row-level (ε', δ') whose group privacy over k rows is (ε, δ): ε' = ε/k, δ' = δ / (k·e^{(k−1)ε'})."""
+    """The row-level (ε', δ') whose group privacy over k rows is (ε, δ): ε' = ε/k,
+    δ' = δ / (k·e^{(k−1)ε'})."""
     small = epsilon / k
     return small, delta / (k * math.exp((k - 1) * small))
 
@@ -158,7 +159,8 @@ def excess_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
     runs = ["unit", *(f"unit-{k}" for k in UNIT_KS)]
     out = []
     for epsilon in epsilons:
-        out.append(f"ε = {epsilon:g}, δ = {DELTA:g} per unit (3-way TVD / AUC; excess over the floor ÷ the best option's)\n")
+        out.append(f"ε = {epsilon:g}, δ = {DELTA:g} per unit (3-way TVD / AUC; excess over the floor ÷ the best "
+                   "option's)\n")
         out.append("| table | floor | " + " | ".join(options + runs) + " |")
         out.append("|" + "---|" * (len(options) + len(runs) + 2))
         for table in tables:

@@ -12,12 +12,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..privacy.units import ROWS_COLUMN
+
 __all__ = ["TableUnits", "UNIT_NOTE"]
 
-UNIT_NOTE = ("privacy unit: {words}. Every release counts a unit's rows with weight min(1, {k} / its rows), so one unit "
-             "adds at most {k} to every count it enters (sensitivity {k} x a row's), and names at most {m} value(s) of "
-             "a column in the repeated-values release; the pair tables hold one more column, " + repr("__rows_of_its_unit__") +
-             " (each row's class of its unit's rows, released like any column), which samples read to undo the "
+UNIT_NOTE = ("privacy unit: {words}. Every release counts a unit's rows with weight min(1, {k} / its rows), so one "
+             "unit adds at most {k} to every count it enters (sensitivity {k} x a row's), and names at most {m} value(s) of "
+             f"a column in the repeated-values release; the pair tables hold one more column, {ROWS_COLUMN!r} (each "
+             "row's class of its unit's rows, released like any column), which samples read to undo the "
              "down-weighting and drop; add-remove adjacency of units (the number of units and of rows "
              "is private: dataset_size is the released weighted count). The noise is the continuous Gaussian from the "
              "OS CSPRNG (counts moved by up to {k} are outside the discrete Gaussian's account). The identifier "
@@ -62,7 +64,7 @@ class TableUnits:
     def _released_schema(self, schema):
         """The schema the releases count: ``schema``, and under a unit one more column, ROWS_COLUMN (each row's class
         of its unit's rows: public categories), so that samples can undo the down-weighting (:meth:`_reweighted`)."""
-        from ..privacy.units import ROWS_COLUMN, row_class_labels
+        from ..privacy.units import row_class_labels
         from ..tables.schema import Column, Schema
 
         if self.unit is None:
@@ -80,7 +82,7 @@ class TableUnits:
     def _unit_split(self, table, *, sharded: bool):
         """``table`` without its unit column (a file is read whole: the unit's rows may lie anywhere in it), each
         row's unit and weight kept for the fit's releases (``self._unit_rows``); ``table`` itself without a unit."""
-        from ..privacy.units import ROWS_COLUMN, row_class_labels, row_classes, unit_codes, unit_weights
+        from ..privacy.units import row_class_labels, row_classes, unit_codes, unit_weights
         from ..tables.files import read_table
 
         if self.unit is None:

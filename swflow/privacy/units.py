@@ -83,7 +83,8 @@ def unit_words(column: str) -> str:
 @dataclass(frozen=True)
 class UnitBound:
     """A table run's privacy unit: the identifier ``column`` (read to group rows; never synthesized or written), the
-    rows one unit adds to every release at most (``max_rows``, k) and the values it names per column (``max_values``)."""
+    rows one unit adds to every release at most (``max_rows``, k) and the values it names per column
+    (``max_values``)."""
 
     column: str
     max_rows: int = DEFAULT_ROWS_PER_UNIT

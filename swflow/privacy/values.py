@@ -172,9 +172,10 @@ class ShardedValuesTarget(ShardedCounts, ValuesTarget):
 def verify_values(released: list[tuple[Tensor, Tensor]], *, event: dict, columns: int,
                   inside: list[tuple[float, float]], source: str, per_unit: int = 1) -> None:
     """Refuse a repeated-values release that its ledger event does not allow: the event's K must be the C columns
-    (times ``per_unit``, the values a privacy unit may name in each) and its δ positive; every named value strictly inside its column's bounds, the values rising; every noisy
-    count at or above the threshold that the event's σ and δ give (an edited count, or a δ claimed smaller than
-    the threshold paid for, is refused); integer counts for the discrete Gaussian."""
+    (times ``per_unit``, the values a privacy unit may name in each) and its δ positive; every named value strictly
+    inside its column's bounds, the values rising; every noisy count at or above the threshold that the event's σ
+    and δ give (an edited count, or a δ claimed smaller than the threshold paid for, is refused); integer counts for
+    the discrete Gaussian."""
     if len(released) != columns or event["n_projections"] != columns * per_unit or event.get("contribution", 1) != 1:
         raise ClaimMismatch(f"{source}: its repeated-values release is not one of its {columns} sliced columns"
                             f"{'' if per_unit == 1 else f' with {per_unit} values a unit'}; fit again")
