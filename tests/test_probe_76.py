@@ -103,3 +103,19 @@ def test_rules_that_no_record_can_keep_are_refused_with_the_schema(rules, contra
         Schema.from_json({"columns": columns, "rules": rules})
     else:
         Schema.from_json({"columns": columns, "rules": rules})
+
+
+def test_a_column_named_twice_in_where_is_refused():
+    from swflow.cli.tables import parse_conditions
+
+    schema = Schema(RULED.columns)
+    assert parse_conditions(["start=1"], schema) == {"start": 1.0}
+    with pytest.raises(ValueError, match="twice"):
+        parse_conditions(["start=1", "start=2"], schema)
+
+
+def test_a_boolean_series_for_a_numeric_column_is_refused_with_what_to_declare():
+    from swflow.tables import SchemaError
+
+    with pytest.raises(SchemaError, match="categorical"):
+        Schema(RULED.columns).check(pd.DataFrame({"start": [True, False], "end": [1.0, 2.0]}))

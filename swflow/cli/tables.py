@@ -112,6 +112,8 @@ def parse_conditions(where: list[str], schema) -> dict:
         name, sep, text = item.partition("=")
         if not sep or name not in schema.names:
             raise ValueError(f"--where takes COLUMN=VALUE with a column of the schema {schema.names}, got {item!r}")
+        if name in conditions:
+            raise ValueError(f"--where names {name} twice: a record holds one value of a column")
         column = schema.columns[schema.names.index(name)]
         if column.kind == "categorical":
             matches = [c for c in column.categories if (c is None and text == "") or (c is not None and str(c) == text)]

@@ -291,6 +291,9 @@ class Schema:
                 except ValueError as err:
                     raise SchemaError(f"column {column.name!r} is a {column.temporal}: {err}") from None
             else:
+                if pd.api.types.is_bool_dtype(values):
+                    raise SchemaError(f"column {column.name!r} holds True/False, but the schema declares it numeric: "
+                                      'declare it categorical with "categories": [false, true]')
                 numbers = pd.to_numeric(values, errors="coerce").astype(float)
             finite = np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
             if (absent & ~column.missing).any():
