@@ -291,10 +291,7 @@ class Schema:
                 except ValueError as err:
                     raise SchemaError(f"column {column.name!r} is a {column.temporal}: {err}") from None
             else:
-                if pd.api.types.is_bool_dtype(values):
-                    raise SchemaError(f"column {column.name!r} holds True/False, but the schema declares it numeric: "
-                                      'declare it categorical with "categories": [false, true]')
-                numbers = pd.to_numeric(values, errors="coerce").astype(float)
+                numbers = pd.to_numeric(_not_boolean(column, values), errors="coerce").astype(float)
             finite = np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
             if (absent & ~column.missing).any():
                 raise SchemaError(f"column {column.name!r}: some rows are missing a value, which the schema does "
@@ -385,3 +382,13 @@ def _plain(value):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     return value.item() if hasattr(value, "item") else value
+
+
+def _not_boolean(column: Column, values):
+    """``values`` of a numeric ``column``, refused where they are True/False (pandas would read them as 0 and 1)."""
+    import pandas as pd
+
+    if pd.api.types.is_bool_dtype(values):
+        raise SchemaError(f"column {column.name!r} holds True/False, but the schema declares it numeric: declare it "
+                          'categorical with "categories": [false, true]')
+    return values
