@@ -290,6 +290,9 @@ class TableCells:
         if mode == "uniform":
             return
         weights = state["public_weights"] or [None] * len(self.schema.columns)
+        if mode == "public" and (len(weights) != len(self.schema.columns) or any(w is None for w in weights)):
+            raise ClaimMismatch(f"{source}: its cells are said to come from public rows, but it holds no public "
+                                "counts of every column: the file was edited; fit again")
         self.codec = TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
                                 cells=[column_cells(c, None if w is None else torch.as_tensor(w).numpy(), k)
                                        for c, w, k in zip(self.schema.columns, weights, m)])

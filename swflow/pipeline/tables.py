@@ -179,12 +179,12 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         return self
 
     def _note_noise_check(self) -> None:
-        """Say in the report what a read-back can test of the pair tables' noise (derived from the release's shape,
-        never taken from a file)."""
-        from ..privacy.counts import noise_check_note
+        """Say in the report what a read-back can test of each release (derived from the releases' shape, never
+        taken from a file)."""
+        from .table_ledger import noise_check
 
         if self._report.private:
-            self._report = self._report.with_notes(noise_check=noise_check_note(self.codec.sizes, self.pairs))
+            self._report = self._report.with_notes(noise_check=noise_check(self))
 
     def _fit_to_release(self, *, progress: bool | str = False) -> list:
         """The particles fitted to the released tables (shrunk unless ``shrink=False``, swflow.tables.flow), from
@@ -289,6 +289,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         from ..privacy import PrivacyReport
         from ..privacy.units import ROWS_COLUMN
         from ..privacy.verify import ClaimMismatch, verify_report, verify_tables
+        from .table_ledger import check_ledger
 
         blob = blob if blob is not None else load_tensors(path, what="saved Synthesizer")
         try:
@@ -315,13 +316,9 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
             if isinstance(err, ClaimMismatch):
                 raise
             raise ClaimMismatch(f"{path} is not a readable saved table Synthesizer ({err}); fit again") from None
-        sizes = syn.codec.sizes
-        if report.method != syn.method or report.target_epsilon != syn.privacy.epsilon or (
-                report.run_config.get("dataset_size") != report.dataset_size):
-            raise ClaimMismatch(f"{path}: its privacy report is not that of its settings: the file was edited; "
-                                "fit again")
+        check_ledger(syn, report, str(path))
         if report.private:
-            verify_tables(report, counts, sizes, syn.pairs, source=str(path), size=size)
+            verify_tables(report, counts, syn.codec.sizes, syn.pairs, source=str(path), size=size)
         syn._report, syn._counts = syn._state_unit(report), counts
         syn._note_noise_check()
         syn._particles = syn._fit_to_release(progress=progress)

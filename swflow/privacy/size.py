@@ -16,7 +16,7 @@ import torch
 from .histogram import histogram_sensitivity, one_release_multiplier
 from .ledger import MechanismEvent
 
-__all__ = ["SIZE_SHARE", "release_size", "public_size", "shares_after"]
+__all__ = ["SIZE_SHARE", "release_size", "public_size", "shares_after", "size_event"]
 
 #: the share of the budget the count of records takes: its σ is z/√0.02 ≈ 7z (±30 records at ε = 1), which moves
 #: no table; the rest is the other releases'
@@ -34,24 +34,28 @@ def public_size(released: float) -> int:
     return max(1, round(float(released)))
 
 
-def release_size(n: float, privacy, noise, ledger, *, contribution: int = 1) -> tuple[float, MechanismEvent]:
-    """(n + noise, its ledger event, recorded in ``ledger``): the count of the ``n`` private records released once
-    with multiplier z/√SIZE_SHARE (z: the budget's one-release multiplier; ``privacy`` a PrivacySpec), the
-    ``privacy.count_noise`` mechanism drawn by ``noise`` (a NoiseSource). ``contribution``: the most one privacy
-    unit adds to ``n`` (its rows' weights, swflow/privacy/units.py), the sensitivity."""
+def size_event(privacy, size: int, *, contribution: int = 1) -> MechanismEvent:
+    """The ledger event of the count of records released as ``size`` (public): multiplier z/√SIZE_SHARE (z: the
+    budget's one-release multiplier; ``privacy`` a PrivacySpec), sensitivity ``contribution`` (the most one privacy
+    unit adds to the count). Pure: a saved run's is derived again from its settings."""
     multiplier = one_release_multiplier(privacy) / math.sqrt(SIZE_SHARE)
     sensitivity = histogram_sensitivity(1, adjacency="add-remove", contribution=contribution).value
-    sigma = multiplier * sensitivity
+    return MechanismEvent(noise_multiplier=multiplier, noise_std=multiplier * sensitivity, sensitivity=sensitivity,
+                          sensitivity_bound="histogram", delta_sensitivity=0.0, sampling="none", sample_size=size,
+                          dataset_size=size, n_projections=1, mechanism=privacy.count_noise, contribution=contribution)
+
+
+def release_size(n: float, privacy, noise, ledger, *, contribution: int = 1) -> tuple[float, MechanismEvent]:
+    """(n + noise, its ledger event, recorded in ``ledger``): the count of the ``n`` private records released once
+    (:func:`size_event`), the ``privacy.count_noise`` mechanism drawn by ``noise`` (a NoiseSource). ``contribution``:
+    the most one privacy unit adds to ``n`` (its rows' weights, swflow/privacy/units.py), the sensitivity."""
+    sigma = size_event(privacy, 1, contribution=contribution).noise_std
     if privacy.count_noise == "discrete-gaussian":
         if contribution != 1:
             raise ValueError("a privacy unit's records are counted with the continuous Gaussian")
         released = float(noise.discrete_gaussian(torch.tensor([n], dtype=torch.int64), sigma)[0])
     else:
         released = n + float(noise.gaussian((1,), sigma, dtype=torch.float64)[0])
-    size = public_size(released)
-    event = MechanismEvent(noise_multiplier=multiplier, noise_std=sigma, sensitivity=sensitivity,
-                           sensitivity_bound="histogram", delta_sensitivity=0.0, sampling="none", sample_size=size,
-                           dataset_size=size, n_projections=1, mechanism=privacy.count_noise,
-                           contribution=contribution)
+    event = size_event(privacy, public_size(released), contribution=contribution)
     ledger.record(event)
     return released, event
