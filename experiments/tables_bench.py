@@ -59,7 +59,7 @@ REPORT = ("weather", "storms", "fertility", "movies")
 FRESH = ("txhousing", "hi")
 #: two tables whose rows are a few dozen per entity of a many-category column (160 schools; 2 972 students and 1 128
 #: lecturers), declared and held back, never run, until the rule for such columns was chosen on storms and txhousing
-#: and committed (2c1091c); then run once (docs/tables.md, "Categories as cells")
+#: and committed (2c1091c); then run once (docs/tables-design.md, "Categories as cells")
 HELD_BACK = ("hsb82", "insteval")
 #: report tables declared again with the precision their values are written with ("decimals", "integer"): their
 #: first schemas left it out, so values that repeat exactly (visibility 10 miles, a diameter of 0) were decoded just
@@ -247,18 +247,29 @@ def label_of(table: str, *, tuned: str = " (tuned)") -> str:
     return tuned if table in TUNE else " (fresh)" if table in FRESH else " (held back)" if table in HELD_BACK else ""
 
 
+def excess_ratio(value: float, floor: float, peers: dict) -> tuple[float, str] | None:
+    """(swflow − floor) / (best peer − floor) and the best peer's name: what a release adds over the private rows'
+    own score, against the best peer's addition (None where no peer finished)."""
+    finished = {name: v for name, v in peers.items() if v is not None}
+    if not finished:
+        return None
+    best = min(finished, key=finished.get)
+    return (value - floor) / (finished[best] - floor), best
+
+
 def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
-    """Markdown tables, one per ε: mean 3-way TVD / AUC per table and method, and swflow's ratio to the peer the
-    issue compares with (AIM where it finished, else MST)."""
+    """Markdown tables, one per ε: swflow's excess over the floor against the best peer's (the lead), then the mean
+    3-way TVD / AUC per table and method."""
     methods = ["independent", "swflow-uniform", "swflow", "swflow-ar", "mst", "privbayes", "aim"]
     names = {"swflow-uniform": "swflow, 16 fixed bins", "swflow": "**swflow**", "swflow-ar": "**swflow, add/remove**",
              "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM"}
     out = []
     for epsilon in epsilons:
         shown = [m for m in methods if m != "aim" or epsilon == epsilons[0]]
-        out.append(f"ε = {epsilon:g}, δ = {DELTA:g} (3-way TVD / AUC; the floor is the private rows themselves)\n")
-        out.append("| table | floor | uniform | " + " | ".join(names.get(m, m) for m in shown) +
-                   " | swflow ÷ peer | add/remove ÷ peer |")
+        out.append(f"ε = {epsilon:g}, δ = {DELTA:g}: excess over the floor ÷ the best peer's, then 3-way TVD / AUC "
+                   "(the floor is the private rows themselves)\n")
+        out.append("| table | **swflow: excess ÷ best peer's** | add/remove: excess ÷ best peer's | floor | uniform | "
+                   + " | ".join(names.get(m, m) for m in shown) + " |")
         out.append("|" + "---|" * (len(shown) + 5))
         for table in tables:
             def cell(key):
@@ -269,16 +280,17 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
                     return c.get("stopped", "no result"), None
                 auc = c.get("auc")
                 return f"{c['tvd_3way']:.3f}" + (f" / {auc:.2f}" if auc is not None else ""), c["tvd_3way"]
-            row = [cell(f"{table} private")[0], cell(f"{table} uniform")[0]]
-            values = {}
+            floor_text, floor = cell(f"{table} private")
+            row, values = [floor_text, cell(f"{table} uniform")[0]], {}
             for m in shown:
                 text, values[m] = cell(f"{table} {m} eps={epsilon:g}")
                 row.append(text)
-            peer = "aim" if values.get("aim") is not None else "mst"
-            ratios = [f"{values[m] / values[peer]:.2f} ({names[peer]})"
-                      if values.get(m) is not None and values.get(peer) is not None else "–"
-                      for m in ("swflow", "swflow-ar")]
-            out.append(f"| {table}{label_of(table)} | " + " | ".join(row + ratios) + " |")
+            ratios = []
+            for m in ("swflow", "swflow-ar"):
+                found = None if values.get(m) is None or floor is None else excess_ratio(
+                    values[m], floor, {names[p]: values.get(p) for p in ("mst", "privbayes", "aim")})
+                ratios.append("–" if found is None else f"{found[0]:.2f} ({found[1]})")
+            out.append(f"| {table}{label_of(table)} | " + " | ".join(ratios + row) + " |")
         out.append("")
     return "\n".join(out)
 

@@ -1,5 +1,5 @@
 """Diagnostics of the benchmark's misses (issue 58): what a log scale, every category its own cell, and more
-noise draws would change. Settings measured here are not defaults; docs/tables.md ("Not done yet") reports them.
+noise draws would change. Settings measured here are not defaults; docs/tables-design.md ("Not done yet") reports them.
 
 - ``log-scale``: counts and amounts declared ``"scale": "log"`` against the table as declared, at each ε and seed.
 - ``every-category``: a many-category column as the defaults give it (every category its own cell, up to 256),

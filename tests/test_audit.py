@@ -67,6 +67,8 @@ def test_whitebox_audit_is_informative_and_flags_halved_noise(method, count_nois
     # stay at or below the claim, reach at least half of it, and exceed it when the same code
     # draws half the noise (the size of the ldp-flow zero-out error of issue 15).
     options = {} if count_noise is None else {"count_noise": count_noise}
+    if method == "ldp-flow":  # its bound at eps = 1 spreads over 0-0.56 across seeds at 10^6 draws, 0.59-0.62 at 4x
+        options["trials"] = 4_000_000
     honest = audit.whitebox_audit(method, eps, **options)["audited_epsilon_lower_bound"]
     assert 0.5 * eps <= honest <= eps
     assert audit.whitebox_audit(method, eps, halve_noise=True, **options)["audited_epsilon_lower_bound"] > eps

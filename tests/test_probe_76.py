@@ -119,3 +119,34 @@ def test_a_boolean_series_for_a_numeric_column_is_refused_with_what_to_declare()
 
     with pytest.raises(SchemaError, match="categorical"):
         Schema(RULED.columns).check(pd.DataFrame({"start": [True, False], "end": [1.0, 2.0]}))
+
+
+def test_the_target_s_positive_class_is_stated():
+    """`evaluate --target` says which class its AUC is of (issue 76: it did not)."""
+    from swflow.tables.example import example_table
+    from swflow.tables.metrics import efficacy
+
+    frame, schema = example_table(600, seed=1)
+    named = efficacy(schema, frame.iloc[:300], frame.iloc[300:], "income")["positive_class"]
+    assert named.startswith("income = 'high'")
+    assert "top decile" in efficacy(schema, frame.iloc[:300], frame.iloc[300:], "hours")["positive_class"]
+
+
+def test_no_budget_is_spent_naming_values_a_log_column_cannot_keep():
+    """A real column on a log scale fills its tree, so its named values were always discarded (issue 76): the run
+    names none there and spends no share on them; the same column on a linear scale still has its values named."""
+    import numpy as np
+
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables.example import example_table
+
+    frame, schema = example_table(800, seed=2)
+    frame["pay"] = np.round(np.random.default_rng(0).lognormal(7, 1, 800), 2)
+    for scale, events in (("log", 2), ("linear", 3)):
+        columns = schema.to_json()["columns"] + [{"name": "pay", "type": "numeric", "min": 0, "max": 100000,
+                                                  "scale": scale}]
+        syn = TableSynthesizer(schema={"columns": columns}, epsilon=1.0, delta=1e-7, count_noise="gaussian",
+                               steps=10).fit(frame)
+        ledger = syn.privacy_report().ledger
+        assert len(ledger) == events, scale  # pairs, [values,] trees
+        assert syn.privacy_report().run_config["repeated_values_columns"] == ([] if scale == "log" else ["pay"])

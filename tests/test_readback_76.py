@@ -22,8 +22,7 @@ from swflow.tables.example import example_table
 def _frame(n=1500):
     frame, schema = example_table(n, seed=4)
     frame["pay"] = np.round(np.random.default_rng(1).lognormal(7, 1, n))
-    columns = schema.to_json()["columns"] + [{"name": "pay", "type": "numeric", "min": 0, "max": 100000,
-                                              "scale": "log"}]
+    columns = schema.to_json()["columns"] + [{"name": "pay", "type": "numeric", "min": 0, "max": 100000}]
     return frame, {"columns": columns}
 
 

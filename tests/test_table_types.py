@@ -109,7 +109,10 @@ def test_the_proposer_declares_the_unit_public_datetimes_are_whole_numbers_of():
         public = pd.DataFrame({"t": pd.date_range(start, periods=50, freq=step), "x": ["a", "b"] * 25})
         column = Schema.propose(public).columns[0]
         assert (column.temporal, column.unit) == ("datetime", unit)
-        assert column.high - column.low == 49 * pd.Timedelta(step).total_seconds() / UNITS[unit]
+        # bounds out to whole years (issue 77): from 1 January to the last whole unit of 31 December
+        seconds = UNITS[unit]
+        assert column.low * seconds == (pd.Timestamp("2021-01-01") - pd.Timestamp(0)).total_seconds()
+        assert (column.high + 1) * seconds == (pd.Timestamp("2022-01-01") - pd.Timestamp(0)).total_seconds()
 
 
 def test_the_proposer_reads_public_rows_as_a_person_would(tmp_path):

@@ -27,7 +27,7 @@ def test_notebook_runs(path, tmp_path):
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     printed = "\n".join(_text(cell) for cell in notebook.cells if cell.cell_type == "code")
     # the privacy statement of the ε = 1 fit, as the accountant wrote it: never above the target
-    claimed = float(re.search(r"\(([0-9.]+), 1e-05\)-DP", printed).group(1))
+    claimed = float(re.search(r"\(([0-9.]+), 1e-0[59]\)-DP", printed).group(1))
     assert claimed <= 1.0
     CHECKS[path.name](printed)
 
@@ -46,4 +46,13 @@ def _images_notebook(printed: str) -> None:
     assert "same samples after load: True" in printed
 
 
-CHECKS = {"private_digits.ipynb": _rows_notebook, "private_images.ipynb": _images_notebook}
+def _tables_notebook(printed: str) -> None:
+    assert "protects: one row" in printed and "sectors: ['self']" in printed
+    assert int(re.search(r"youngest: (\d+)", printed).group(1)) >= 18  # the rule, kept
+    # on these rows independent columns score 0.181 and the private rows themselves 0.087 (measured once, 2026-11-28)
+    assert float(re.search(r"3-way TVD: ([0-9.]+)", printed).group(1)) < 0.15
+    assert "equal byte for byte" in printed and "files signed by" in printed
+
+
+CHECKS = {"private_digits.ipynb": _rows_notebook, "private_images.ipynb": _images_notebook,
+          "private_tables.ipynb": _tables_notebook}

@@ -26,6 +26,9 @@ def cmd_evaluate(args) -> int:
 
         if args.against is None:
             raise ValueError("a table run is scored against held-out rows it never saw: --against HELDOUT.csv")
+        from ..pipeline.verify_run import verify_run
+
+        verify_run(args.run_dir, progress="auto" if args.quiet else True)  # `swflow verify`'s checks, first
         out = args.owner_out or owner_dir(args.run_dir)
         metrics = owner_report(args.run_dir, args.against, target=args.target, out=out)
         print(json.dumps({k: v for k, v in metrics.items() if k != "owner_only"}, indent=2))

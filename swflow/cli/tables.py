@@ -66,15 +66,13 @@ def print_rules(syn) -> None:
 def sample_table_run(args) -> int:
     """`swflow sample RUN --n N --out DIR` on a table run: N new records from its saved release, no privacy spent."""
     from ..privacy import write_report
-    from ..privacy.verify import read_verified_report
-    from ..pipeline.tables import MODEL, TableSynthesizer
+    from ..pipeline.tables import MODEL
+    from ..pipeline.verify_run import verify_run
     from ..tables.files import write_table
 
     run = Path(args.run_dir)
-    report = read_verified_report(run)
-    syn = TableSynthesizer.load(run / MODEL, progress="auto" if getattr(args, "quiet", False) else True)
-    if syn.privacy_report().to_json()["ledger"] != report.ledger:
-        raise ValueError(f"{run}: privacy.json and {MODEL} describe different releases; regenerate the run")
+    verified = verify_run(run, progress="auto" if getattr(args, "quiet", False) else True)  # `swflow verify`'s checks
+    report, syn = verified.report, verified.synthesizer
     suffix = ".parquet" if (run / "samples.parquet").exists() else ".csv"
     with staged(args.out, overwrite=args.overwrite, inputs=(run / MODEL,), resumable=False) as out:
         write_report(syn.privacy_report(), out)
@@ -174,7 +172,7 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "numeric bounds (never read from the private rows)")
     g.add_argument("--public-table", metavar="PUBLIC", help="PUBLIC rows under the same schema (.csv or .parquet), "
                    "never private ones: release only the pairs of columns they show worth their noise (wide tables: "
-                   "fewer pairs, less noise on each; docs/tables.md). Default: every pair")
+                   "fewer pairs, less noise on each; docs/tables-design.md). Default: every pair")
     g.add_argument("--resolution", choices=("release", "public", "uniform"), default=None,
                    help="where each column's cells come from: 'release' spends --resolution-share of the budget on "
                    "fine one-way histograms and sets the cells at their quantiles (default without public rows); "
@@ -187,12 +185,12 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cells", nargs="+", default=None, metavar="N | COLUMN=N",
                    help="cells per column in the pair tables: one number for every column, or COLUMN=N for some "
                    "(the others by the rule; default: a rule of epsilon, n and the number of pairs for numbers, "
-                   "every category, up to 256, for a category column; docs/tables.md)")
+                   "every category, up to 256, for a category column; docs/tables-design.md)")
     g.add_argument("--no-shrink", action="store_true",
                    help="fit the released pair tables as they are, without shrinking each toward independence. "
                    "Shrinkage erases a classifier's weak dependences at small n*eps (medexp at eps 1: AUC 0.56 "
                    "without this flag, 0.60 with it) and cleans its strong ones (k401ksubs: 0.87 without, 0.85 "
-                   "with); the marginals' error rises a little (docs/tables.md, \"Shrinkage\")")
+                   "with); the marginals' error rises a little (docs/tables-design.md, \"Shrinkage\")")
     g.add_argument("--no-repeated-values", action="store_true",
                    help="do not name the values that many records of a sliced real column share exactly. By default "
                    "the run first names them, privately (a tenth of the budget and a tenth of delta: partition "

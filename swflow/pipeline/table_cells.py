@@ -141,12 +141,11 @@ class TableCells:
 
     def _values_share(self) -> float:
         """The repeated-values release's share of the budget: VALUES_SHARE where the run makes one (asked, with a
-        resolution release, and a sliced column to name values of), else 0."""
-        from ..tables.cells import FineGrid
+        resolution release, and a sliced column with room for them), else 0."""
         from ..tables.resolution import VALUES_SHARE
 
         makes_one = self.repeated_values and self.resolution == "release" and any(
-            FineGrid(c).sliced for c in self.schema.columns)
+            _nameable(c) for c in self.schema.columns)
         return VALUES_SHARE if makes_one else 0.0
 
     def _values_delta(self) -> float:
@@ -154,10 +153,9 @@ class TableCells:
         return self.privacy.delta_sensitivity_share * self.privacy.delta
 
     def _named_columns(self, released: list[int]) -> list[int]:
-        """The released columns whose repeated values are named first (``repeated_values``): the sliced ones."""
-        from ..tables.cells import FineGrid
-
-        return [j for j in released if self.repeated_values and FineGrid(self.schema.columns[j]).sliced]
+        """The released columns whose repeated values are named first (``repeated_values``): the sliced ones whose
+        trees have room for them."""
+        return [j for j in released if self.repeated_values and _nameable(self.schema.columns[j])]
 
     def _release_values(self, table, n: int, named: list[int], calibration, noise, share):
         """The repeated-values release (privacy/values.py) on the columns ``named`` of this rank's ``share`` of the
@@ -352,3 +350,12 @@ def _fine_codec(schema: Schema, atoms: dict | None = None) -> TableCodec:
 
     grids = [FineGrid(c, tuple((atoms or {}).get(j, ()))) for j, c in enumerate(schema.columns)]
     return TableCodec(schema, cells=[ColumnCells(grid, list(range(grid.values + 1))) for grid in grids])
+
+
+def _nameable(column) -> bool:
+    """Whether the repeated-values release names values of ``column``: a sliced one whose tree has room for them
+    (a real column on a log scale fills its tree: naming there bought nothing, issue 76)."""
+    from ..tables.cells import FineGrid
+    from ..tables.resolution import atom_room
+
+    return FineGrid(column).sliced and atom_room(column) > 0

@@ -66,7 +66,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         each category up to 256, else the rule); ``numeric_bins``: the schema's equal-width bins (resolution
         'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
-        for a classifier whose target depends only weakly on the other columns, docs/tables.md "Shrinkage"); the
+        for a classifier whose target depends only weakly on the other columns, docs/tables-design.md "Shrinkage"); the
         budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``,
         ``secure_noise``, ``privacy_seed``); ``privacy_unit``, ``max_rows_per_unit``: protect one unit of an identifier
         column and all of its rows, each unit counting as at most that many rows (swflow/privacy/units.py);
@@ -356,14 +356,16 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
     from ..io.outdir import staged
     from ..privacy import write_report
     from ..tables.files import write_table
+    from .run_samples import samples_record, with_samples
 
     suffix = ".parquet" if str(table).lower().endswith(".parquet") else ".csv"
 
     def write(out: Path) -> None:
-        report = syn.privacy_report()
-        write_report(report, out)
+        report, samples = syn.privacy_report(), out / f"samples{suffix}"
+        n = n_samples or report.dataset_size
+        write_report(with_samples(report, samples_record(samples, n, seed)), out)
         syn.save(out / MODEL)
-        write_table(syn.sample(n_samples or report.dataset_size, seed=seed), out / f"samples{suffix}")
+        write_table(syn.sample(n, seed=seed), samples)
 
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:

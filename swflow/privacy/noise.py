@@ -1,10 +1,15 @@
 """The one source of privacy randomness: batch selection and the noise on private releases.
 
-Kept apart from the simulator's own generator (initial particles, directions, diffusion,
-particle-side smoothing) so that it can be swapped for a cryptographically secure source.
+Every draw comes from one keyed stream, SHAKE-256 in counter mode (call i reads SHAKE-256(key || i), an extendable
+output function keyed by a secret: a cryptographically secure generator, from Python's hashlib). The key is 32
+bytes from the OS CSPRNG, or, where a privacy seed was typed (tests, a reproducible demo; privacy.json then says
+that the noise is known to whoever knows the seed), a hash of that seed. No private path reads torch's or numpy's
+generators (Mersenne Twister and friends: their state is recoverable from their outputs). Kept apart from the
+simulator's own generator (initial particles, directions, diffusion, particle-side smoothing).
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 
@@ -13,46 +18,55 @@ import torch
 
 __all__ = ["NoiseSource"]
 
-SECURE_CAVEAT = ("privacy noise drawn from the OS CSPRNG (os.urandom, Box-Muller in float64); "
-                 "floating-point attacks on the Gaussian mechanism (Mironov 2012) are not addressed, "
-                 "and runs are not reproducible from a seed")
+SECURE_CAVEAT = ("privacy noise drawn from a SHAKE-256 stream keyed by 32 bytes of the OS CSPRNG (os.urandom; "
+                 "Box-Muller in float64), never from a typed seed; floating-point attacks on the Gaussian mechanism "
+                 "(Mironov 2012) are not addressed, and runs are not reproducible from a seed")
 #: what a DP-SGD stage's noise is, under secure_noise (Opacus samples it from a torch generator)
 SECURE_DP_SGD_CAVEAT = ("DP-SGD gradient noise: Opacus's secure mode (each coordinate the mean of 4 Gaussian draws, "
-                        "against floating-point attacks) from a torch generator seeded with 64 bits of OS entropy "
-                        "(os.urandom); torch's generator is not a CSPRNG, so this stage is not cryptographically "
+                        "against floating-point attacks) from a torch generator seeded with 63 bits of the privacy "
+                        "stream; torch's generator is not a CSPRNG, so this stage is not cryptographically "
                         "secure")
 
 
+def _key_of(seed: int) -> bytes:
+    """The stream's key for a typed privacy seed."""
+    return hashlib.sha256(b"swflow privacy seed " + str(int(seed)).encode()).digest()
+
+
 class NoiseSource:
-    """Privacy noise and subsampling. ``secure=True`` uses ``os.urandom`` instead of a seeded generator."""
+    """Privacy noise and subsampling from a keyed SHAKE-256 stream (module docstring). ``seed``: a typed privacy seed
+    (the noise is then reproducible, and known to whoever knows it); None: a key from ``os.urandom``. ``secure``: a
+    typed seed never sets the key (the OS does), and a checkpoint never holds the stream's place."""
 
     def __init__(self, seed: int | None = None, *, secure: bool = False, seed_known: bool | None = None):
         self.secure = secure
         # a seed somebody typed makes the noise reproducible by whoever knows it (privacy.json says so)
         self.seed_known = (seed is not None and not secure) if seed_known is None else seed_known
         self._typed_seed = seed if self.seed_known else None
-        self._generator = None if secure else torch.Generator().manual_seed(
-            seed if seed is not None else int.from_bytes(os.urandom(8), "little") >> 1)
+        self._seeded = seed is not None and not secure
+        self._key = _key_of(seed) if self._seeded else os.urandom(32)
+        self._calls = 0
+
+    def _bytes(self, n: int) -> bytes:
+        """The next ``n`` bytes of the stream: SHAKE-256(key || call number)."""
+        block = hashlib.shake_256(self._key + self._calls.to_bytes(8, "little")).digest(n)
+        self._calls += 1
+        return block
 
     # Draws happen on the CPU so that a seed gives the same noise on every device.
     def _uniform(self, n: int) -> torch.Tensor:
-        if self.secure:
-            bits = np.frombuffer(os.urandom(8 * n), dtype=np.uint64) >> np.uint64(11)
-            return torch.from_numpy((bits.astype(np.float64) + 0.5) * 2.0 ** -53)
-        return torch.rand(n, generator=self._generator, dtype=torch.float64)
+        bits = np.frombuffer(self._bytes(8 * n), dtype=np.uint64) >> np.uint64(11)
+        return torch.from_numpy((bits.astype(np.float64) + 0.5) * 2.0 ** -53)
 
     def uniform(self, n: int) -> torch.Tensor:
         """``n`` uniforms in (0, 1), float64, from this stream (random choices a privacy guarantee relies on)."""
         return self._uniform(n)
 
     def gaussian(self, shape: tuple[int, ...], std: float, *, device=None, dtype=torch.float32) -> torch.Tensor:
-        """i.i.d. N(0, std²) of the given shape."""
+        """i.i.d. N(0, std²) of the given shape (Box-Muller in float64 on the stream's uniforms)."""
         n = math.prod(shape)
-        if self.secure:
-            u1, u2 = self._uniform(n), self._uniform(n)
-            z = torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
-        else:
-            z = torch.randn(n, generator=self._generator, dtype=torch.float64)
+        u1, u2 = self._uniform(n), self._uniform(n)
+        z = torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
         return (std * z).reshape(shape).to(device=device, dtype=dtype)
 
     @staticmethod
@@ -66,14 +80,10 @@ class NoiseSource:
         return torch.tensor(noisy, dtype=torch.int64).reshape(counts.shape)
 
     def torch_generator(self) -> torch.Generator:
-        """A generator for a library that draws privacy noise itself (Opacus): seeded from this stream (so a typed
-        privacy seed reproduces it), or with 64 bits of OS entropy under ``secure``. Never torch's global
-        generator, which any code that calls ``torch.manual_seed`` replays."""
-        if self.secure:
-            seed = int.from_bytes(os.urandom(8), "little") >> 1
-        else:
-            seed = int(torch.randint(0, 2 ** 62, (1,), generator=self._generator))
-        return torch.Generator().manual_seed(seed)
+        """A generator for a library that draws privacy noise itself (Opacus), seeded with 63 bits of this stream (so
+        a typed privacy seed reproduces it). Never torch's global generator, which any code that calls
+        ``torch.manual_seed`` replays. It is torch's generator, not a CSPRNG: privacy.json says so where it is used."""
+        return torch.Generator().manual_seed(int.from_bytes(self._bytes(8), "little") >> 1)
 
     def directions(self, dim: int, count: int) -> torch.Tensor:
         """``count`` directions uniform on the sphere S^{dim-1}, shape (dim, count), float64, secret."""
@@ -82,17 +92,17 @@ class NoiseSource:
 
     def subset_without_replacement(self, n: int, size: int) -> torch.Tensor:
         """A uniformly random subset of ``size`` indices out of ``n``."""
-        if self.secure:
-            return torch.argsort(self._uniform(n))[:size]
-        return torch.randperm(n, generator=self._generator)[:size]
+        return torch.argsort(self._uniform(n))[:size]
 
     def poisson_subset(self, n: int, rate: float) -> torch.Tensor:
         """Each index independently with probability ``rate``."""
         return torch.nonzero(self._uniform(n) < rate).flatten()
 
     def state_dict(self) -> dict:
-        return {"secure": self.secure, "generator": None if self.secure else self._generator.get_state(),
-                "seed_known": self.seed_known, "seed": self._typed_seed}
+        """The stream's place, where a typed seed makes it reproducible; never a secret key (a resumed run with a
+        secret key draws its remaining noise from a fresh one: independent noise, the same guarantee)."""
+        return {"secure": self.secure, "calls": self._calls if self._seeded else None, "seed_known": self.seed_known,
+                "seed": self._typed_seed}
 
     def load_state_dict(self, state: dict) -> None:
         """Continue the checkpoint's stream. Whether its seed is known is the run's that drew the noise;
@@ -104,7 +114,8 @@ class NoiseSource:
             raise ValueError(f"cannot resume: the run's privacy noise comes from {drawn}, not --privacy-seed "
                              f"{self._typed_seed}; resume without --privacy-seed (the checkpoint carries the noise "
                              "state) or with the run's own")
-        if not self.secure:
-            self._generator.set_state(state["generator"])
+        if not self.secure and state.get("seed") is not None and state.get("calls") is not None:
+            self._seeded, self._key = True, _key_of(state["seed"])  # the typed seed that drew the noise goes on
+            self._calls = int(state["calls"])
         self.seed_known = bool(state.get("seed_known", self.seed_known))
         self._typed_seed = state.get("seed")

@@ -20,7 +20,7 @@ one unit and all of its rows under add/remove adjacency of units, by bounding wh
   accounted exactly by Gaussian differential privacy (the analytic Gaussian of the composed releases).
 
 The samples follow the law of the weighted rows: the rows' own law where no unit holds more than k rows, else one
-in which a large unit counts as k rows. k trades the noise (∝ k) against that down-weighting: docs/tables.md,
+in which a large unit counts as k rows. k trades the noise (∝ k) against that down-weighting: docs/tables-design.md,
 "The unit of privacy".
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_ROWS_PER_UNIT", "VALUES_PER_UNIT", "OVER_THE_BOUND", "ROWS_C
            "unit_words", "unit_codes", "unit_weights", "unit_value_slots", "row_class_labels", "row_classes",
            "class_factors"]
 
-#: a unit's rows counted at most (max_rows_per_unit) when the owner names none: docs/tables.md says how it was chosen
+#: a unit's rows counted at most (max_rows_per_unit) when the owner names none: docs/tables-design.md says how it was chosen
 DEFAULT_ROWS_PER_UNIT = 8
 #: the distinct values of a column one unit may name in the repeated-values release
 VALUES_PER_UNIT = 1

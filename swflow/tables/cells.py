@@ -362,13 +362,16 @@ def _tidy(edges: np.ndarray) -> np.ndarray:
 
 def crowded(column: Column, public) -> bool:
     """Whether PUBLIC values of a linear numeric column crowd into a small part of its bounds: the middle half of
-    those strictly between the bounds (piles on a bound are atoms, which any scale keeps) spans under
+    those strictly between the bounds and the values' own extremes (piles there are atoms, which any scale keeps) spans under
     ``CROWDED_SHARE`` of the width. A hint for the owner (`swflow schema` prints it), never a decision: a count or
     an amount so crowded is worth ``"scale": "log"``; an outlier that set a proposed bound is worth a narrower one."""
     if column.kind != "numeric" or column.temporal is not None or column.scale != "linear":
         return False
     x = np.asarray(public, dtype=np.float64)
-    x = x[np.isfinite(x) & (x > column.low) & (x < column.high)]
+    x = x[np.isfinite(x)]
+    if len(x) < 20:
+        return False
+    x = x[(x > max(column.low, x.min())) & (x < min(column.high, x.max()))]  # piles on either extreme: atoms
     if len(x) < 20:
         return False
     low, high = np.quantile(x, [0.25, 0.75])

@@ -35,7 +35,7 @@ class MarginalFlowConfig:
     """n_particles: N relaxed records; steps and lr: Adam's; seed: the public randomness (initial particles);
     shrink: the released tables shrunk toward independence first (:func:`shrunk_tables`), which lowers the marginals'
     error at small n·ε but can shrink away a weak dependence that a classifier trained on the samples needs
-    (docs/tables.md, "Shrinkage")."""
+    (docs/tables-design.md, "Shrinkage")."""
 
     n_particles: int = 2000
     steps: int = 1000

@@ -1,7 +1,7 @@
 """How close a synthetic table is to a reference table: marginals, associations, a downstream classifier.
 
 Numbers are read in 10 bins at the reference's deciles (a missing number in a bin of its own, after them),
-categories as declared (a missing value is a category): the scoring protocol of docs/tables.md. Pure functions of two frames and the schema.
+categories as declared (a missing value is a category): the scoring protocol of docs/tables-benchmark.md. Pure functions of two frames and the schema.
 """
 from __future__ import annotations
 
@@ -112,15 +112,17 @@ def efficacy(schema, synthetic, reference, target: str) -> dict:
     column = schema.columns[t]
     if column.kind == "numeric":  # the top decile's bin (a missing value's bin comes after it)
         positive = len(edges[target])
+        named = f"{target} in its top decile bin (the held-out rows' highest tenth)"
     else:  # the last declared category that is not the missing value
         positive = max(i for i, c in enumerate(column.categories) if c is not None)
+        named = f"{target} = {column.categories[positive]!r} (the last declared category), against the rest"
     y, y_test = train[:, t] == positive, test[:, t] == positive
     if y.all() or not y.any():
-        return {"accuracy": None, "auc": None}
+        return {"accuracy": None, "auc": None, "positive_class": named}
     sizes = _sizes(schema, edges)
     # the classifier takes at most 255 categories a feature: a column with more is read by its cells' order
     model = HistGradientBoostingClassifier(categorical_features=[sizes[i] <= 255 for i in features], random_state=0)
     model.fit(np.maximum(train[:, features], 0), y)
     x_test = np.maximum(test[:, features], 0)
-    return {"accuracy": float(model.score(x_test, y_test)),
+    return {"accuracy": float(model.score(x_test, y_test)), "positive_class": named,
             "auc": float(roc_auc_score(y_test, model.predict_proba(x_test)[:, 1]))}

@@ -15,7 +15,7 @@ left unmeasured. Every term is public: the public rows, the schema's cells, n (p
 Ties keep more pairs, and without noise every pair is kept.
 
 Measured on made-up tables with dependence among their columns, never on Adult: `python experiments/tables_pairs.py`
-(docs/tables.md). With 30 columns at ε = 1 the rule keeps a fraction of the 435 pairs and cuts the mean 3-way TVD
+(docs/tables-design.md). With 30 columns at ε = 1 the rule keeps a fraction of the 435 pairs and cuts the mean 3-way TVD
 against every pair; with 10 columns, or at ε = 10, it keeps (nearly) every pair, as it should.
 """
 from __future__ import annotations

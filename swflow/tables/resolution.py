@@ -12,7 +12,7 @@ Here the cells come from the column's fine one-way histogram, released first at 
    evenly over its fine cells when none is positive. No threshold: reading counts below 2σ as zero (to keep the
    noise of empty leaves out of a number's empty tails) zeroed true mass at small n·ε and cost more than it saved
    on the tuning tables (mean 3-way TVD at ε = 1, clipped / thresholded at 2σ: medexp 0.315 / 0.387, k401ksubs
-   0.126 / 0.159, diamonds 0.172 / 0.179, cps1988 0.065 / 0.062; equal at ε = 10; docs/tables.md).
+   0.126 / 0.159, diamonds 0.172 / 0.179, cps1988 0.065 / 0.062; equal at ε = 10; docs/tables-design.md).
 2. :func:`column_cells`: a number's m cells start at the weights' quantiles k/m (a fine cell that holds more than
    1/m of the column is a cell of its own, so fewer cells may result); a category column with more categories than
    its cells keeps its largest but one as cells and merges the rest into one; a declared missing number keeps its
@@ -27,7 +27,7 @@ resemble each other; merged categories are ranked by their noisy counts only, so
 with others that share nothing with it, and the decoder draws it back inside that cell independently of every other
 column: a bias that no budget removes. Its own cell costs noise instead (its row of a pair table), and the noise
 cost less on the two tables that showed it (storms' 260 names, txhousing's 46 areas) and on two tables held back
-until the rule was fixed (hsb82's schools, insteval's students and lecturers; docs/tables.md).
+until the rule was fixed (hsb82's schools, insteval's students and lecturers; docs/tables-design.md).
 Everything here reads released counts or public rows only.
 """
 from __future__ import annotations
@@ -41,14 +41,14 @@ from ..privacy.oneway import Tree, fit_tree
 from .cells import ColumnCells, FineGrid
 from .schema import Column
 
-__all__ = ["RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
+__all__ = ["atom_room", "RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
            "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
 
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
-#: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables.md)
+#: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables-design.md)
 RESOLUTION_SHARE = 0.3
 #: the share of the budget that the repeated-values release takes (``repeated_values``, on by default), before the
-#: resolution release and the pair tables split the rest (chosen on the tuning tables: docs/tables.md)
+#: resolution release and the pair tables split the rest (chosen on the tuning tables: docs/tables-design.md)
 VALUES_SHARE = 0.1
 #: records a pair-table cell should hold per unit of its noise std (the cells rule)
 CELLS_RULE = 4.0
@@ -88,14 +88,19 @@ def tree_of(column: Column, atoms: tuple[float, ...] = ()) -> Tree:
     return plain if not atoms else Tree(FineGrid(column, tuple(atoms)).size, plain.branching, plain.levels)
 
 
+def atom_room(column: Column) -> int:
+    """How many named values a column's tree has spare leaves for (an atom adds at most two fine cells): none where
+    its fine grid fills the tree (a real column on a log scale), so the run names no value there."""
+    tree = tree_of(column)
+    return (tree.branching ** tree.levels - tree.cells) // 2
+
+
 def released_atoms(column: Column, values, counts) -> tuple[float, ...]:
     """A sliced column's atoms from its released repeated ``values`` and their noisy ``counts``
-    (swflow/privacy/values.py): those with the largest counts that its tree has leaves for (an atom adds at most
-    two fine cells), rising. Post-processing of the release."""
+    (swflow/privacy/values.py): those with the largest counts that its tree has leaves for (:func:`atom_room`),
+    rising. Post-processing of the release."""
     values, counts = np.asarray(values, dtype=np.float64), np.asarray(counts, dtype=np.float64)
-    tree = tree_of(column)
-    room = (tree.branching ** tree.levels - tree.cells) // 2
-    return tuple(float(v) for v in np.sort(values[np.argsort(-counts, kind="stable")[:room]]))
+    return tuple(float(v) for v in np.sort(values[np.argsort(-counts, kind="stable")[:atom_room(column)]]))
 
 
 def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float) -> np.ndarray:

@@ -1,0 +1,133 @@
+"""One verification of a finished run folder: what `swflow verify`, `evaluate` and `sample` all run first.
+
+A table run (privacy.json, model.pt, samples.csv or .parquet):
+
+1. privacy.json: ε, δ, the accountant, the statement and every derived field re-derived from its ledger;
+2. model.pt: loaded as ``Synthesizer.load`` loads it: its ledger derived again from its settings event for event
+   (swflow/pipeline/table_ledger.py), its released counts tested against the claimed noise;
+3. privacy.json is model.pt's report (the same releases, the same claim);
+4. the samples regenerated from model.pt with the run's recorded number and seed, compared byte for byte (where
+   this machine's torch and swflow are the run's; otherwise said not to be checked);
+5. the owner's signature, where a public key is given (swflow/io/signing.py).
+
+An image run: 1, and its model.h5's recorded releases against the report (swflow.privacy.verify.verify_releases).
+"""
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Verified", "verify_run", "NOT_PROVABLE", "UNSIGNED"]
+
+#: what no file of a run can prove, whatever its checks
+NOT_PROVABLE = ("that the noise was drawn at random (counts plus chosen 'noise' of the right spread pass); that the "
+                "private rows were the ones claimed, bounded as claimed; that the owner ran it")
+#: what an unsigned run proves
+UNSIGNED = ("unsigned: the checks show the files are consistent with one honest run of their settings, not that "
+            "these settings were the owner's: a forger who edits every setting and count consistently makes a run "
+            "anyone could have made. Ask the owner for a signed run and their public key")
+
+
+@dataclass
+class Verified:
+    """A run folder that passed: its report, the checks made (what each tested) and what was not checked."""
+
+    report: object
+    checks: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+    synthesizer: object = None
+
+
+def verify_run(run_dir: str | Path, *, public_key: str | Path | None = None, regenerate: bool = True,
+               progress: bool | str = False) -> Verified:
+    """Run every check on ``run_dir`` (module docstring); the first that fails raises (ClaimMismatch,
+    SignatureRefused, or a ValueError that names the file). ``regenerate``: make the samples again and compare."""
+    from ..io.signing import SIGNATURE, check_signature
+    from ..privacy.verify import read_verified_report
+
+    run_dir = Path(run_dir)
+    verified = Verified(read_verified_report(run_dir))
+    verified.checks.append("privacy.json: epsilon, delta, the accountant, the statement and every derived field "
+                           "re-derived from its own ledger")
+    if _is_table_run(run_dir):
+        _verify_table(run_dir, verified, regenerate=regenerate, progress=progress)
+    else:
+        _verify_flow(run_dir, verified)
+    if public_key is not None:
+        signed = check_signature(run_dir, public_key)
+        verified.checks.append(f"signature: {len(signed)} files signed by {public_key}'s key, none changed, none added")
+    else:
+        verified.unchecked.append(f"{SIGNATURE} is present but was not checked: give the owner's public key"
+                                  if (run_dir / SIGNATURE).exists() else UNSIGNED)
+    return verified
+
+
+def _is_table_run(run_dir: Path) -> bool:
+    from .tables import MODEL
+
+    return (run_dir / MODEL).exists()
+
+
+def _verify_table(run_dir: Path, verified: Verified, *, regenerate: bool, progress) -> None:
+    from ..privacy.verify import ClaimMismatch
+    from .tables import MODEL, TableSynthesizer
+
+    syn = TableSynthesizer.load(run_dir / MODEL, progress=progress)
+    verified.synthesizer = syn
+    model = syn.privacy_report().to_json()
+    verified.checks.append(f"{MODEL}: its ledger derived again from its settings event for event; its released "
+                           f"counts tested against the claimed noise ({model.get('noise_check', 'no noise')})")
+    claimed = verified.report.to_json()
+    record = claimed["run_config"].pop("samples", None)
+    if claimed != model:
+        differ = sorted(k for k in set(claimed) | set(model) if claimed.get(k) != model.get(k))
+        raise ClaimMismatch(f"{run_dir}: privacy.json and {MODEL} describe different runs ({', '.join(differ)}): "
+                            "one of them was edited or replaced; regenerate the run")
+    verified.checks.append(f"privacy.json is {MODEL}'s own report")
+    if not regenerate:
+        return
+    if record is None:
+        verified.unchecked.append("the samples: privacy.json records no number and seed to make them again (a run "
+                                  "of an earlier swflow)")
+        return
+    _compare_samples(run_dir, syn, record, verified)
+
+
+def _compare_samples(run_dir: Path, syn, record: dict, verified: Verified) -> None:
+    from ..privacy.verify import ClaimMismatch
+    from ..tables.files import write_table
+    from .run_samples import made_here
+
+    path = run_dir / str(record["file"])
+    if path.name not in ("samples.csv", "samples.parquet") or not path.is_file():
+        raise ClaimMismatch(f"{run_dir}: privacy.json records the samples as {record['file']!r}, which the folder "
+                            "does not hold: regenerate the run")
+    here = made_here()
+    if any(record.get(k) != v for k, v in here.items()):
+        verified.unchecked.append(f"{path.name}: made with {_made(record)}, this machine has {_made(here)}; the "
+                                  "samples are made again byte for byte only there")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        again = Path(tmp) / path.name
+        write_table(syn.sample(int(record["n"]), seed=int(record["seed"])), again)
+        same = again.read_bytes() == path.read_bytes()
+    if not same:
+        raise ClaimMismatch(f"{path} is not what {run_dir}'s model gives ({record['n']} records, seed "
+                            f"{record['seed']}): the samples were replaced or edited; regenerate them with "
+                            f"`swflow sample {run_dir} --n {record['n']} --seed {record['seed']} --out NEW`")
+    verified.checks.append(f"{path.name}: made again from the model ({record['n']} records, seed {record['seed']}), "
+                           "equal byte for byte")
+
+
+def _made(record: dict) -> str:
+    return f"swflow {record.get('swflow')}, torch {record.get('torch')} on {record.get('machine')}"
+
+
+def _verify_flow(run_dir: Path, verified: Verified) -> None:
+    from ..methods.model import FlowModel
+
+    if (run_dir / "model.h5").exists():
+        FlowModel.from_run_dir(run_dir)  # its constructor checks the recorded releases against the report
+        verified.checks.append("model.h5: every recorded release's noise against the report's calibrated mechanism")
+    verified.unchecked.append("the samples of a flow run are its own particles: not made again")
