@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swflow {args.command}: error: {err}", file=sys.stderr)
         return 1
     except (ValueError, OSError) as err:  # errors a user can act on (bad input, files): no traceback
-        print(f"swflow {args.command}: error: {err}", file=sys.stderr)
+        print(f"swflow {args.command}: error: {err}{_os_hint(err)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         hint = RESUME_HINTS.get(args.command, "nothing was written; rerun the command")
@@ -110,6 +110,24 @@ def main(argv: list[str] | None = None) -> int:
                     "rerun the same command (add --overwrite where --out held a finished run)")
         print(f"\nswflow {args.command}: interrupted: {hint}", file=sys.stderr)
         return 130
+
+
+#: what to do about an error of the operating system, by its errno
+_OS_HINTS = {"EACCES": "check that path's permissions, or write somewhere else (--out)",
+             "EPERM": "check that path's permissions, or write somewhere else (--out)",
+             "EROFS": "that file system is read-only: write somewhere else (--out)",
+             "ENOSPC": "the disk is full: free some space, or write somewhere else (--out); nothing was published",
+             "EDQUOT": "your disk quota is used up: free some space, or write somewhere else (--out)",
+             "ENOENT": "no such file or folder: check the path", "EISDIR": "a folder is where a file belongs"}
+
+
+def _os_hint(err: Exception) -> str:
+    """' (what to do)' for an OSError the operating system raised, '' otherwise."""
+    import errno
+
+    name = errno.errorcode.get(getattr(err, "errno", None) or -1) if isinstance(err, OSError) else None
+    hint = _OS_HINTS.get(name)
+    return f" ({hint})" if hint and hint not in str(err) else ""
 
 
 if __name__ == "__main__":

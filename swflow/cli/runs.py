@@ -133,15 +133,16 @@ def register(sub) -> None:
 
 
 def _register_sample(sub) -> None:
-    p = sub.add_parser("sample", help="new particles from a finished flow run, at no privacy cost",
+    p = sub.add_parser("sample", help="new records or particles from a finished run, at no privacy cost",
                        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-                       description="Flow N new particles from mu_0 through the releases a finished run recorded "
-                       "in RUN_DIR/model.h5 (directions, sigma, quantile sketches of the noisy projections). "
-                       "This is post-processing: the run's privacy.json covers the new samples. Particles are "
-                       "made and written in chunks of 262 144 (chunk i > 0 seeded from (seed, i)), so memory "
-                       "stays flat however large N is.")
+                       description="A table run (RUN_DIR/model.pt): N new records from its released tables, checked "
+                       "first as `swflow verify` checks it, written as samples.csv (or .parquet) with privacy.json; "
+                       "--where conditions them. A flow run (RUN_DIR/model.h5): N new particles flowed from mu_0 "
+                       "through the releases it recorded (directions, sigma, quantile sketches of the noisy "
+                       "projections), in chunks of 262 144 (chunk i > 0 seeded from (seed, i)), so memory stays flat "
+                       "however large N is. Either is post-processing: the run's privacy.json covers the new samples.")
     p.add_argument("run_dir")
-    p.add_argument("--n", type=int, required=True, help="number of new particles")
+    p.add_argument("--n", type=int, required=True, help="number of new records (tables) or particles (flows)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True)
     p.add_argument("--device", default=None, help="default: the run's device")

@@ -26,6 +26,9 @@ def cmd_generate_table(args) -> int:
     for flag in ("dataset", "data", "images", "population", "checkpoint"):
         if getattr(args, flag, None) is not None:
             raise UsageError(f"--table takes no --{flag}")
+    if getattr(args, "resume", False):
+        raise UsageError("a table run keeps no checkpoint to resume (one release, then a fit of seconds): run it "
+                         "again without --resume (--overwrite replaces a finished run)")
     if args.public_table is not None and not Path(args.public_table).is_file():
         raise UsageError(f"--public-table {args.public_table}: no such file (public rows, .csv or .parquet)")
     t0 = time.perf_counter()
@@ -52,6 +55,8 @@ def cmd_generate_table(args) -> int:
         suffix = ".parquet" if str(args.table).lower().endswith(".parquet") else ".csv"
         print(report.statement)
         print(f"wrote {request.out}/ (privacy.json, samples{suffix}, {MODEL}) in {time.perf_counter() - t0:.1f} s")
+        if not syn.pairs_chosen_by.startswith("every pair"):  # a wide table's choice, or public rows': say it
+            print(f"pairs: {syn.pairs_chosen_by}")
         print_rules(syn)
     return 0
 
@@ -131,8 +136,7 @@ def parse_conditions(where: list[str], schema) -> dict:
 def is_table_run(run_dir) -> bool:
     from ..pipeline.tables import MODEL
 
-    return (Path(run_dir) / MODEL).exists() and any((Path(run_dir) / f"samples{s}").exists()
-                                                    for s in (".csv", ".parquet"))
+    return (Path(run_dir) / MODEL).exists()  # its samples are checked by verify_run (a missing file is named)
 
 
 def cmd_schema(args) -> int:
@@ -151,6 +155,10 @@ def cmd_schema(args) -> int:
         print(f"hint: half of the public values of {hinted} lie in under 1 % of their range: where a column is a "
               'count or an amount, declare "scale": "log" on it; where an outlier set its bound, narrow the bound '
               "(docs/tables.md)", file=sys.stderr)
+    if schema.ignored:
+        print(f"hint: {[i.name for i in schema.ignored]} hold free text, identifiers or codes (too many values to be "
+              'categories): proposed as "type": "ignore", read and dropped by runs; each note says what else to do',
+              file=sys.stderr)
     if args.out:
         if Path(args.out).exists() and not args.overwrite:
             raise UsageError(f"{args.out} exists: pass --overwrite to replace it")
@@ -225,7 +233,7 @@ def register(sub) -> None:
     p.add_argument("public", help="a public table: .csv or .parquet")
     p.add_argument("--out", help="write the schema here (default: print it)")
     p.add_argument("--max-categories", type=int, default=64,
-                   help="a non-numeric column with more distinct values is refused")
+                   help="a non-numeric column with more distinct values is proposed as ignored (free text, identifiers)")
     p.add_argument("--sep", default=",", help="the CSV file's delimiter (e.g. ';' or $'\\t')")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_schema)

@@ -14,7 +14,7 @@ import torch
 from ..tables.codec import TableCodec
 from ..tables.schema import Schema
 
-__all__ = ["RESOLUTIONS", "TableCells"]
+__all__ = ["RESOLUTIONS", "TableCells", "resolution_setting"]
 
 #: where a table's cells come from: its released fine histograms, public rows, or the schema's equal-width bins
 RESOLUTIONS = ("release", "public", "uniform")
@@ -359,3 +359,15 @@ def _nameable(column) -> bool:
     from ..tables.resolution import atom_room
 
     return FineGrid(column).sliced and atom_room(column) > 0
+
+
+def resolution_setting(resolution: str | None, share: float, public) -> tuple[str, float]:
+    """(where the cells come from, the resolution release's share), checked; the default: public rows where given."""
+    resolution = resolution or ("public" if public is not None else "release")
+    if resolution not in RESOLUTIONS:
+        raise ValueError(f"resolution must be one of {RESOLUTIONS}, got {resolution!r}")
+    if resolution == "public" and public is None:
+        raise ValueError("resolution='public' sets the cells from public rows: give them (public=...)")
+    if not 0 < share < 1:
+        raise ValueError(f"resolution_share is a share of the budget in (0, 1), got {share}")
+    return resolution, share

@@ -27,7 +27,7 @@ from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells, shrun
 from ..tables.pairs import schema_pairs
 from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.schema import Schema
-from .table_cells import RESOLUTIONS, TableCells
+from .table_cells import RESOLUTIONS, TableCells, resolution_setting
 from .table_size import TableSize
 from .table_units import TableUnits
 
@@ -96,7 +96,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         self.pairs_chosen_by = "given" if pairs is not None else "every pair (the schema alone)" if len(
             self.pairs) == every else (f"the schema alone: each column with its next {width} in the schema's order "
                                        f"({len(self.pairs)} of the {every} pairs; swflow.tables.pairs.schema_pairs)")
-        self.resolution, self.resolution_share = _resolution(resolution, resolution_share, public)
+        self.resolution, self.resolution_share = resolution_setting(resolution, resolution_share, public)
         self._check_cells(cells)
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
         if not isinstance(repeated_values, bool):
@@ -215,7 +215,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
                 "repeated_values_columns": [self.schema.names[j] for j in self._atoms],
                 "resolution_share": self.resolution_share if released else 0.0,
                 "cells_per_column": getattr(self, "_cells_m", None), "cells": self.codec.sizes,
-                "numeric_bins": self.codec.numeric_bins, **asdict(self.flow)}
+                "numeric_bins": self.codec.numeric_bins, "clipped": _clipped(self.clip), **asdict(self.flow)}
 
     # -- use ---------------------------------------------------------------------------------------
     def _fitted(self):
@@ -325,16 +325,10 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         return syn
 
 
-def _resolution(resolution: str | None, share: float, public) -> tuple[str, float]:
-    """(where the cells come from, the resolution release's share), checked; the default: public rows where given."""
-    resolution = resolution or ("public" if public is not None else "release")
-    if resolution not in RESOLUTIONS:
-        raise ValueError(f"resolution must be one of {RESOLUTIONS}, got {resolution!r}")
-    if resolution == "public" and public is None:
-        raise ValueError("resolution='public' sets the cells from public rows: give them (public=...)")
-    if not 0 < share < 1:
-        raise ValueError(f"resolution_share is a share of the budget in (0, 1), got {share}")
-    return resolution, share
+def _clipped(clip: bool) -> str:
+    """What privacy.json says of values outside the schema's bounds."""
+    return ("clipped to the schema's bounds (--clip); how many were is private and not published" if clip else
+            "none: a value outside the schema's bounds stops the run")
 
 
 def _records(table, codec: TableCodec, *, clip: bool) -> int:

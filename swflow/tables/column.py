@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from .types import TEMPORAL, UNITS, instant_number, instant_text
 
-__all__ = ["Column", "SchemaError", "MISSING", "NUMERIC_VALUES", "SCALES"]
+__all__ = ["Column", "Ignored", "SchemaError", "MISSING", "NUMERIC_VALUES", "SCALES"]
 
 #: how a missing value is declared among a column's categories (JSON null)
 MISSING = None
@@ -167,3 +167,21 @@ def _plain(value):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return MISSING
     return value.item() if hasattr(value, "item") else value
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A column a table may hold that runs leave out (free text, an identifier): read with the rows, then dropped,
+    never released nor synthesized. ``note``: free text for the owner."""
+
+    name: str
+    note: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "type": "ignore", **({"note": self.note} if self.note else {})}
+
+    @classmethod
+    def from_json(cls, entry: dict) -> "Ignored":
+        if set(entry) - {"name", "type", "note"} or not isinstance(entry.get("name"), str) or not entry["name"]:
+            raise SchemaError('an ignored column is {"name": NAME, "type": "ignore"} (and a "note", if any)')
+        return cls(entry["name"], entry.get("note"))

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .column import MISSING, NUMERIC_VALUES, Column, SchemaError, _plain
+from .column import MISSING, NUMERIC_VALUES, Column, Ignored, SchemaError, _plain
 from .types import UNITS, coarsest_unit, instant_text, instants, looks_temporal
 
 __all__ = ["propose", "round_bounds", "ROOM"]
@@ -49,8 +49,10 @@ def _tidy(x: float) -> float:
     return float(f"{x:.12g}")
 
 
-def propose(public, *, max_categories: int = 64) -> tuple[Column, ...]:
-    """The columns proposed for the PUBLIC rows ``public`` (a DataFrame): module docstring; Schema.propose."""
+def propose(public, *, max_categories: int = 64) -> tuple[Column | Ignored, ...]:
+    """The columns proposed for the PUBLIC rows ``public`` (a DataFrame): module docstring; Schema.propose. A column
+    of text with more than ``max_categories`` values (free text, an identifier, codes) is proposed as ignored, with
+    a note on what to do, rather than refusing the file."""
     if len(public) == 0:
         raise SchemaError("the public rows are empty: a schema is proposed from public rows that hold values")
     odd = [name for name in public.columns if not isinstance(name, str)]
@@ -83,11 +85,8 @@ def _proposed(name: str, values, max_categories: int) -> Column:
         raise SchemaError(f"public column {name!r} holds lists or objects: a table's cell is a number, a string, a "
                           "boolean, a date or missing; flatten the column first") from None
     if len(categories) > max_categories:
-        codes = all(isinstance(v, str) and v.isdigit() for v in categories)
-        raise SchemaError(f"public column {name!r} has {len(categories)} distinct values: more than {max_categories} "
-                          "categories; group its values, raise --max-categories, or declare it numeric if its values "
-                          "are numbers" + ("; its values are codes written with leading zeros (zip codes), which "
-                                           "stay text: group them (e.g. by their first digits)" if codes else ""))
+        return Ignored(name, f"{seen}, {len(categories)} distinct: more than {max_categories} categories, so left out "
+                       f"of the run (read, then dropped). {_why_many(values.dropna(), categories)}")
     return Column(name, "categorical", categories=tuple(categories) + ((MISSING,) if missing else ()),
                   note=f"{seen}, {len(categories)} categories: add any the private rows may hold and the public rows "
                   "lack (a private value outside them is refused)")
@@ -131,3 +130,17 @@ def _year_start(seconds: float, *, end: bool) -> float:
 
     year = (dt.datetime(1970, 1, 1) + dt.timedelta(seconds=float(seconds))).year + end
     return (dt.datetime(year, 1, 1) - dt.datetime(1970, 1, 1)).total_seconds()
+
+
+def _why_many(values, categories: list) -> str:
+    """What a column with too many distinct public values probably is, and what the owner can do with it."""
+    from .schema import not_numbers
+
+    if all(isinstance(v, str) and v.isdigit() for v in categories):
+        return ("Its values are codes written with leading zeros (zip codes), which stay text: to keep it, group them "
+                "(e.g. by their first digits) and declare the groups as categories")
+    if not_numbers(values).startswith("numbers written"):
+        return ("Its values are numbers written with separators or signs (1,234, $12.50, 45%): write them as plain "
+                "numbers and propose again, and it becomes a numeric column")
+    return ("Free text or an identifier: leave it ignored, group it into categories, raise --max-categories, or, if "
+            "it names a person, pass it as --privacy-unit (and delete it here)")

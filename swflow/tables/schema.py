@@ -35,11 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .column import MISSING, Column, SchemaError, _bound
+from .column import MISSING, Column, Ignored, SchemaError, _bound
 from .rules import Rule, check_consistent, parse_rule
 from .types import instants
 
-__all__ = ["Column", "Schema", "SchemaError", "MISSING", "category_codes"]
+__all__ = ["Column", "Schema", "SchemaError", "MISSING", "IGNORE", "category_codes"]
+
+#: the type of a column a table may hold that runs leave out (free text, an identifier): read, then dropped
+IGNORE = "ignore"
 
 
 @dataclass(frozen=True)
@@ -48,11 +51,12 @@ class Schema:
 
     columns: tuple[Column, ...]
     rules: tuple = ()
+    ignored: tuple[Ignored, ...] = ()  # columns a table may hold that runs leave out (free text, identifiers)
 
     def __post_init__(self):
         if not self.columns:
-            raise SchemaError("a schema needs at least one column")
-        names = [c.name for c in self.columns]
+            raise SchemaError("a schema needs at least one column that is not ignored")
+        names = [c.name for c in self.columns] + [i.name for i in self.ignored]
         if len(set(names)) != len(names):
             raise SchemaError(f"column names repeat: {sorted({n for n in names if names.count(n) > 1})}")
         if any(not isinstance(rule, Rule) for rule in self.rules):
@@ -67,7 +71,7 @@ class Schema:
         return [c.name for c in self.columns]
 
     def to_json(self) -> dict:
-        return {"columns": [c.to_json() for c in self.columns],
+        return {"columns": [c.to_json() for c in (*self.columns, *self.ignored)],
                 **({"rules": [rule.text for rule in self.rules]} if self.rules else {})}
 
     @classmethod
@@ -77,14 +81,17 @@ class Schema:
         unknown = set(data) - {"columns", "rules"}
         if unknown:
             raise SchemaError(f"a schema has 'columns' and 'rules', not {sorted(unknown)}")
-        columns = tuple(Column.from_json(entry) for entry in data["columns"])
+        ignored = tuple(Ignored.from_json(entry) for entry in data["columns"]
+                        if isinstance(entry, dict) and entry.get("type") == IGNORE)
+        columns = tuple(Column.from_json(entry) for entry in data["columns"]
+                        if not (isinstance(entry, dict) and entry.get("type") == IGNORE))
         if not isinstance(data.get("rules", []), list):
             raise SchemaError('"rules" is a list of texts such as "start <= end"')
         try:
             rules = tuple(parse_rule(text, {c.name: c for c in columns}) for text in data.get("rules", []))
         except ValueError as err:
             raise SchemaError(str(err)) from None
-        return cls(columns, rules)
+        return cls(columns, rules, ignored)
 
     @classmethod
     def read(cls, path: str | Path) -> "Schema":
@@ -113,7 +120,9 @@ class Schema:
         Never call it on private rows: the bounds and categories would then be private statistics."""
         from .propose import propose
 
-        return cls(propose(public, max_categories=max_categories))
+        columns = propose(public, max_categories=max_categories)
+        return cls(tuple(c for c in columns if isinstance(c, Column)), (),
+                   tuple(c for c in columns if isinstance(c, Ignored)))
 
     def check(self, table, *, clip: bool = False):
         """``table`` (a DataFrame) with the schema's columns in its order, every value valid; numbers outside their
@@ -124,7 +133,7 @@ class Schema:
         missing = [n for n in self.names if n not in table.columns]
         if missing:
             raise SchemaError(f"the table lacks the schema's columns {missing}")
-        extra = [n for n in table.columns if n not in self.names]
+        extra = [n for n in table.columns if n not in self.names and n not in {i.name for i in self.ignored}]
         if extra:
             raise SchemaError(f"the table has columns the schema does not declare: {[str(e) for e in extra]}; "
                               "declare them or drop them")
@@ -156,8 +165,7 @@ class Schema:
                 raise SchemaError(f"column {column.name!r}: some rows are missing a value, which the schema does "
                                   'not allow: declare "missing": true on the column, or drop or impute them')
             if (~absent & ~finite).any():
-                raise SchemaError(f"column {column.name!r}: some rows hold values that are not finite numbers; "
-                                  "clean them, or declare the column categorical")
+                raise SchemaError(f"column {column.name!r}: some rows hold {not_numbers(values[~absent & ~finite])}")
             outside = (numbers < column.low) | (numbers > column.high)
             if outside.any() and not clip:
                 raise SchemaError(f"column {column.name!r}: some rows lie outside [{_bound(column, column.low)}, "
@@ -202,3 +210,23 @@ def _not_boolean(column: Column, values):
         raise SchemaError(f"column {column.name!r} holds True/False, but the schema declares it numeric: declare it "
                           'categorical with "categories": [false, true]')
     return values
+
+
+#: text that files use for a missing value but pandas does not read as one
+MISSING_MARKERS = ("-", "--", "na", "n/a", "?", ".", "null", "none", "missing", "nan")
+
+
+def not_numbers(values) -> str:
+    """What a numeric column's unreadable ``values`` are, in words that name no value: missing-value markers,
+    numbers written with separators or signs, or other text; and what to do."""
+    import pandas as pd
+
+    text = pd.Series(values, dtype=object).astype(str).str.strip()
+    if text.str.lower().isin(MISSING_MARKERS).all():
+        return (f"a text marker of a missing value (one of {list(MISSING_MARKERS)}), which is not read as missing: "
+                'write it as an empty field (pandas: na_values=[...]) and declare "missing": true')
+    plain = text.str.replace(r"[,$€£%\s]|^\((.*)\)$", r"\1", regex=True)
+    if pd.to_numeric(plain, errors="coerce").notna().all():
+        return ("numbers written with thousands separators, currency or percent signs (such as 1,234, $12.50 or "
+                "45%): write them as plain numbers (a percent as its number), or declare the column categorical")
+    return "values that are not finite numbers; clean them, or declare the column categorical"
