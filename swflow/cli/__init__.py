@@ -9,7 +9,7 @@
     swflow evaluate RUN_DIR [--reference REF] FID, latent SW, precision/recall, accuracy -> metrics.json
     swflow compare RUN_DIR...                 one table of evaluated runs
     swflow animate RUN_DIR [--format mp4]     particles along the flow (GIF/MP4)
-    swflow verify RUN_DIR [--public-key PUB]  every check of a finished run, and what no file can prove
+    swflow verify RUN_DIR [--public-key PUB]  every check of a finished run, and what it cannot prove
     swflow sign RUN_DIR --key KEY             the data owner's signature over every file of a run
 
 Every private output directory holds privacy.json with "(eps, delta) under ACCOUNTANT, ADJACENCY".
@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"swflow {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-    for module in (autoencoder, generate, runs, privacy, tables, verify):  # demo, train-ae, encode, generate, sample, ...
+    for module in (autoencoder, generate, runs, privacy, tables, verify):  # demo, train-ae, generate, sample, ...
         module.register(sub)
     return ap
 

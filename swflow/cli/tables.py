@@ -233,7 +233,8 @@ def register(sub) -> None:
     p.add_argument("public", help="a public table: .csv or .parquet")
     p.add_argument("--out", help="write the schema here (default: print it)")
     p.add_argument("--max-categories", type=int, default=64,
-                   help="a non-numeric column with more distinct values is proposed as ignored (free text, identifiers)")
+                   help="a non-numeric column with more distinct values is proposed as ignored (free text, "
+                   "identifiers)")
     p.add_argument("--sep", default=",", help="the CSV file's delimiter (e.g. ';' or $'\\t')")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_schema)
