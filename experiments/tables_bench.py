@@ -160,6 +160,87 @@ def peer_samples(name: str, table: str, codec, private: pd.DataFrame, *, epsilon
     return codec.decode_cells(np.clip(sampled, 0, sizes - 1), seed=seed), info
 
 
+#: the peers at their best (issue 74): dpmm's own private adaptive bins, PrivTree, at its defaults (0.1 of ε on the
+#: bins, n_bins "auto"), on the raw values with the schema's declared bounds and categories
+PRIVTREE = {f"{peer}-privtree": peer for peer in PEERS}
+
+
+def raw_rows(schema, frame: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """(the frame as dpmm reads it, each column's declared domain): numbers (a date or datetime as its number) as
+    floats, NaN where missing; categories as the strings of their declared positions."""
+    from swflow.tables.schema import category_codes
+    from swflow.tables.types import instants
+
+    out, domain = {}, {}
+    for c in schema.columns:
+        if c.kind == "categorical":
+            out[c.name] = category_codes(frame[c.name], c.categories).astype(str)
+            domain[c.name] = {"categories": [str(i) for i in range(len(c.categories))]}
+        else:
+            out[c.name] = (instants(frame[c.name], c.temporal, c.unit) if c.temporal
+                           else pd.to_numeric(frame[c.name], errors="coerce").to_numpy(dtype=float))
+            domain[c.name] = {"lower": float(c.low), "upper": float(c.high)}
+    return pd.DataFrame(out), domain
+
+
+def from_raw(schema, samples: pd.DataFrame) -> pd.DataFrame:
+    """dpmm's samples of :func:`raw_rows` as records of ``schema`` (numbers clipped to the bounds, whole where
+    declared; categories back from their positions)."""
+    from swflow.tables.types import present
+
+    out = {}
+    for c in schema.columns:
+        values = samples[c.name]
+        if c.kind == "categorical":
+            codes = pd.to_numeric(values, errors="coerce").fillna(0).astype(int).clip(0, len(c.categories) - 1)
+            out[c.name] = present(c, np.array(c.categories, dtype=object)[codes.to_numpy()])
+        else:
+            numbers = np.clip(pd.to_numeric(values, errors="coerce").to_numpy(dtype=float), c.low, c.high)
+            out[c.name] = present(c, np.round(numbers) if c.integer else numbers)
+    return pd.DataFrame(out)
+
+
+def privtree_samples(name: str, table: str, schema, private: pd.DataFrame, *, epsilon: float, n: int, seed: int,
+                     cache: Path, cpu_minutes: float) -> tuple[pd.DataFrame | None, dict]:
+    """A peer with PrivTree bins (``name`` in PRIVTREE), from the cache or a run in the peers' environment (stopped
+    after ``cpu_minutes`` of CPU: then (None, what happened))."""
+    stem = peer_stem(cache, name, table, epsilon=epsilon, seed=seed)
+    if not stem.with_suffix(".json").exists():
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        rows, domain = raw_rows(schema, private)
+        limit = int(cpu_minutes * 60)
+
+        def cap():  # in the child: a CPU-time limit (SIGXCPU ends it)
+            resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
+
+        with tempfile.TemporaryDirectory() as tmp:
+            tmp = Path(tmp)
+            rows.to_csv(tmp / "rows.csv", index=False)  # the peers' environment reads no Parquet
+            (tmp / "domain.json").write_text(json.dumps(domain))
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            done = subprocess.run([str(PEER_PYTHON), str(HERE / "peers" / "tables_privtree.py"), "--peer",
+                                   PRIVTREE[name], "--rows", str(tmp / "rows.csv"), "--domain",
+                                   str(tmp / "domain.json"), "--out", str(tmp / "out.csv"), "--report",
+                                   str(tmp / "report.json"), "--epsilon", str(epsilon), "--delta", str(DELTA),
+                                   "--n", str(n), "--seed", str(seed)], capture_output=True, text=True,
+                                  preexec_fn=cap)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            if done.returncode == 0:
+                (tmp / "out.csv").replace(stem.with_suffix(".csv"))
+                info = {**json.loads((tmp / "report.json").read_text()), "cpu_seconds": cpu, "finished": True}
+            elif done.returncode < 0 and cpu >= limit - 5:
+                info = {"finished": False, "cpu_seconds": cpu,
+                        "stopped": f"stopped after {cpu / 60:.0f} CPU-minutes without a result"}
+            else:
+                raise RuntimeError(f"{name} on {table} failed:\n{done.stderr[-3000:]}")
+        stem.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
+    info = json.loads(stem.with_suffix(".json").read_text())
+    if not info["finished"]:
+        return None, info
+    return from_raw(schema, pd.read_csv(stem.with_suffix(".csv"), dtype=str)), info
+
+
 # -- swflow ------------------------------------------------------------------------------------------------------------
 def swflow(schema, private: pd.DataFrame, *, epsilon: float, n: int, seed: int, **settings) -> pd.DataFrame:
     from swflow import Synthesizer
@@ -184,6 +265,9 @@ def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: flo
         return independent(peer_codec, private, epsilon=epsilon, delta=DELTA, n=n, seed=seed), {}
     if method in METHODS:
         return swflow(schema, private, epsilon=epsilon, n=n, seed=seed, **METHODS[method]), {}
+    if method in PRIVTREE:
+        return privtree_samples(method, table, schema, private, epsilon=epsilon, n=n, seed=seed, cache=cache,
+                                cpu_minutes=cpu_minutes)
     return peer_samples(method, table, peer_codec, private, epsilon=epsilon, n=n, seed=seed, cache=cache,
                         cpu_minutes=cpu_minutes)
 
@@ -260,12 +344,14 @@ def excess_ratio(value: float, floor: float, peers: dict) -> tuple[float, str] |
 def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
     """Markdown tables, one per ε: swflow's excess over the floor against the best peer's (the lead), then the mean
     3-way TVD / AUC per table and method."""
-    methods = ["independent", "swflow-uniform", "swflow", "swflow-ar", "mst", "privbayes", "aim"]
+    methods = ["independent", "swflow-uniform", "swflow", "swflow-ar", "mst", "privbayes", "aim", *PRIVTREE]
     names = {"swflow-uniform": "swflow, 16 fixed bins", "swflow": "**swflow**", "swflow-ar": "**swflow, add/remove**",
-             "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM"}
+             "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM", "mst-privtree": "MST, PrivTree bins",
+             "privbayes-privtree": "PrivBayes, PrivTree bins", "aim-privtree": "AIM, PrivTree bins"}
     out = []
     for epsilon in epsilons:
-        shown = [m for m in methods if m != "aim" or epsilon == epsilons[0]]
+        shown = [m for m in methods if not m.startswith("aim") or epsilon == epsilons[0]]
+        shown = [m for m in shown if m not in PRIVTREE or any(k.startswith(f"{t} {m} ") for k in cells for t in tables)]
         out.append(f"ε = {epsilon:g}, δ = {DELTA:g}: excess over the floor ÷ the best peer's, then 3-way TVD / AUC "
                    "(the floor is the private rows themselves)\n")
         out.append("| table | **swflow: excess ÷ best peer's** | add/remove: excess ÷ best peer's | floor | uniform | "
@@ -288,7 +374,7 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
             ratios = []
             for m in ("swflow", "swflow-ar"):
                 found = None if values.get(m) is None or floor is None else excess_ratio(
-                    values[m], floor, {names[p]: values.get(p) for p in ("mst", "privbayes", "aim")})
+                    values[m], floor, {names[p]: values.get(p) for p in (*PEERS, *PRIVTREE)})
                 ratios.append("–" if found is None else f"{found[0]:.2f} ({found[1]})")
             out.append(f"| {table}{label_of(table)} | " + " | ".join(ratios + row) + " |")
         out.append("")
@@ -324,19 +410,19 @@ def main(argv=None) -> int:
         loaded = {"example": (private, held_out, schema)}
         TARGETS["example"] = "income"
         args.tables, args.epsilons = ["example"], [5.0]
-        args.methods = [m for m in args.methods if m not in PEERS]
+        args.methods = [m for m in args.methods if m not in PEERS and m not in PRIVTREE]
         args.out = str(Path(tempfile.mkdtemp()) / "tables_bench.json")
         args.figure = str(Path(args.out).with_suffix(".png"))
     else:
         loaded = {}
     if args.peers_only:
-        args.methods = [m for m in PEERS if m in args.methods]
+        args.methods = [m for m in (*PEERS, *PRIVTREE) if m in args.methods]
     out = Path(args.out)
     cells = json.loads(out.read_text()) if out.exists() else {}
     cache = out.parent / "tables_bench_peers"
     for method in [] if args.draw_only else args.methods:
         for table in args.tables:
-            if method in PEERS and not PEER_PYTHON.exists():
+            if (method in PEERS or method in PRIVTREE) and not PEER_PYTHON.exists():
                 print(f"{method}: no environment at {PEER_PYTHON} (make peers-env): skipped")
                 break
             if table not in loaded:
@@ -347,19 +433,20 @@ def main(argv=None) -> int:
                 first = Schema.read(HERE / "tables" / "bench" / f"{VARIANTS[table]}.json")
                 assert TableCodec(first, numeric_bins=PEER_BINS).sizes == peer_codec.sizes
             score = Scorer(schema, private, held_out, TARGETS[table])
-            epsilons = args.epsilons[:1] if method == "aim" else args.epsilons
+            aim = method in ("aim", "aim-privtree")
+            epsilons = args.epsilons[:1] if aim else args.epsilons
             for epsilon in [None] if method in ("private", "uniform") else epsilons:
                 key = f"{table} {method}" if epsilon is None else f"{table} {method} eps={epsilon:g}"
                 if key in cells and method not in args.redo:
                     continue
-                if method in PEERS and args.cached_peers and not peer_stem(
+                if (method in PEERS or method in PRIVTREE) and args.cached_peers and not peer_stem(
                         cache, method, table, epsilon=epsilon, seed=args.seed).with_suffix(".json").exists():
                     print(f"{key:40} not run yet (--peers-only runs it)")
                     continue
                 t0 = time.perf_counter()
                 frame, facts = run_cell(method, table, private, held_out, schema, epsilon=epsilon or 1.0,
                                         n=len(private), seed=args.seed, peer_codec=peer_codec, cache=cache,
-                                        cpu_minutes=args.aim_cpu_minutes if method == "aim" else 600.0)
+                                        cpu_minutes=args.aim_cpu_minutes if aim else 600.0)
                 seconds = time.perf_counter() - t0
                 if frame is None:
                     cell = {"tvd_3way": None, **facts}
