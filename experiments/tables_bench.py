@@ -118,41 +118,49 @@ def peer_codec_of(schema):
     return TableCodec(with_scale(schema, "linear"), numeric_bins=PEER_BINS)
 
 
+def run_peer(stem: Path, worker: str, inputs: dict, argv: list[str], *, result: str, cpu_minutes: float) -> dict:
+    """Run ``worker`` (experiments/peers/) in the peers' environment unless ``stem`` is cached: ``inputs`` ({file name:
+    writer of that file}) go into a temporary folder, ``argv`` names them by {tmp}; the worker writes ``result`` and
+    report.json there; the result is kept as ``stem`` + its suffix. Stopped after ``cpu_minutes`` of CPU. Returns
+    the cached facts ({"finished": False, "stopped": ...} when stopped)."""
+    if not stem.with_suffix(".json").exists():
+        stem.parent.mkdir(parents=True, exist_ok=True)
+        limit = int(cpu_minutes * 60)
+
+        def cap():  # in the child: a CPU-time limit (SIGXCPU ends it)
+            resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
+
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, write in inputs.items():
+                write(Path(tmp) / name)
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            done = subprocess.run([str(PEER_PYTHON), str(HERE / "peers" / worker),
+                                   *[a.format(tmp=tmp) for a in argv], "--out", f"{tmp}/{result}",
+                                   "--report", f"{tmp}/report.json"], capture_output=True, text=True, preexec_fn=cap)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+            if done.returncode == 0:
+                (Path(tmp) / result).replace(stem.with_suffix(Path(result).suffix))
+                info = {**json.loads((Path(tmp) / "report.json").read_text()), "cpu_seconds": cpu, "finished": True}
+            elif done.returncode < 0 and cpu >= limit - 5:
+                info = {"finished": False, "cpu_seconds": cpu,
+                        "stopped": f"stopped after {cpu / 60:.0f} CPU-minutes without a result"}
+            else:
+                raise RuntimeError(f"{worker} for {stem.name} failed:\n{done.stderr[-3000:]}")
+        stem.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
+    return json.loads(stem.with_suffix(".json").read_text())
+
+
 def peer_samples(name: str, table: str, codec, private: pd.DataFrame, *, epsilon: float, n: int, seed: int,
                  cache: Path, cpu_minutes: float) -> tuple[pd.DataFrame | None, dict]:
     """The peer's samples decoded by ``codec`` (its 32 bins), from the cache or from a run in the peers' environment
     (stopped after ``cpu_minutes`` of CPU: then (None, what happened))."""
     stem = peer_stem(cache, name, table, epsilon=epsilon, seed=seed)
-    if not stem.with_suffix(".json").exists():
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        cells = codec.cell_index(private)
-        limit = int(cpu_minutes * 60)
-
-        def cap():  # in the child: a CPU-time limit (SIGXCPU ends it), and a low priority beside the session
-            resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
-
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            np.save(tmp / "cells.npy", cells)
-            (tmp / "sizes.json").write_text(json.dumps(codec.sizes))
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            done = subprocess.run([str(PEER_PYTHON), str(HERE / "peers" / "tables.py"), "--peer", name,
-                                   "--cells", str(tmp / "cells.npy"), "--sizes", str(tmp / "sizes.json"),
-                                   "--out", str(tmp / "out.npy"), "--report", str(tmp / "report.json"),
-                                   "--epsilon", str(epsilon), "--delta", str(DELTA), "--n", str(n),
-                                   "--seed", str(seed)], capture_output=True, text=True, preexec_fn=cap)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-            if done.returncode == 0:
-                np.save(stem.with_suffix(".npy"), np.load(tmp / "out.npy"))
-                info = {**json.loads((tmp / "report.json").read_text()), "cpu_seconds": cpu, "finished": True}
-            elif done.returncode < 0 and cpu >= limit - 5:
-                info = {"finished": False, "cpu_seconds": cpu,
-                        "stopped": f"stopped after {cpu / 60:.0f} CPU-minutes without a result"}
-            else:
-                raise RuntimeError(f"{name} on {table} failed:\n{done.stderr[-3000:]}")
-        stem.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
-    info = json.loads(stem.with_suffix(".json").read_text())
+    info = run_peer(stem, "tables.py", {"cells.npy": lambda p: np.save(p, codec.cell_index(private)),
+                                        "sizes.json": lambda p: p.write_text(json.dumps(codec.sizes))},
+                    ["--peer", name, "--cells", "{tmp}/cells.npy", "--sizes", "{tmp}/sizes.json", "--epsilon",
+                     str(epsilon), "--delta", str(DELTA), "--n", str(n), "--seed", str(seed)],
+                    result="out.npy", cpu_minutes=cpu_minutes)
     if not info["finished"]:
         return None, info
     sampled = np.load(stem.with_suffix(".npy"))
@@ -205,37 +213,13 @@ def privtree_samples(name: str, table: str, schema, private: pd.DataFrame, *, ep
     """A peer with PrivTree bins (``name`` in PRIVTREE), from the cache or a run in the peers' environment (stopped
     after ``cpu_minutes`` of CPU: then (None, what happened))."""
     stem = peer_stem(cache, name, table, epsilon=epsilon, seed=seed)
-    if not stem.with_suffix(".json").exists():
-        stem.parent.mkdir(parents=True, exist_ok=True)
-        rows, domain = raw_rows(schema, private)
-        limit = int(cpu_minutes * 60)
-
-        def cap():  # in the child: a CPU-time limit (SIGXCPU ends it)
-            resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
-
-        with tempfile.TemporaryDirectory() as tmp:
-            tmp = Path(tmp)
-            rows.to_csv(tmp / "rows.csv", index=False)  # the peers' environment reads no Parquet
-            (tmp / "domain.json").write_text(json.dumps(domain))
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            done = subprocess.run([str(PEER_PYTHON), str(HERE / "peers" / "tables_privtree.py"), "--peer",
-                                   PRIVTREE[name], "--rows", str(tmp / "rows.csv"), "--domain",
-                                   str(tmp / "domain.json"), "--out", str(tmp / "out.csv"), "--report",
-                                   str(tmp / "report.json"), "--epsilon", str(epsilon), "--delta", str(DELTA),
-                                   "--n", str(n), "--seed", str(seed)], capture_output=True, text=True,
-                                  preexec_fn=cap)
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-            if done.returncode == 0:
-                (tmp / "out.csv").replace(stem.with_suffix(".csv"))
-                info = {**json.loads((tmp / "report.json").read_text()), "cpu_seconds": cpu, "finished": True}
-            elif done.returncode < 0 and cpu >= limit - 5:
-                info = {"finished": False, "cpu_seconds": cpu,
-                        "stopped": f"stopped after {cpu / 60:.0f} CPU-minutes without a result"}
-            else:
-                raise RuntimeError(f"{name} on {table} failed:\n{done.stderr[-3000:]}")
-        stem.with_suffix(".json").write_text(json.dumps(info, indent=1) + "\n")
-    info = json.loads(stem.with_suffix(".json").read_text())
+    rows, domain = raw_rows(schema, private)
+    info = run_peer(stem, "tables_privtree.py",  # CSV: the peers' environment reads no Parquet
+                    {"rows.csv": lambda p: rows.to_csv(p, index=False),
+                     "domain.json": lambda p: p.write_text(json.dumps(domain))},
+                    ["--peer", PRIVTREE[name], "--rows", "{tmp}/rows.csv", "--domain", "{tmp}/domain.json",
+                     "--epsilon", str(epsilon), "--delta", str(DELTA), "--n", str(n), "--seed", str(seed)],
+                    result="out.csv", cpu_minutes=cpu_minutes)
     if not info["finished"]:
         return None, info
     return from_raw(schema, pd.read_csv(stem.with_suffix(".csv"), dtype=str)), info
