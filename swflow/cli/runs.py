@@ -28,7 +28,7 @@ def cmd_evaluate(args) -> int:
             raise ValueError("a table run is scored against held-out rows it never saw: --against HELDOUT.csv")
         from ..pipeline.verify_run import verify_run
 
-        verify_run(args.run_dir, progress="auto" if args.quiet else True)  # `swflow verify`'s checks, first
+        verify_run(args.run_dir, progress="auto")  # `swflow verify`'s checks, first (a bar only when slow)
         out = args.owner_out or owner_dir(args.run_dir)
         metrics = owner_report(args.run_dir, args.against, target=args.target, out=out)
         print(json.dumps({k: v for k, v in metrics.items() if k != "owner_only"}, indent=2))

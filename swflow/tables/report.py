@@ -108,6 +108,7 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
         ax.bar(x - 0.2, shares[0], width=0.4, label="synthetic")
         ax.bar(x + 0.2, shares[1], width=0.4, label="held-out (no noise)")
         ax.set_title(column.name + (" (deciles of held-out)" if column.kind == "numeric" else ""), fontsize=9)
+        ax.set_ylabel("share of rows", fontsize=7)
         ax.set_xticks(x, labels, rotation=90 if size > 4 else 0, fontsize=6)
         ax.tick_params(axis="y", labelsize=7)
     # one legend for every panel, above them: never over a bar
@@ -168,9 +169,18 @@ def _associations_picture(schema, synthetic, held_out, edges: dict, path: Path) 
     side = max(6.0, 0.16 * len(names) + 3.0)  # room for every column's name at a readable size
     figure = _figure(2 * side, side + 0.5)
     font = max(3.0, min(8.0, 360 / (len(names) * 6)))
-    for k, (frame, title) in enumerate(((synthetic, "synthetic"), (held_out, "held-out (no noise)"))):
+    maps = [associations(schema, frame, edges) for frame in (synthetic, held_out)]
+    for m in maps:  # a column with itself is 1 and says nothing: left blank, so the scale shows the pairs
+        np.fill_diagonal(m, np.nan)
+    top = max(0.05, float(np.nanmax(np.stack(maps)))) if len(names) > 1 else 1.0
+    for k, (values, title) in enumerate(zip(maps, ("synthetic", "held-out (no noise)"))):
         ax = figure.add_subplot(1, 2, k + 1)
-        image = ax.imshow(associations(schema, frame, edges), vmin=0, vmax=1, cmap="viridis")
+        image = ax.imshow(values, vmin=0, vmax=top, cmap="viridis")
+        if len(names) <= 12:  # few columns: each pair's value written in its square
+            for (i, j), v in np.ndenumerate(values):
+                if np.isfinite(v):
+                    ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7,
+                            color="white" if v < 0.6 * top else "black")
         ax.set_title(f"Cramér's V, {title}", fontsize=10)
         short = [name if len(name) <= 18 else name[:17] + "…" for name in names]
         ax.set_xticks(range(len(names)), short, rotation=90, fontsize=font)
