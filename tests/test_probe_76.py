@@ -244,3 +244,18 @@ def test_a_formatted_number_or_a_missing_marker_is_named_as_such_without_its_val
     assert "1,234" in str(err.value)  # the generic example, never the row's own text: this row holds 1,234 too
     with pytest.raises(ValueError, match="text marker of a missing value"):
         schema.check(pd.DataFrame({"x": ["?", "12"]}))
+
+
+def test_an_ordered_category_comes_back_ordered():
+    import pandas as pd
+
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables import Schema
+    from swflow.tables.example import example_table
+
+    frame, _ = example_table(600, seed=5)
+    frame["income"] = pd.Categorical(frame["income"], categories=["low", "high"], ordered=True)
+    schema = Schema.propose(frame)
+    assert schema.columns[schema.names.index("income")].dtype == "ordered category"
+    back = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-7, steps=5).fit(frame).sample(50, seed=0)["income"]
+    assert back.cat.ordered and list(back.cat.categories) == ["low", "high"]

@@ -7,7 +7,10 @@ from dataclasses import dataclass, field, replace
 
 from .types import TEMPORAL, UNITS, instant_number, instant_text
 
-__all__ = ["Column", "Ignored", "SchemaError", "MISSING", "NUMERIC_VALUES", "SCALES"]
+#: the pandas dtypes a categorical column may come back in: a category, or an ordered one (its categories' order)
+CATEGORY_DTYPES = ("category", "ordered category")
+
+__all__ = ["CATEGORY_DTYPES", "Column", "Ignored", "SchemaError", "MISSING", "NUMERIC_VALUES", "SCALES"]
 
 #: how a missing value is declared among a column's categories (JSON null)
 MISSING = None
@@ -57,8 +60,9 @@ class Column:
                                   "a list or an object") from None
             if repeated:
                 raise SchemaError(f"column {self.name!r}: its categories repeat")
-            if self.dtype not in (None, "category"):
-                raise SchemaError(f"column {self.name!r}: dtype is 'category' or left out, got {self.dtype!r}")
+            if self.dtype not in (None, *CATEGORY_DTYPES):
+                raise SchemaError(f"column {self.name!r}: dtype is one of {list(CATEGORY_DTYPES)} or left out, got "
+                                  f"{self.dtype!r}")
             if self.scale != "linear":
                 raise SchemaError(f"column {self.name!r}: a scale is declared on numbers, not on categories")
         elif self.kind == "numeric":

@@ -73,7 +73,8 @@ def _proposed(name: str, values, max_categories: int) -> Column:
         return _temporal(name, values, temporal, missing, seen)
     if isinstance(values.dtype, pd.CategoricalDtype):
         declared = tuple(_plain(v) for v in values.cat.categories)
-        return Column(name, "categorical", categories=declared + ((MISSING,) if missing else ()), dtype="category",
+        dtype = "ordered category" if values.cat.ordered else "category"
+        return Column(name, "categorical", categories=declared + ((MISSING,) if missing else ()), dtype=dtype,
                       note=f"{seen}; the categories of its pandas dtype, in their order: add any the private rows "
                       "may hold")
     if pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values) and \

@@ -109,8 +109,8 @@ def present(column, values: np.ndarray):
     if column.kind == "categorical":
         declared = [c for c in column.categories if c is not None]
         nullable = None in column.categories
-        if column.dtype == "category":
-            return pd.Series(pd.Categorical(values, categories=declared))
+        if column.dtype in ("category", "ordered category"):
+            return pd.Series(pd.Categorical(values, categories=declared, ordered=column.dtype == "ordered category"))
         if all(isinstance(c, bool) for c in declared):
             return pd.Series(values, dtype="boolean" if nullable else bool)
         if all(isinstance(c, int) and not isinstance(c, bool) for c in declared):
