@@ -259,3 +259,32 @@ def test_an_ordered_category_comes_back_ordered():
     assert schema.columns[schema.names.index("income")].dtype == "ordered category"
     back = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-7, steps=5).fit(frame).sample(50, seed=0)["income"]
     assert back.cat.ordered and list(back.cat.categories) == ["low", "high"]
+
+
+def test_bounds_far_wider_than_the_released_mass_are_warned_of():
+    import numpy as np
+    import pytest
+
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables.example import example_table
+
+    frame, schema = example_table(2000, seed=6)
+    frame["spend"] = np.round(np.random.default_rng(0).lognormal(3, 0.5, 2000), 2)  # about 20, bounds to a million
+    columns = schema.to_json()["columns"]
+    for high, warned in ((10 ** 6, True), (100, False)):
+        wide = {"columns": columns + [{"name": "spend", "type": "numeric", "min": 0, "max": high}]}
+        with pytest.warns(UserWarning) if warned else _no_wide_warning():
+            TableSynthesizer(schema=wide, epsilon=10.0, delta=1e-7, count_noise="gaussian", steps=5).fit(frame)
+
+
+def _no_wide_warning():
+    import contextlib
+    import warnings
+
+    @contextlib.contextmanager
+    def watch():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+        assert not [w for w in caught if "declared bounds" in str(w.message)]
+    return watch()

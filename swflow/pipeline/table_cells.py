@@ -212,7 +212,7 @@ class TableCells:
                                      trees=[self._tree(j) for j in released], dataset_size=n))
         del cells
         self._released_levels, self._released_columns = target.release_levels(), released
-        self.codec = self._codec_from_levels(self._released_levels, released, n)
+        self.codec = self._codec_from_levels(self._released_levels, released, n, warn=True)
         return target
 
     def _fine_events(self, fine) -> tuple:
@@ -225,14 +225,17 @@ class TableCells:
 
         return tree_of(self.schema.columns[column], self._atoms.get(column, ()))
 
-    def _codec_from_levels(self, levels, released: list[int], n: int) -> TableCodec:
-        """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution)."""
+    def _codec_from_levels(self, levels, released: list[int], n: int, *, warn: bool = False) -> TableCodec:
+        """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution); ``warn``:
+        say where the released mass fills a sliver of a column's declared bounds."""
         from ..privacy.oneway import split_levels
-        from ..tables.resolution import column_cells, fine_weights
+        from ..tables.resolution import column_cells, fine_weights, warn_wide_bounds
 
         trees = [self._tree(j) for j in released]
         weights = dict(zip(released, (fine_weights(counts, tree, total=n)
                                       for counts, tree in zip(split_levels(levels, trees), trees))))
+        if warn:
+            warn_wide_bounds(self.schema, weights)
         return TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
                           cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
                                                                           self._cells_m[j], self._atoms.get(j, ()))

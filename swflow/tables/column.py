@@ -10,7 +10,7 @@ from .types import TEMPORAL, UNITS, instant_number, instant_text
 #: the pandas dtypes a categorical column may come back in: a category, or an ordered one (its categories' order)
 CATEGORY_DTYPES = ("category", "ordered category")
 
-__all__ = ["CATEGORY_DTYPES", "Column", "Ignored", "SchemaError", "MISSING", "NUMERIC_VALUES", "SCALES"]
+__all__ = ["CATEGORY_DTYPES", "MISSING_MARKERS", "not_numbers", "Column", "Ignored", "SchemaError", "MISSING", "NUMERIC_VALUES", "SCALES"]
 
 #: how a missing value is declared among a column's categories (JSON null)
 MISSING = None
@@ -189,3 +189,23 @@ class Ignored:
         if set(entry) - {"name", "type", "note"} or not isinstance(entry.get("name"), str) or not entry["name"]:
             raise SchemaError('an ignored column is {"name": NAME, "type": "ignore"} (and a "note", if any)')
         return cls(entry["name"], entry.get("note"))
+
+
+#: text that files use for a missing value but pandas does not read as one
+MISSING_MARKERS = ("-", "--", "na", "n/a", "?", ".", "null", "none", "missing", "nan")
+
+
+def not_numbers(values) -> str:
+    """What a numeric column's unreadable ``values`` are, in words that name no value: missing-value markers,
+    numbers written with separators or signs, or other text; and what to do."""
+    import pandas as pd
+
+    text = pd.Series(values, dtype=object).astype(str).str.strip()
+    if text.str.lower().isin(MISSING_MARKERS).all():
+        return (f"a text marker of a missing value (one of {list(MISSING_MARKERS)}), which is not read as missing: "
+                'write it as an empty field (pandas: na_values=[...]) and declare "missing": true')
+    plain = text.str.replace(r"[,$€£%\s]|^\((.*)\)$", r"\1", regex=True)
+    if pd.to_numeric(plain, errors="coerce").notna().all():
+        return ("numbers written with thousands separators, currency or percent signs (such as 1,234, $12.50 or "
+                "45%): write them as plain numbers (a percent as its number), or declare the column categorical")
+    return "values that are not finite numbers; clean them, or declare the column categorical"

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from .column import MISSING, NUMERIC_VALUES, Column, Ignored, SchemaError, _plain
+from .column import MISSING, NUMERIC_VALUES, Column, Ignored, SchemaError, _plain, not_numbers
 from .types import UNITS, coarsest_unit, instant_text, instants, looks_temporal
 
 __all__ = ["propose", "round_bounds", "ROOM"]
@@ -135,8 +135,6 @@ def _year_start(seconds: float, *, end: bool) -> float:
 
 def _why_many(values, categories: list) -> str:
     """What a column with too many distinct public values probably is, and what the owner can do with it."""
-    from .schema import not_numbers
-
     if all(isinstance(v, str) and v.isdigit() for v in categories):
         return ("Its values are codes written with leading zeros (zip codes), which stay text: to keep it, group them "
                 "(e.g. by their first digits) and declare the groups as categories")

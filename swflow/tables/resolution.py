@@ -41,7 +41,7 @@ from ..privacy.oneway import Tree, fit_tree
 from .cells import ColumnCells, FineGrid
 from .schema import Column
 
-__all__ = ["atom_room", "RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
+__all__ = ["atom_room", "warn_wide_bounds", "NARROW_SHARE", "RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
            "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
 
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
@@ -141,3 +141,26 @@ def column_cells(column: Column, weights: np.ndarray | None, cells: int,
     ends = np.searchsorted(cdf, np.arange(1, cells) / cells, side="left") + 1
     return ColumnCells(grid, np.unique(np.concatenate([[0], np.clip(ends, 1, grid.values), [grid.values]])),
                        weights=weights)
+
+
+#: a linear numeric column whose released mass, all but 5 %, lies in under this share of its fine cells is warned of
+NARROW_SHARE = 0.01
+
+
+def warn_wide_bounds(schema, weights: dict) -> None:
+    """Warn (post-processing of the released trees, no privacy spent) where a linear numeric column's released rows
+    fill under NARROW_SHARE of its declared bounds: a count or an amount then wants "scale": "log", or public
+    knowledge narrower bounds; its cells are set from the release either way."""
+    import warnings
+
+    for j, w in weights.items():
+        column = schema.columns[j]
+        if column.kind != "numeric" or column.temporal or column.scale != "linear" or len(w) < 200:
+            continue
+        share = np.cumsum(w) / max(float(np.sum(w)), 1e-300)
+        filled = int(np.searchsorted(share, 0.975)) - int(np.searchsorted(share, 0.025)) + 1
+        if filled < NARROW_SHARE * len(w):
+            warnings.warn(f"column {column.name!r}: the released counts put all but 5 % of the rows in under "
+                          f"{NARROW_SHARE:.0%} of its declared bounds [{column.low:g}, {column.high:g}]: declare "
+                          '"scale": "log" if it is a count or an amount, or narrower bounds where public knowledge '
+                          "allows (docs/tables.md)", UserWarning, stacklevel=2)

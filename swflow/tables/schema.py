@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .column import MISSING, Column, Ignored, SchemaError, _bound
+from .column import MISSING, Column, Ignored, SchemaError, _bound, not_numbers
 from .rules import Rule, check_consistent, parse_rule
 from .types import instants
 
@@ -210,23 +210,3 @@ def _not_boolean(column: Column, values):
         raise SchemaError(f"column {column.name!r} holds True/False, but the schema declares it numeric: declare it "
                           'categorical with "categories": [false, true]')
     return values
-
-
-#: text that files use for a missing value but pandas does not read as one
-MISSING_MARKERS = ("-", "--", "na", "n/a", "?", ".", "null", "none", "missing", "nan")
-
-
-def not_numbers(values) -> str:
-    """What a numeric column's unreadable ``values`` are, in words that name no value: missing-value markers,
-    numbers written with separators or signs, or other text; and what to do."""
-    import pandas as pd
-
-    text = pd.Series(values, dtype=object).astype(str).str.strip()
-    if text.str.lower().isin(MISSING_MARKERS).all():
-        return (f"a text marker of a missing value (one of {list(MISSING_MARKERS)}), which is not read as missing: "
-                'write it as an empty field (pandas: na_values=[...]) and declare "missing": true')
-    plain = text.str.replace(r"[,$€£%\s]|^\((.*)\)$", r"\1", regex=True)
-    if pd.to_numeric(plain, errors="coerce").notna().all():
-        return ("numbers written with thousands separators, currency or percent signs (such as 1,234, $12.50 or "
-                "45%): write them as plain numbers (a percent as its number), or declare the column categorical")
-    return "values that are not finite numbers; clean them, or declare the column categorical"
