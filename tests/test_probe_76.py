@@ -288,3 +288,22 @@ def _no_wide_warning():
             yield
         assert not [w for w in caught if "declared bounds" in str(w.message)]
     return watch()
+
+
+def test_the_owner_s_bars_read_in_order_and_a_wide_column_shows_its_largest_categories():
+    """Whole-number categories in numeric order, the missing value last; a column of 40 categories shows its 29
+    largest held-out shares and one bar for the rest, whose shares still sum to one (issue 76)."""
+    import numpy as np
+
+    from swflow.tables.report import MAX_BARS, _shown_categories
+    from swflow.tables.schema import Column
+
+    column = Column("kids", "categorical", categories=(3, 1, 2, None))
+    labels, (synthetic, held) = _shown_categories(column, ["3", "1", "2", "(missing)"],
+                                                  [np.array([.3, .1, .2, .4])] * 2)
+    assert labels == ["1", "2", "3", "(missing)"] and list(held) == [.1, .2, .3, .4]
+    wide = Column("city", "categorical", categories=tuple(f"c{i}" for i in range(40)))
+    shares = np.arange(40) / np.arange(40).sum()
+    labels, (synthetic, held) = _shown_categories(wide, list(wide.categories), [shares, shares])
+    assert len(labels) == MAX_BARS and labels[-1] == "(11 others)" and "c39" in labels and "c0" not in labels
+    assert np.isclose(held.sum(), 1.0)

@@ -102,8 +102,11 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
             size = len(labels)
         else:
             size = len(column.categories)
-            labels = ["(missing)" if v is None else str(v)[:10] for v in column.categories]
+            labels = ["(missing)" if v is None else _short(str(v)) for v in column.categories]
         shares = [np.bincount(np.clip(z[:, j], 0, size - 1), minlength=size) / len(z) for z in (a, b)]
+        if column.kind == "categorical":
+            labels, shares = _shown_categories(column, labels, shares)
+            size = len(labels)
         x = np.arange(size)
         ax.bar(x - 0.2, shares[0], width=0.4, label="synthetic")
         ax.bar(x + 0.2, shares[1], width=0.4, label="held-out (no noise)")
@@ -117,6 +120,30 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
                     x=0.02, ha="left")
     figure.tight_layout(rect=(0, 0, 1, 0.95))
     figure.savefig(path)
+
+
+#: the most bars a category column shows: the largest held-out shares, the rest summed as "(N others)"
+MAX_BARS = 30
+
+
+def _short(text: str, width: int = 12) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _shown_categories(column, labels: list[str], shares: list[np.ndarray]) -> tuple[list[str], list[np.ndarray]]:
+    """A category column's bars in reading order (numbers by value, the missing value last) and, beyond MAX_BARS,
+    the largest held-out shares with the rest summed into one bar."""
+    values = list(column.categories)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values if v is not None)
+    order = sorted(range(len(values)), key=lambda i: (values[i] is None, values[i] if numbers and values[i] is not None
+                                                      else i))
+    if len(order) > MAX_BARS:
+        kept = set(sorted(order, key=lambda i: -shares[1][i])[:MAX_BARS - 1])
+        rest = [i for i in order if i not in kept]
+        order = [i for i in order if i in kept]
+        return ([labels[i] for i in order] + [f"({len(rest)} others)"],
+                [np.append(share[order], share[rest].sum()) for share in shares])
+    return [labels[i] for i in order], [share[order] for share in shares]
 
 
 def _range_labels(column, edges: np.ndarray) -> list[str]:
