@@ -307,3 +307,25 @@ def test_the_owner_s_bars_read_in_order_and_a_wide_column_shows_its_largest_cate
     labels, (synthetic, held) = _shown_categories(wide, list(wide.categories), [shares, shares])
     assert len(labels) == MAX_BARS and labels[-1] == "(11 others)" and "c39" in labels and "c0" not in labels
     assert np.isclose(held.sum(), 1.0)
+
+
+def test_a_csv_with_a_delimiter_at_the_end_of_each_line_reads_as_written(tmp_path):
+    """"a,b," made a third column "Unnamed: 2" that the schema refused; rows with one more field than the header
+    made pandas take their first column as the index, shifting every value (issue 76)."""
+    import warnings
+
+    from swflow.tables import Schema
+    from swflow.tables.files import TableRows, read_table
+    from swflow.tables.codec import TableCodec
+
+    schema = Schema.from_json({"columns": [{"name": "a", "type": "numeric", "min": 0, "max": 10},
+                                           {"name": "b", "type": "categorical", "categories": ["x", "y"]}]})
+    expected = {"a": [1.0, 2.0, 3.0], "b": ["x", "y", "x"]}
+    for name, text in (("both.csv", "a,b,\n1,x,\n2,y,\n3,x,\n"), ("rows.csv", "a,b\n1,x,\n2,y,\n3,x,\n")):
+        (tmp_path / name).write_text(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pandas warns of the extra field it leaves out
+            frame = schema.check(read_table(tmp_path / name, schema=schema))
+            chunks = [f for _, f in TableRows(tmp_path / name, TableCodec(schema)).checked_frames()]
+        assert {c: frame[c].tolist() for c in frame.columns} == expected
+        assert chunks[0]["a"].tolist() == expected["a"]

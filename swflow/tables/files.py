@@ -39,11 +39,21 @@ def read_table(path: str | Path, *, schema=None, sep: str = ","):
         if suffix == ".parquet":
             return pd.read_parquet(path)
         if schema is not None:
-            return _missing_markers(pd.read_csv(path, dtype=_text_columns(schema), skipinitialspace=True, sep=sep,
-                                                 **_markers(schema)), schema)
-        return _numbers_where_plain(pd.read_csv(path, dtype=str, skipinitialspace=True, sep=sep))
+            return _missing_markers(_no_trailing(pd.read_csv(path, dtype=_text_columns(schema), skipinitialspace=True,
+                                                             sep=sep, index_col=False, **_markers(schema))), schema)
+        return _numbers_where_plain(_no_trailing(pd.read_csv(path, dtype=str, skipinitialspace=True, sep=sep,
+                                                             index_col=False)))
     except (ValueError, OSError, pd.errors.ParserError) as err:
         raise unreadable(path, suffix, err) from None
+
+
+def _no_trailing(frame):
+    """``frame`` without the empty, unnamed column that a delimiter at the end of every line makes ("a,b," reads as
+    a third column "Unnamed: 2"); read with ``index_col=False``, so that rows with one more field than the header do
+    not turn their first column into the index."""
+    empty = [name for name in frame.columns if str(name).startswith("Unnamed: ") and
+             (frame[name].isna() | (frame[name].astype(str).str.strip() == "")).all()]
+    return frame.drop(columns=empty) if empty else frame
 
 
 def unreadable(path: Path, suffix: str, err: Exception) -> ValueError:
@@ -184,8 +194,8 @@ class TableRows(ChunkedRows):
         try:
             if self._suffix == ".csv":
                 for chunk in pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True,
-                                         chunksize=self.chunk_rows, **_markers(schema)):
-                    yield _missing_markers(chunk, schema)
+                                         chunksize=self.chunk_rows, index_col=False, **_markers(schema)):
+                    yield _missing_markers(_no_trailing(chunk), schema)
             else:
                 import pyarrow.parquet as pq
 
