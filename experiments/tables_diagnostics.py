@@ -11,7 +11,9 @@ noise draws would change. Settings measured here are not defaults; docs/tables-d
 - ``target-pairs``: only the target's pairs released (the classifier's column with every other), against every pair:
   what a run that serves one prediction task can trade (``pairs=`` in the library).
 - ``shrinkage``: the released tables fitted as they are (``shrink=False``), against shrunk toward independence
-  (the default): the classifier's AUC against the marginals' error.
+  (the default): the classifier's AUC against the marginals' error, and the target's Cramér's V with every other
+  column (scored at the held-out deciles), beside the private rows' and the exact tables' (ε = ∞: no noise, not
+  private): where a rare class's dependences go (issue 74).
 - ``tree-pairs``: fewer pairs, chosen by an oracle: the maximum spanning tree of the private rows' pairwise mutual
   information (scored in the scorer's bins), alone and with the 2C most dependent pairs added, against every
   pair. Chosen on private rows without noise, it bounds what a private choice of pairs (MST's) could bring.
@@ -54,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import sys
 from pathlib import Path
 
@@ -126,6 +129,11 @@ def main(argv=None) -> None:
                 lines(args, schema, private, held_out, score, epsilon=epsilon, seed=seed)
         return
     runs = runs_of(args, schema, target, private)
+    if args.what == "shrinkage":
+        for label, frame in (("private rows (the floor)", private),
+                             ("exact tables (eps = inf, not private)", swflow(schema, private, epsilon=math.inf,
+                                                                              n=len(private), seed=0))):
+            print(f"{label:56}  {score_line(score(frame))}  {target_links(schema, frame, held_out, target)}")
     for epsilon in args.epsilons:
         for seed in args.seeds:
             for label, table_schema, settings in runs:
@@ -138,12 +146,22 @@ def main(argv=None) -> None:
                                      args.column), flush=True)
                     continue
                 line = score_line(score(frame))
+                if args.what == "shrinkage":
+                    line += "  " + target_links(schema, frame, held_out, target)
                 print(f"eps {epsilon:g}  seed {seed}  {unit}  {label:40}  {line}  (delta {DELTA:g})", flush=True)
                 if args.what == "repeated-values" and not settings:
                     held = release_threshold(schema, epsilon)
                     line = score_line(score(snapped(schema, private, frame, held)))
                     print(f"eps {epsilon:g}  seed {seed}  {unit}  {'snapped (an oracle)':40}  {line}  (values held by "
                           f">= {held:.0f} private rows)", flush=True)
+
+
+def target_links(schema, frame, held_out, target: str) -> str:
+    """The target's Cramér's V with every other column, in the held-out rows' decile bins."""
+    from swflow.tables.metrics import associations, decile_edges
+
+    row = associations(schema, frame, decile_edges(schema, held_out))[schema.names.index(target)]
+    return f"V({target}, ·) " + " ".join(f"{v:.2f}" for j, v in enumerate(row) if j != schema.names.index(target))
 
 
 def score_line(result: dict) -> str:
