@@ -13,7 +13,7 @@ noise draws would change. Settings measured here are not defaults; docs/tables-d
 - ``shrinkage``: the released tables fitted as they are (``shrink=False``), against shrunk toward independence
   (the default): the classifier's AUC against the marginals' error, and the target's Cramér's V with every other
   column (scored at the held-out deciles), beside the private rows' and the exact tables' (ε = ∞: no noise, not
-  private): where a rare class's dependences go (issue 74).
+  private): where a rare class's dependences go (issue 74); and every table shrunk but the target's (``target=``).
 - ``tree-pairs``: fewer pairs, chosen by an oracle: the maximum spanning tree of the private rows' pairwise mutual
   information (scored in the scorer's bins), alone and with the 2C most dependent pairs added, against every
   pair. Chosen on private rows without noise, it bounds what a private choice of pairs (MST's) could bring.
@@ -195,7 +195,8 @@ def runs_of(args, schema, target: str, private) -> list[tuple]:
         return [("defaults", schema, {}), ("repeated values named (repeated_values)", schema,
                                            {"repeated_values": True})]
     if args.what == "shrinkage":
-        return [("shrunk (the default)", schema, {}), ("as released (shrink=False)", schema, {"shrink": False})]
+        return [("shrunk (the default)", schema, {}), ("as released (shrink=False)", schema, {"shrink": False}),
+                (f"{target}'s tables as released (target=)", schema, {"target": target})]
     if args.what == "tree-pairs":
         tree, ranked = oracle_pairs(schema, private)
         richer = sorted(set(tree) | set(ranked[:2 * len(schema.names)]), key=ranked.index)

@@ -39,7 +39,7 @@ def cmd_generate(args) -> int:
 
 def _check_flags(args, spec) -> None:
     """Combinations of flags that name no run."""
-    for flag in ("schema", "public_table"):
+    for flag in ("schema", "public_table", "target", "privacy_unit"):
         if getattr(args, flag) is not None:
             raise UsageError(f"--{flag.replace('_', '-')} belongs to a --table run")
     if sum(x is not None for x in (args.data, args.dataset, args.images)) != 1:

@@ -56,7 +56,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
                  resolution_share: float = RESOLUTION_SHARE, cells: int | dict | None = None,
                  numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, shrink: bool = True, seed: int = 0,
-                 privacy_seed: int | None = None, repeated_values: bool = True):
+                 privacy_seed: int | None = None, repeated_values: bool = True, target: str | None = None):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
         pairs whose two-way tables are released (default: from the schema alone, every pair up to 32 columns, then
         neighbours: :func:`~swflow.tables.pairs.schema_pairs`); ``resolution``: where the columns' cells come from
@@ -71,7 +71,8 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         ``secure_noise``, ``privacy_seed``); ``privacy_unit``, ``max_rows_per_unit``: protect one unit of an identifier
         column and all of its rows, each unit counting as at most that many rows (swflow/privacy/units.py);
         ``repeated_values``: first name, privately, the values a sliced column's records share
-        (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself."""
+        (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself; ``target``: a
+        column a classifier will predict, whose tables are fitted as released, never shrunk."""
         from ..privacy import PrivacySpec
 
         if method not in METHODS:
@@ -88,6 +89,8 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
             privacy_unit, max_rows_per_unit, adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise,
             privacy_seed=privacy_seed, public=public)
         self.user_schema, self.schema = schema, self._released_schema(schema)
+        if target is not None and target not in schema.names:
+            raise ValueError(f"target names a column of the schema {schema.names}, got {target!r}")
         self.codec = TableCodec(schema, numeric_bins=numeric_bins)
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
@@ -105,7 +108,8 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
         self.clip, self.privacy_seed = clip, privacy_seed
-        self.flow = MarginalFlowConfig(n_particles=n_particles, steps=steps, lr=lr, seed=seed, shrink=shrink)
+        self.flow = MarginalFlowConfig(n_particles=n_particles, steps=steps, lr=lr, seed=seed, shrink=shrink,
+                                       target=target)
         self._particles = self._report = self._counts = None
 
     def _pairs(self, pairs) -> list[tuple[int, int]]:
@@ -199,8 +203,10 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
             priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
             if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
                 priors[-1] = None
-            targets = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std,
-                                    dataset_size=report.dataset_size, priors=priors)
+            shrunk = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std,
+                                   dataset_size=report.dataset_size, priors=priors)
+            keep = None if self.flow.target is None else self.schema.names.index(self.flow.target)
+            targets = [raw if keep in pair else table for raw, table, pair in zip(targets, shrunk, self.pairs)]
         # small steps on one thread, restored after (a busy machine's spinning OpenMP threads: 3-25x slower from Python)
         with torch_threads(step_threads(self.flow.n_particles, self.codec.dim)):
             return fit_particles(targets, sizes, self.pairs, dataset_size=report.dataset_size, config=self.flow,

@@ -35,13 +35,15 @@ class MarginalFlowConfig:
     """n_particles: N relaxed records; steps and lr: Adam's; seed: the public randomness (initial particles);
     shrink: the released tables shrunk toward independence first (:func:`shrunk_tables`), which lowers the marginals'
     error at small n·ε but can shrink away a weak dependence that a classifier trained on the samples needs
-    (docs/tables-design.md, "Shrinkage")."""
+    (docs/tables-design.md, "Shrinkage"); target: a column a classifier will predict, whose tables are fitted as
+    released, never shrunk (shrinkage erases a rare class's links first: docs/tables-design.md, "Rare classes")."""
 
     n_particles: int = 2000
     steps: int = 1000
     lr: float = 0.05
     seed: int = 0
     shrink: bool = True
+    target: str | None = None
 
     def __post_init__(self):
         if self.n_particles < 1 or self.steps < 1 or not self.lr > 0:
