@@ -204,7 +204,7 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    help="a column a classifier trained on the records will predict (fraud, default, a diagnosis): "
                    "its tables are fitted as released, never shrunk toward independence, since shrinkage erases a "
                    "rare class's links first (the example at eps 1: AUC 0.66-0.69 -> 0.69-0.70, 3-way TVD alike; "
-                   "docs/tables-design.md, \"Rare classes\")")
+                   "not on medexp at eps 1: docs/tables-design.md, \"Rare classes\")")
     g.add_argument("--no-repeated-values", action="store_true",
                    help="do not name the values that many records of a sliced real column share exactly. By default "
                    "the run first names them, privately (a tenth of the budget and a tenth of delta: partition "
