@@ -329,3 +329,24 @@ def test_a_csv_with_a_delimiter_at_the_end_of_each_line_reads_as_written(tmp_pat
             chunks = [f for _, f in TableRows(tmp_path / name, TableCodec(schema)).checked_frames()]
         assert {c: frame[c].tolist() for c in frame.columns} == expected
         assert chunks[0]["a"].tolist() == expected["a"]
+
+
+def test_decimal_numbers_and_pandas_strings_are_proposed_and_come_back_as_they_should():
+    """A column of decimal.Decimal was proposed as categories holding Decimal objects, which no JSON can write; a
+    pandas string column came back as object (issue 76)."""
+    import decimal
+    import json
+
+    import pandas as pd
+
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables import Schema
+
+    frame = pd.DataFrame({"s": pd.Series(["a", "b", "c"] * 100, dtype="string"),
+                          "d": [decimal.Decimal("1.25") * (i % 40) for i in range(300)]})
+    schema = Schema.propose(frame)
+    written = json.loads(json.dumps(schema.to_json()))
+    assert written["columns"][1]["type"] == "numeric" and written["columns"][1]["decimals"] == 2
+    back = TableSynthesizer(schema=Schema.from_json(written), epsilon=1.0, delta=1e-7, steps=5).fit(frame).sample(
+        20, seed=0)
+    assert isinstance(back["s"].dtype, pd.StringDtype) and back["d"].dtype == float

@@ -7,8 +7,9 @@ from dataclasses import dataclass, field, replace
 
 from .types import TEMPORAL, UNITS, instant_number, instant_text
 
-#: the pandas dtypes a categorical column may come back in: a category, or an ordered one (its categories' order)
-CATEGORY_DTYPES = ("category", "ordered category")
+#: the pandas dtypes a categorical column may come back in: a category, an ordered one (its categories' order), or
+#: pandas' string dtype
+CATEGORY_DTYPES = ("category", "ordered category", "string")
 
 __all__ = ["CATEGORY_DTYPES", "MISSING_MARKERS", "not_numbers", "Column", "Ignored", "SchemaError", "MISSING", "NUMERIC_VALUES", "SCALES"]
 

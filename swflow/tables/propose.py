@@ -11,6 +11,7 @@ read by a run.
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 import numpy as np
 
@@ -68,9 +69,14 @@ def _proposed(name: str, values, max_categories: int) -> Column:
 
     missing = bool(values.isna().any())
     seen = f"{values.notna().sum()} public values" + (", some missing" if missing else "")
+    if values.dtype == object and len(values.dropna()) and all(isinstance(v, Decimal) for v in values.dropna()):
+        values = values.astype(float)  # decimal.Decimal numbers: numbers (their places read as "decimals")
     temporal = looks_temporal(values)
     if temporal is not None:
         return _temporal(name, values, temporal, missing, seen)
+    if isinstance(values.dtype, pd.StringDtype) and values.nunique(dropna=True) <= max_categories:
+        return Column(name, "categorical", categories=tuple(sorted(values.dropna().unique(), key=str)) +
+                      ((MISSING,) if missing else ()), dtype="string", note=f"{seen}; pandas strings: they come back so")
     if isinstance(values.dtype, pd.CategoricalDtype):
         declared = tuple(_plain(v) for v in values.cat.categories)
         dtype = "ordered category" if values.cat.ordered else "category"

@@ -111,6 +111,8 @@ def present(column, values: np.ndarray):
         nullable = None in column.categories
         if column.dtype in ("category", "ordered category"):
             return pd.Series(pd.Categorical(values, categories=declared, ordered=column.dtype == "ordered category"))
+        if column.dtype == "string":
+            return pd.Series(list(values), dtype="string")
         if all(isinstance(c, bool) for c in declared):
             return pd.Series(values, dtype="boolean" if nullable else bool)
         if all(isinstance(c, int) and not isinstance(c, bool) for c in declared):
