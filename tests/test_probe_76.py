@@ -350,3 +350,18 @@ def test_decimal_numbers_and_pandas_strings_are_proposed_and_come_back_as_they_s
     back = TableSynthesizer(schema=Schema.from_json(written), epsilon=1.0, delta=1e-7, steps=5).fit(frame).sample(
         20, seed=0)
     assert isinstance(back["s"].dtype, pd.StringDtype) and back["d"].dtype == float
+
+
+def test_where_keeps_the_declared_precision():
+    import pytest
+
+    from swflow.cli.tables import parse_conditions
+    from swflow.tables import Schema
+
+    schema = Schema.from_json({"columns": [{"name": "price", "type": "numeric", "min": 0, "max": 100, "decimals": 2},
+                                           {"name": "age", "type": "numeric", "min": 0, "max": 100, "integer": True}]})
+    assert parse_conditions(["price=12.25", "age=40"], schema) == {"price": 12.25, "age": 40.0}
+    with pytest.raises(ValueError, match="2 decimal places"):
+        parse_conditions(["price=12.255"], schema)
+    with pytest.raises(ValueError, match="whole numbers"):
+        parse_conditions(["age=40.5"], schema)
