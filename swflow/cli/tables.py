@@ -15,7 +15,8 @@ def cmd_generate_table(args) -> int:
     """`swflow generate --table PRIVATE --schema SCHEMA ...`: RUN/samples.csv (or .parquet, as the input),
     privacy.json and model.pt."""
     from ..pipeline.generate import RunRequest
-    from ..pipeline.tables import METHODS, MODEL, TableSynthesizer, generate_table
+    from ..pipeline.table_run import generate_table
+    from ..pipeline.tables import METHODS, MODEL, TableSynthesizer
 
     if args.schema is None:
         raise UsageError("--table needs --schema SCHEMA.json, the table's public schema (propose one from PUBLIC "

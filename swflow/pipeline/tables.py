@@ -31,7 +31,7 @@ from .table_cells import RESOLUTIONS, TableCells, resolution_setting
 from .table_size import TableSize
 from .table_units import TableUnits
 
-__all__ = ["TableSynthesizer", "FORMAT", "METHODS", "POST_PROCESSING_NOTE", "RESOLUTIONS"]
+__all__ = ["TableSynthesizer", "FORMAT", "METHODS", "MODEL", "POST_PROCESSING_NOTE", "RESOLUTIONS"]
 
 FORMAT = "swflow-table-1"
 #: what a table run's privacy report leaves out (a table run has no autoencoder: its codec comes from the schema)
@@ -95,10 +95,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
         self.pairs, self.public = self._pairs(pairs), public
-        every, width = len(schema.columns) * (len(schema.columns) - 1) // 2, max(j - i for i, j in self.pairs)
-        self.pairs_chosen_by = "given" if pairs is not None else "every pair (the schema alone)" if len(
-            self.pairs) == every else (f"the schema alone: each column with its next {width} in the schema's order "
-                                       f"({len(self.pairs)} of the {every} pairs; swflow.tables.pairs.schema_pairs)")
+        self.pairs_chosen_by = self._chosen_by(given=pairs is not None)
         self.resolution, self.resolution_share = resolution_setting(resolution, resolution_share, public)
         self._check_cells(cells)
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
@@ -111,6 +108,14 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         self.flow = MarginalFlowConfig(n_particles=n_particles, steps=steps, lr=lr, seed=seed, shrink=shrink,
                                        target=target)
         self._particles = self._report = self._counts = None
+
+    def _chosen_by(self, *, given: bool) -> str:
+        """What chose the pairs, in words (privacy.json; said at run time where it is not every pair)."""
+        every = len(self.user_schema.columns) * (len(self.user_schema.columns) - 1) // 2
+        width = max(j - i for i, j in self.pairs)
+        return "given" if given else "every pair (the schema alone)" if len(self.pairs) == every else (
+            f"the schema alone: each column with its next {width} in the schema's order ({len(self.pairs)} of the "
+            f"{every} pairs; swflow.tables.pairs.schema_pairs)")
 
     def _pairs(self, pairs) -> list[tuple[int, int]]:
         names = self.schema.names
@@ -345,55 +350,3 @@ def _records(table, codec: TableCodec, *, clip: bool) -> int:
 
 
 MODEL = "model.pt"  # a table run's saved Synthesizer: the released tables, the fitted particles, the report
-
-
-def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | None, seed: int):
-    """A table run into the folder ``request.out`` (a RunRequest): privacy.json, model.pt and samples.csv or
-    .parquet (as the input; ``n_samples`` records, default as many as the private table). Under torchrun every
-    rank calls this; rank 0 owns the folder and returns the report, the others return None."""
-    import os
-
-    from ..io.outdir import staged
-    from ..privacy import write_report
-    from ..tables.files import write_table
-    from .run_samples import samples_record, with_samples
-
-    suffix = ".parquet" if str(table).lower().endswith(".parquet") else ".csv"
-
-    def write(out: Path) -> None:
-        report, samples = syn.privacy_report(), out / f"samples{suffix}"
-        n = n_samples or report.dataset_size
-        write_report(with_samples(report, samples_record(samples, n, seed)), out)
-        syn.save(out / MODEL)
-        write_table(syn.sample(n, seed=seed), samples)
-
-    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
-        with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
-            syn.fit(table, progress="auto" if request.quiet else True)  # read in chunks: memory flat in the file's length
-            write(out)
-        return syn.privacy_report()
-    return _generate_table_on_ranks(syn, table, request, write)
-
-
-def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write):
-    import torch.distributed as dist
-
-    from .distributed import open_group
-
-    run_dir, out = open_group("cpu", request, resumable=False)
-    try:
-        syn.fit(table, progress=(("auto" if request.quiet else True) if dist.get_rank() == 0 else False),
-                sharded=True)
-        if run_dir is not None:
-            write(out)
-        dist.barrier()
-    except BaseException:
-        if run_dir is not None:
-            run_dir.abandon()
-        raise
-    report = None
-    if run_dir is not None:
-        run_dir.commit()
-        report = syn.privacy_report()
-    dist.destroy_process_group()
-    return report

@@ -1,0 +1,61 @@
+"""A table run into a folder: `swflow generate --table` writes privacy.json, model.pt and the samples, in one
+process or under torchrun (rank 0 owns the folder)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .tables import MODEL, TableSynthesizer
+
+__all__ = ["generate_table"]
+
+
+def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | None, seed: int):
+    """A table run into the folder ``request.out`` (a RunRequest): privacy.json, model.pt and samples.csv or
+    .parquet (as the input; ``n_samples`` records, default as many as the private table). Under torchrun every
+    rank calls this; rank 0 owns the folder and returns the report, the others return None."""
+    import os
+
+    from ..io.outdir import staged
+    from ..privacy import write_report
+    from ..tables.files import write_table
+    from .run_samples import samples_record, with_samples
+
+    suffix = ".parquet" if str(table).lower().endswith(".parquet") else ".csv"
+
+    def write(out: Path) -> None:
+        report, samples = syn.privacy_report(), out / f"samples{suffix}"
+        n = n_samples or report.dataset_size
+        write_report(with_samples(report, samples_record(samples, n, seed)), out)
+        syn.save(out / MODEL)
+        write_table(syn.sample(n, seed=seed), samples)
+
+    if int(os.environ.get("WORLD_SIZE", "1")) == 1:
+        with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
+            syn.fit(table, progress="auto" if request.quiet else True)  # read in chunks: memory flat in the file's length
+            write(out)
+        return syn.privacy_report()
+    return _generate_table_on_ranks(syn, table, request, write)
+
+
+def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write):
+    import torch.distributed as dist
+
+    from .distributed import open_group
+
+    run_dir, out = open_group("cpu", request, resumable=False)
+    try:
+        syn.fit(table, progress=(("auto" if request.quiet else True) if dist.get_rank() == 0 else False),
+                sharded=True)
+        if run_dir is not None:
+            write(out)
+        dist.barrier()
+    except BaseException:
+        if run_dir is not None:
+            run_dir.abandon()
+        raise
+    report = None
+    if run_dir is not None:
+        run_dir.commit()
+        report = syn.privacy_report()
+    dist.destroy_process_group()
+    return report
