@@ -74,7 +74,8 @@ def _proposed(name: str, values, max_categories: int) -> Column:
     temporal = looks_temporal(values)
     if temporal is not None:
         return _temporal(name, values, temporal, missing, seen)
-    if isinstance(values.dtype, pd.StringDtype) and values.nunique(dropna=True) <= max_categories:
+    explicit = isinstance(values.dtype, pd.StringDtype) and getattr(values.dtype, "na_value", None) is pd.NA
+    if explicit and values.nunique(dropna=True) <= max_categories:  # "string", not the str pandas reads text as
         return Column(name, "categorical", categories=tuple(sorted(values.dropna().unique(), key=str)) +
                       ((MISSING,) if missing else ()), dtype="string", note=f"{seen}; pandas strings: they come back so")
     if isinstance(values.dtype, pd.CategoricalDtype):
