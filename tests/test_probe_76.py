@@ -353,15 +353,22 @@ def test_decimal_numbers_and_pandas_strings_are_proposed_and_come_back_as_they_s
 
 
 def test_where_keeps_the_declared_precision():
+    """A condition finer than its column's declared precision is refused where every condition is checked
+    (TableSynthesizer.sample, which --where calls), whole numbers and decimal places alike."""
+    import pandas as pd
     import pytest
 
     from swflow.cli.tables import parse_conditions
+    from swflow.pipeline.tables import TableSynthesizer
     from swflow.tables import Schema
 
     schema = Schema.from_json({"columns": [{"name": "price", "type": "numeric", "min": 0, "max": 100, "decimals": 2},
                                            {"name": "age", "type": "numeric", "min": 0, "max": 100, "integer": True}]})
     assert parse_conditions(["price=12.25", "age=40"], schema) == {"price": 12.25, "age": 40.0}
+    frame = pd.DataFrame({"price": [12.25, 40.5, 80.75] * 100, "age": [20, 40, 60] * 100})
+    syn = TableSynthesizer(schema=schema, epsilon=10.0, delta=1e-7, steps=5).fit(frame)
+    assert (syn.sample(10, seed=0, conditions={"price": 12.25})["price"] == 12.25).all()
     with pytest.raises(ValueError, match="2 decimal places"):
-        parse_conditions(["price=12.255"], schema)
+        syn.sample(10, seed=0, conditions=parse_conditions(["price=12.255"], schema))
     with pytest.raises(ValueError, match="whole numbers"):
-        parse_conditions(["age=40.5"], schema)
+        syn.sample(10, seed=0, conditions=parse_conditions(["age=40.5"], schema))

@@ -132,19 +132,7 @@ def parse_conditions(where: list[str], schema) -> dict:
                 conditions[name] = None if text == "" else float(text)
             except ValueError:
                 raise ValueError(f"--where {item}: {name} is numeric; give a number") from None
-            _check_precision(item, column, conditions[name])
     return conditions
-
-
-def _check_precision(item: str, column, value: float | None) -> None:
-    """A condition on a number holds a value the column can hold: whole where it is whole, with no more places than
-    it declares (records come back so; a finer value would be met by none)."""
-    if value is None:
-        return
-    if column.integer and not float(value).is_integer():
-        raise ValueError(f"--where {item}: {column.name} holds whole numbers")
-    if column.decimals is not None and round(value, column.decimals) != value:
-        raise ValueError(f"--where {item}: {column.name} is written with {column.decimals} decimal places")
 
 
 def is_table_run(run_dir) -> bool:

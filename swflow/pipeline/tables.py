@@ -259,6 +259,9 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
                 checked = Schema((self.schema.columns[j],)).check(pd.DataFrame({name: [value]}))[name]
             except ValueError as err:
                 raise ValueError(f"condition {name} = {value!r} is not a value the schema allows: {err}") from None
+            places = self.schema.columns[j].decimals
+            if places is not None and round(float(checked.iloc[0]), places) != float(checked.iloc[0]):
+                raise ValueError(f"condition {name} = {value!r}: {name} is written with {places} decimal places")
             cells[j], values[name] = int(self.codec.cells[j].index(checked)[0]), checked.iloc[0]
 
         def draw(count: int, draw_seed: int):
