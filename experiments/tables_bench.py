@@ -32,6 +32,7 @@ continues and a figure is redrawn without rerunning anything:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import resource
 import subprocess
@@ -213,10 +214,10 @@ def privtree_samples(name: str, table: str, schema, private: pd.DataFrame, *, ep
     """A peer with PrivTree bins (``name`` in PRIVTREE), from the cache or a run in the peers' environment (stopped
     after ``cpu_minutes`` of CPU: then (None, what happened))."""
     stem = peer_stem(cache, name, table, epsilon=epsilon, seed=seed)
-    rows, domain = raw_rows(schema, private)
+    raw = functools.cache(lambda: raw_rows(schema, private))  # only when the cell is not cached
     info = run_peer(stem, "tables_privtree.py",  # CSV: the peers' environment reads no Parquet
-                    {"rows.csv": lambda p: rows.to_csv(p, index=False),
-                     "domain.json": lambda p: p.write_text(json.dumps(domain))},
+                    {"rows.csv": lambda p: raw()[0].to_csv(p, index=False),
+                     "domain.json": lambda p: p.write_text(json.dumps(raw()[1]))},
                     ["--peer", PRIVTREE[name], "--rows", "{tmp}/rows.csv", "--domain", "{tmp}/domain.json",
                      "--epsilon", str(epsilon), "--delta", str(DELTA), "--n", str(n), "--seed", str(seed)],
                     result="out.csv", cpu_minutes=cpu_minutes)
