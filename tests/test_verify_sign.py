@@ -144,3 +144,19 @@ def test_a_key_is_never_replaced_and_the_private_key_is_its_owner_s_only(made, c
     assert main(["sign", "--new-key", str(made / "owner.pem")]) == 2
     assert "never replaced" in capsys.readouterr().err
     assert (made / "owner.pem").stat().st_mode & 0o077 == 0
+
+
+def test_verify_checks_a_flow_run_s_recorded_releases(tmp_path, capsys):
+    """A flow run (the last release's fixture, a histogram release: every step's σ is 0, the noise is on the
+    counts): its claim and model.h5's releases verified; one step recorded with noise it never had is refused."""
+    from pathlib import Path
+
+    import h5py
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "release-6977961" / "run", run)
+    assert main(["verify", str(run), "--quiet"]) == 0
+    assert "model.h5: every recorded release's noise" in capsys.readouterr().out
+    with h5py.File(run / "model.h5", "r+") as f:
+        f["sigma"][0] = 1.0
+    assert main(["verify", str(run), "--quiet"]) == 2

@@ -128,6 +128,6 @@ def _verify_flow(run_dir: Path, verified: Verified) -> None:
     from ..methods.model import FlowModel
 
     if (run_dir / "model.h5").exists():
-        FlowModel.from_run_dir(run_dir)  # its constructor checks the recorded releases against the report
+        FlowModel.from_file(run_dir / "model.h5", report=verified.report)  # checks its releases against the report
         verified.checks.append("model.h5: every recorded release's noise against the report's calibrated mechanism")
     verified.unchecked.append("the samples of a flow run are its own particles: not made again")
