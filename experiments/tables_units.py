@@ -143,31 +143,60 @@ def run_cell(method: str, private: pd.DataFrame, schema, unit: str, *, epsilon: 
         k = None if method == "unit" else int(method.split("-")[1])
         syn = Synthesizer("dpswflow-hist", schema=schema, epsilon=epsilon, delta=DELTA, clip=True, seed=seed,
                           privacy_unit=unit, max_rows_per_unit=k, **fit).fit(private)
-        bound = syn.unit.max_rows
-        weight = np.minimum(1.0, bound / private.groupby(unit)[unit].transform("size").to_numpy())
-        return syn.sample(n, seed=seed), {"max_rows_per_unit": bound, "mass_kept": float(weight.mean())}
+        return syn.sample(n, seed=seed), {"max_rows_per_unit": syn.unit.max_rows,
+                                          "mass_kept": mass_kept(syn, private, unit)}
     peer = method.removesuffix("-one-row")
     kept = keep_rows(private, unit, 1, seed=seed).drop(columns=[unit])
     return peer_samples(peer, f"units-{table}", peer_codec_of(schema), kept, epsilon=epsilon, n=n, seed=seed,
                         cache=cache, cpu_minutes=60.0)
 
 
-def excess_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
+def cell_key(table: str, method: str, epsilon: float | None, seed: int) -> str:
+    """A cell's key in --out: the first draw's (seed 0) as it always was, the others' with their seed."""
+    key = f"{table} {method}" if epsilon is None else f"{table} {method} eps={epsilon:g}"
+    return key if seed == 0 else f"{key} seed={seed}"
+
+
+def mean_cell(cells: dict, table: str, method: str, epsilon: float | None, seeds: list[int]) -> dict | None:
+    """The mean over the ``seeds`` drawn of a cell's 3-way TVD and AUC (None where no draw has it), and the draws."""
+    drawn = [c for c in (cells.get(cell_key(table, method, epsilon, s)) for s in seeds)
+             if c is not None and c.get("tvd_3way") is not None]
+    if not drawn:
+        return None
+    aucs = [c["auc"] for c in drawn if c.get("auc") is not None]
+    return {"tvd_3way": float(np.mean([c["tvd_3way"] for c in drawn])),
+            "auc": float(np.mean(aucs)) if aucs else None, "draws": len(drawn)}
+
+
+def mass_kept(syn, private: pd.DataFrame, unit: str) -> float:
+    """The share of the private rows' mass the pair tables counted: each unit's rows at its weight for them
+    (swflow.privacy.units.spread_weights on the run's cells and pairs). Computed here from the private rows, for
+    the benchmark's report only: the run itself publishes no such number."""
+    from swflow.privacy.units import ROWS_COLUMN, spread_weights, unit_codes
+
+    frame = private.drop(columns=[unit]).assign(**{ROWS_COLUMN: syn.schema.columns[-1].categories[0]})
+    cells = syn.codec.cell_index(syn.schema.check(frame, clip=True))
+    weights = spread_weights(unit_codes(private[unit]), cells, syn.pairs, max_rows=syn.unit.max_rows,
+                             constant=len(syn.schema.columns) - 1)
+    return float(weights.mean())
+
+
+def excess_text(cells: dict, tables: list[str], epsilons: list[float], seeds: list[int]) -> str:
     """Markdown: 3-way TVD (AUC) per table, method and ε, and each unit run's excess over the floor against the
     best of the user's current options (one row per unit, group privacy, the peers on one row per unit)."""
     options = ["one-row", *(f"group-{k}" for k in GROUP_KS), *(f"{p}-one-row" for p in PEERS)]
     runs = ["unit", *(f"unit-{k}" for k in UNIT_KS)]
     out = []
     for epsilon in epsilons:
-        out.append(f"ε = {epsilon:g}, δ = {DELTA:g} per unit (3-way TVD / AUC; excess over the floor ÷ the best "
-                   "option's)\n")
+        out.append(f"ε = {epsilon:g}, δ = {DELTA:g} per unit (3-way TVD / AUC, the mean of the draws {seeds}; "
+                   "excess over the floor ÷ the best option's)\n")
         out.append("| table | floor | " + " | ".join(options + runs) + " |")
         out.append("|" + "---|" * (len(options) + len(runs) + 2))
         for table in tables:
-            floor = (cells.get(f"{table} private") or {}).get("tvd_3way")
+            floor = (mean_cell(cells, table, "private", None, seeds) or {}).get("tvd_3way")
             row, values = [], {}
             for m in options + runs:
-                c = cells.get(f"{table} {m} eps={epsilon:g}")
+                c = mean_cell(cells, table, m, epsilon, seeds)
                 values[m] = None if c is None else c.get("tvd_3way")
                 row.append("–" if values[m] is None else f"{values[m]:.3f}" + (
                     f" / {c['auc']:.2f}" if c.get("auc") is not None else ""))
@@ -186,7 +215,8 @@ def main(argv=None) -> int:
     p.add_argument("--methods", nargs="+", default=["private", "one-row", *(f"group-{k}" for k in GROUP_KS), "unit",
                                                     *(f"unit-{k}" for k in UNIT_KS), *(f"{p}-one-row" for p in PEERS)])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0],
+                   help="draws: each a new split by unit and new runs; the tables show each cell's mean over them")
     p.add_argument("--data-dir", default=str(ROOT / "data" / "tables"))
     p.add_argument("--out", default="experiments/out/tables_units.json")
     p.add_argument("--redo", nargs="+", default=[], help="methods whose cached scores are recomputed")
@@ -200,8 +230,8 @@ def main(argv=None) -> int:
         args.out = str(Path(tempfile.mkdtemp()) / "tables_units.json")
     out = Path(args.out)
     cells = json.loads(out.read_text()) if out.exists() else {}
-    for table in args.tables:
-        private, held_out, schema, unit = read(table, Path(args.data_dir), seed=args.seed, units=units)
+    for table, seed in ((t, s) for t in args.tables for s in args.seeds):
+        private, held_out, schema, unit = read(table, Path(args.data_dir), seed=seed, units=units)
         score = Scorer(schema, private.drop(columns=[unit]), held_out.drop(columns=[unit]), TABLES[table][2])
         for method in args.methods:
             if method.endswith("-one-row") and not PEER_PYTHON.exists():
@@ -209,12 +239,12 @@ def main(argv=None) -> int:
                 continue
             epsilons = args.epsilons[:1] if method == "aim-one-row" else args.epsilons
             for epsilon in [None] if method == "private" else epsilons:
-                key = f"{table} {method}" if epsilon is None else f"{table} {method} eps={epsilon:g}"
+                key = cell_key(table, method, epsilon, seed)
                 if key in cells and method not in args.redo:
                     continue
                 t0 = time.perf_counter()
                 frame, facts = run_cell(method, private, schema, unit, epsilon=epsilon or 1.0, n=len(private),
-                                        seed=args.seed, steps=steps, cache=out.parent / "tables_units_peers",
+                                        seed=seed, steps=steps, cache=out.parent / "tables_units_peers",
                                         table=table)
                 seconds = time.perf_counter() - t0
                 cell = {"tvd_3way": None, **facts} if frame is None else {
@@ -227,9 +257,9 @@ def main(argv=None) -> int:
                 shown = "no result" if cell["tvd_3way"] is None else f"tvd 3-way {cell['tvd_3way']:.3f}"
                 print(f"{key:36} {shown}  auc {cell.get('auc')}  ({seconds:.0f} s)", flush=True)
         units_of = private[unit].nunique()
-        print(f"{table}: {units_of} private units, {len(private)} rows ({len(private) / units_of:.1f} a unit), "
+        print(f"{table} (seed {seed}): {units_of} private units, {len(private)} rows ({len(private) / units_of:.1f} a unit), "
               f"{held_out[unit].nunique()} held-out units")
-    print(excess_text(cells, args.tables, args.epsilons))
+    print(excess_text(cells, args.tables, args.epsilons, args.seeds))
     if args.json:
         print(json.dumps(cells))
     return 0

@@ -372,3 +372,25 @@ def test_where_keeps_the_declared_precision():
         syn.sample(10, seed=0, conditions=parse_conditions(["price=12.255"], schema))
     with pytest.raises(ValueError, match="whole numbers"):
         syn.sample(10, seed=0, conditions=parse_conditions(["age=40.5"], schema))
+
+def test_spaces_around_a_text_value_or_a_name_are_dropped_on_both_sides(tmp_path):
+    """read_csv's skipinitialspace dropped the spaces before a value but kept those after it: "Paris " and " Paris"
+    were proposed as two categories, and a schema declaring Paris refused "Paris " (issue 76, consistent
+    whitespace). Now both sides, in the proposer's read, the schema's and the chunked one's, names included."""
+    from swflow.tables.codec import TableCodec
+    from swflow.tables.files import TableRows, read_table
+    from swflow.tables.propose import propose
+
+    (tmp_path / "t.csv").write_text("age ,city, flag\n31, Paris, yes\n45, Lyon, no\n28,Paris ,yes\n52,Lyon  ,no\n")
+    proposed = {c.name: c for c in propose(read_table(tmp_path / "t.csv"))}
+    assert set(proposed) == {"age", "city", "flag"}
+    assert list(proposed["city"].categories) == ["Lyon", "Paris"]
+    schema = Schema.from_json({"columns": [{"name": "age", "type": "numeric", "min": 0, "max": 99},
+                                           {"name": "city", "type": "categorical", "categories": ["Lyon", "Paris"]},
+                                           {"name": "flag", "type": "categorical", "categories": ["no", "yes"]}]})
+    expected = {"age": [31.0, 45.0, 28.0, 52.0], "city": ["Paris", "Lyon", "Paris", "Lyon"],
+                "flag": ["yes", "no", "yes", "no"]}
+    frame = schema.check(read_table(tmp_path / "t.csv", schema=schema))
+    chunk = next(f for _, f in TableRows(tmp_path / "t.csv", TableCodec(schema)).checked_frames())
+    assert {c: frame[c].tolist() for c in schema.names} == expected
+    assert {c: chunk[c].tolist() for c in schema.names} == expected

@@ -16,7 +16,8 @@ from swflow.pipeline.tables import TableSynthesizer
 from swflow.privacy.histogram import histogram_sensitivity
 from swflow.privacy.marginals import pair_counts
 from swflow.privacy.oneway import Tree, level_counts
-from swflow.privacy.units import UnitBound, unit_codes, unit_value_slots, unit_weights
+from swflow.privacy.units import (UnitBound, row_classes, spread_weights, unit_codes, unit_value_slots,
+                                  unit_weights)
 from swflow.privacy.verify import ClaimMismatch
 from swflow.tables import example_table
 
@@ -77,6 +78,49 @@ def test_a_unit_moves_the_pair_tables_trees_and_count_by_at_most_k_times_a_row(k
               histogram_sensitivity(1, adjacency="add-remove", contribution=k).value]
     assert bounds == pytest.approx([k * math.sqrt(3), k * 1.0, k * 1.0])
     assert largest == pytest.approx(bounds)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_units_spread_weight_moves_the_pair_tables_by_at_most_k_root_k(k):
+    """Brute force, the pair tables' weights (privacy.units.spread_weights): a tiny table of three units over a
+    2 × 3 × 2 domain and a fourth column constant in each unit (its weight's class, as a run's ROWS_COLUMN); every
+    neighbour adding one more unit of 1 … k + 2 rows (every multiset), and every neighbour removing one. The five
+    tables move by at most k·√K in ℓ2, and exactly that where a unit of more than k rows sits in one cell; no
+    other unit's weight changes; a unit keeps at least the count bound's k / n of each row, and more where its rows
+    spread (the largest weight for the bound, checked against its norm counted by pair_counts, on its own)."""
+    sizes, pairs = [2, 3, 2, 4], [(0, 1), (0, 2), (1, 2), (0, 3), (2, 3)]
+    bound = k * math.sqrt(len(pairs))
+    base_rows = [(0, 0, 0), (1, 2, 1), (1, 2, 1), (0, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 0), (1, 0, 1)]
+    base_units = [0, 1, 1, 2, 2, 2, 2, 2]
+
+    def released(rows, units):
+        codes = np.array(units, dtype=np.int64)
+        cells = np.array([(*r, 0) for r in rows], dtype=np.int64).reshape(-1, 4)
+        weights = spread_weights(codes, cells, pairs, max_rows=k, constant=3)
+        cells[:, 3] = row_classes(weights.numpy())  # the class column, set from the weight it does not change
+        assert torch.equal(weights, spread_weights(codes, cells, pairs, max_rows=k, constant=3))
+        return pair_counts(torch.from_numpy(cells), sizes, pairs, weights), weights
+
+    base, base_weights = released(base_rows, base_units)
+    largest, spread = 0.0, 0
+    for unit in _all_units(sizes[:3], k + 2):
+        tables, weights = released(base_rows + list(unit), base_units + [3] * len(unit))
+        assert torch.equal(weights[:len(base_rows)], base_weights)
+        alone = pair_counts(torch.tensor([(*r, 0) for r in unit]), sizes, pairs, torch.ones(len(unit),
+                                                                                                dtype=torch.float64))
+        weight = float(weights[-1])
+        assert weight == pytest.approx(min(1.0, bound / float(alone.norm())), rel=1e-12)
+        assert weight >= min(1.0, k / len(unit)) - 1e-12
+        spread += weight > min(1.0, k / len(unit)) + 1e-9
+        moved = float((tables - base).norm())
+        assert moved <= bound * (1 + 1e-12)
+        largest = max(largest, moved)
+    for gone in range(3):
+        rows = [r for r, u in zip(base_rows, base_units) if u != gone]
+        tables, _ = released(rows, [u if u < gone else u - 1 for u in base_units if u != gone])
+        assert float((tables - base).norm()) <= bound * (1 + 1e-12)
+    assert largest == pytest.approx(bound)
+    assert spread > 0
 
 
 @pytest.mark.parametrize("per_unit", [1, 2])

@@ -1,8 +1,8 @@
 """A table run whose privacy unit is an identifier column's unit and all of its rows (swflow/privacy/units.py).
 
 The part of :class:`~swflow.pipeline.tables.TableSynthesizer` that reads the unit column once (to group rows: it is
-never synthesized, written or shown), weights each unit's rows to at most k, hands the counting releases those
-weights and the sensitivity they give, and states the unit in the report; and, on load, checks that the saved
+never synthesized, written or shown), weights each unit's rows (to at most k for the count and the trees; by their
+spread for the pair tables), hands the counting releases those weights and the sensitivity they give, and states the unit in the report; and, on load, checks that the saved
 settings, the report's unit and its ledger agree. Without a unit, the report says its unit is one row.
 """
 from __future__ import annotations
@@ -16,14 +16,17 @@ from ..privacy.units import ROWS_COLUMN
 
 __all__ = ["TableUnits", "UNIT_NOTE"]
 
-UNIT_NOTE = ("privacy unit: {words}. Every release counts a unit's rows with weight min(1, {k} / its rows), so one "
-             "unit adds at most {k} to every count it enters (sensitivity {k} x a row's), and names at most {m} value(s) of "
-             f"a column in the repeated-values release; the pair tables hold one more column, {ROWS_COLUMN!r} (each "
-             "row's class of its unit's rows, released like any column), which samples read to undo the "
-             "down-weighting and drop; add-remove adjacency of units (the number of units and of rows "
-             "is private: dataset_size is the released weighted count). The noise is the continuous Gaussian from the "
-             "OS CSPRNG (counts moved by up to {k} are outside the discrete Gaussian's account). The identifier "
-             "column is read to group rows only: it is not synthesized, and no file holds it")
+UNIT_NOTE = ("privacy unit: {words}. The count of records and the fine trees count a unit's rows with weight "
+             "min(1, {k} / its rows), so one unit adds at most {k} to every count they hold; the pair tables with "
+             "the largest weight min(1, {k}·√K / ‖H‖) that keeps the unit's move of all K tables within {k}·√K in ℓ2 "
+             "(H: its rows' counts in the tables' cells, which are public; a unit whose rows spread keeps more of "
+             "them): every release's sensitivity is {k} x a row's. The repeated-values release names at most {m} "
+             f"value(s) of a column a unit; the pair tables hold one more column, {ROWS_COLUMN!r} (each row's class "
+             "of what it stands for among its unit's rows, 1 / its weight, released like any column), which samples "
+             "read to undo the down-weighting and drop; add-remove adjacency of units (the number of units and of "
+             "rows is private: dataset_size is the released weighted count). The noise is the continuous Gaussian "
+             "from the OS CSPRNG (counts moved by up to {k} are outside the discrete Gaussian's account). The "
+             "identifier column is read to group rows only: it is not synthesized, and no file holds it")
 
 
 class TableUnits:
@@ -82,7 +85,7 @@ class TableUnits:
     def _unit_split(self, table, *, sharded: bool):
         """``table`` without its unit column (a file is read whole: the unit's rows may lie anywhere in it), each
         row's unit and weight kept for the fit's releases (``self._unit_rows``); ``table`` itself without a unit."""
-        from ..privacy.units import row_class_labels, row_classes, unit_codes, unit_weights
+        from ..privacy.units import unit_codes, unit_weights
         from ..tables.files import read_table
 
         if self.unit is None:
@@ -96,9 +99,28 @@ class TableUnits:
                              "identifies each row's unit")
         codes = unit_codes(frame[self.unit.column])
         self._unit_rows = codes, unit_weights(codes, max_rows=self.unit.max_rows)
+        return self._with_classes(frame.drop(columns=[self.unit.column]))
+
+    def _with_classes(self, frame):
+        """``frame`` with ROWS_COLUMN set to each row's class of its weight (privacy.units.row_classes)."""
+        from ..privacy.units import row_class_labels, row_classes
+
         labels = np.array(row_class_labels(self.unit.max_rows), dtype=object)
-        return frame.drop(columns=[self.unit.column]).assign(
-            **{ROWS_COLUMN: labels[row_classes(codes, max_rows=self.unit.max_rows)]})
+        return frame.assign(**{ROWS_COLUMN: labels[row_classes(self._unit_rows[1].numpy())]})
+
+    def _spread_units(self, frame):
+        """Once the cells are set (public): each unit's weight for the pair tables, the largest that keeps its
+        move of all of them within k·√K (privacy.units.spread_weights: more rows of a unit whose rows spread over
+        many cells, at the same noise), and ROWS_COLUMN its class; ``frame`` as it is without a unit."""
+        from ..privacy.units import spread_weights
+
+        if self.unit is None:
+            return frame
+        cells = self.codec.cell_index(self.schema.check(frame, clip=self.clip))
+        codes = self._unit_rows[0]
+        self._unit_rows = codes, spread_weights(codes, cells, self.pairs, max_rows=self.unit.max_rows,
+                                                constant=len(self.schema.columns) - 1)
+        return self._with_classes(frame)
 
     def _records_mass(self, records: int) -> float:
         """What the count of records counts: the rows, or their weights' sum under a unit."""
@@ -107,6 +129,16 @@ class TableUnits:
     def _weighted(self, target):
         """``target`` (a count release) counting each row with its unit's weight, at the unit's sensitivity."""
         return target if self._unit_rows is None else target.weighted(self._unit_rows[1], self.unit.max_rows)
+
+    def _tables_mass(self, tables, size: int) -> int:
+        """What the released pair ``tables`` count in all: the released size, or under a unit (whose tables weigh
+        a unit's rows by their spread, not as the size did) their totals pooled at inverse variance (a table of c
+        cells sums noise of variance c·σ²). Post-processing of the release."""
+        if self.unit is None:
+            return size
+        totals = torch.stack([table.sum() for table in tables]).to(torch.float64)
+        precisions = torch.tensor([1.0 / table.numel() for table in tables], dtype=torch.float64)
+        return max(1, round(float((precisions * totals).sum() / precisions.sum())))
 
     #: records drawn per record kept when samples undo a unit's down-weighting (sampling importance resampling)
     POOL = 8

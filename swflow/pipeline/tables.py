@@ -162,6 +162,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         fine = self._release_cells(table, n, released, fine_cal, noise, share) if released else None
         if calibration is not None:  # the pair tables' plan, with the dimension the cells give the rows
             calibration = replace(calibration, plan=replace(calibration.plan, dim=self.codec.dim))
+        table = self._spread_units(table)  # a unit's weight for the pair tables, now that the cells are set
         data = open_source(SourceRequest("table", table, "table", clip=self.clip),
                            codec=TableSource(self.codec, clip=self.clip))
         rows = data.rows
@@ -204,17 +205,18 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
 
         sizes, report = self.codec.sizes, self._report
         targets = split_tables(self._counts, sizes, self.pairs)
+        mass = self._tables_mass(targets, report.dataset_size)
         if report.private and self.flow.shrink:
             priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
             if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
                 priors[-1] = None
-            shrunk = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std,
-                                   dataset_size=report.dataset_size, priors=priors)
+            shrunk = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std, dataset_size=mass,
+                                   priors=priors)
             keep = None if self.flow.target is None else self.schema.names.index(self.flow.target)
             targets = [raw if keep in pair else table for raw, table, pair in zip(targets, shrunk, self.pairs)]
         # small steps on one thread, restored after (a busy machine's spinning OpenMP threads: 3-25x slower from Python)
         with torch_threads(step_threads(self.flow.n_particles, self.codec.dim)):
-            return fit_particles(targets, sizes, self.pairs, dataset_size=report.dataset_size, config=self.flow,
+            return fit_particles(targets, sizes, self.pairs, dataset_size=mass, config=self.flow,
                                  progress=progress)
 
     def _run_config(self, n: int, released: list[int]) -> dict:

@@ -20,10 +20,13 @@ def unit_whitebox_audit(epsilon: float, *, max_rows: int = 4, unit_rows: int | N
     calibrates them (the count of records first, then the repeated values, the fine tree and the pair table sharing
     what it leaves), their σ that of the real targets weighted at the bound k; every draw goes through their noise
     steps (the continuous Gaussian a unit's run uses), and the statistic is the likelihood ratio's. The unit moves
-    its value's count by one and every other release by its rows' mass, min(rows, k) with the bound applied;
+    its value's count by one and every other release by its rows' mass, min(rows, k) with the bound applied (the
+    weights privacy.units computes: by the count bound, and for the pair table by the unit's spread, which for rows
+    in one cell is the same);
     ``bounded=False`` plays a library that forgets it: every row counted once, under the same claim."""
     from ..privacy.audit import split_epsilon_lower_bound
     from ..privacy.oneway import Tree
+    from ..privacy.units import spread_weights, unit_weights
     from ..tables.resolution import RESOLUTION_SHARE
 
     rows = max_rows if unit_rows is None else unit_rows
@@ -35,10 +38,13 @@ def unit_whitebox_audit(epsilon: float, *, max_rows: int = 4, unit_rows: int | N
     levels, tables = levels.weighted(None, max_rows), tables.weighted(None, max_rows)  # σ at the unit's sensitivity
     sigmas = {"values": named.count_noise_std(), "levels": levels.count_noise_std(),
               "tables": tables.count_noise_std(), "size": spent[0].noise_std}
-    mass = rows * (min(1.0, max_rows / rows) if bounded else 1.0)
+    codes, cells = np.zeros(rows, dtype=np.int64), np.zeros((rows, 2), dtype=np.int64)
+    mass = rows * (float(unit_weights(codes, max_rows=max_rows)[0]) if bounded else 1.0)
+    # the pair table's weight as a run sets it, from the unit's spread: all in one cell, the worst case
+    table_mass = rows * (float(spread_weights(codes, cells, [(0, 1)], max_rows=max_rows)[0]) if bounded else 1.0)
     # the coordinates the unit moves: its value's count, its node on each of the tree's two levels, its table cell,
     # the count of records; what each moves by
-    moved = {"values": (named, 1, 1.0), "levels": (levels, 2, mass), "tables": (tables, 1, mass),
+    moved = {"values": (named, 1, 1.0), "levels": (levels, 2, mass), "tables": (tables, 1, table_mass),
              "size": (tables, 1, mass)}
 
     def draws(there: bool) -> np.ndarray:

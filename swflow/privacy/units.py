@@ -5,13 +5,18 @@ one visit, and a person with k rows is protected only by group privacy: ε·k, a
 A table run with a privacy unit (``TableSynthesizer(privacy_unit="customer_id", max_rows_per_unit=k)``) protects
 one unit and all of its rows under add/remove adjacency of units, by bounding what one unit adds to every release:
 
-* **Rows, weighted.** A unit u with n_u rows has each row counted with weight w_u = min(1, k / n_u), so it adds
-  min(n_u, k) ≤ k to every table, tree level and to the count of records. Its change to one released partition is a
-  vector of non-negative entries summing to at most k, of ℓ2 norm at most k: the ℓ2 sensitivity of a release of K
-  partitions is k·√K (:func:`~swflow.privacy.histogram.histogram_sensitivity` with ``contribution`` k). The weight
-  is the expectation of keeping k of the unit's rows at random, without that draw's sampling noise; it depends on
-  the unit's own rows only, and never on their order. A unit over the bound is down-weighted, not cut: how many
-  rows that touches is private, and not published.
+* **Rows, weighted.** A unit u with n_u rows has each row counted with one weight w_u for the count of records
+  and the fine trees, w_u = min(1, k / n_u), so it adds min(n_u, k) ≤ k to each of them: its change to one
+  released partition is a vector of non-negative entries summing to at most k, of ℓ2 norm at most k, and the ℓ2
+  sensitivity of a release of K partitions is k·√K (:func:`~swflow.privacy.histogram.histogram_sensitivity` with
+  ``contribution`` k). The weight is the expectation of keeping k of the unit's rows at random, without that draw's
+  sampling noise; it depends on the unit's own rows only, and never on their order. A unit over the bound is
+  down-weighted, not cut: how many rows that touches is private, and not published.
+* **Pair tables, weighted by spread.** The pair tables have the same sensitivity k·√K, but their weight is the
+  largest that keeps the unit's move of all K tables within it, w_u = min(1, k·√K / ‖H_u‖₂), H_u the unit's
+  unweighted counts in the tables' cells (:func:`spread_weights`, once the cells are set). The count bound's
+  weight is that worst case (n_u rows in one cell of every table, ‖H_u‖ = n_u·√K); a unit whose rows spread over
+  many cells keeps more of them at the same noise, never fewer.
 * **Values, one slot each.** The repeated-values release (privacy/values.py) counts units, not rows: each unit
   names at most m = ``max_values_per_unit`` distinct values of a column (chosen at random by the privacy noise
   stream where it holds more), each counted once, so a unit moves at most m counts of each column by one.
@@ -19,9 +24,10 @@ one unit and all of its rows under add/remove adjacency of units, by bounding wh
   account (counts moved by one each): a unit's releases take the continuous Gaussian, drawn from the OS CSPRNG,
   accounted exactly by Gaussian differential privacy (the analytic Gaussian of the composed releases).
 
-The samples follow the law of the weighted rows: the rows' own law where no unit holds more than k rows, else one
-in which a large unit counts as k rows. k trades the noise (∝ k) against that down-weighting: docs/tables-design.md,
-"The unit of privacy".
+The pair tables carry one more column, each row's class of its weight (``ROWS_COLUMN``), and samples are drawn in
+proportion to what a class's rows stand for (1 / w), so they follow the rows' law rather than the weighted one, up to
+the classes' width. k trades the noise (∝ k) against the down-weighting: docs/tables-design.md, "The unit of
+privacy".
 """
 from __future__ import annotations
 
@@ -32,22 +38,24 @@ import torch
 from torch import Tensor
 
 __all__ = ["DEFAULT_ROWS_PER_UNIT", "VALUES_PER_UNIT", "OVER_THE_BOUND", "ROWS_COLUMN", "ROW_CLASSES", "UnitBound",
-           "unit_words", "unit_codes", "unit_weights", "unit_value_slots", "row_class_labels", "row_classes",
-           "class_factors"]
+           "unit_words", "unit_codes", "unit_weights", "spread_weights", "unit_value_slots", "row_class_labels",
+           "row_classes", "class_factors"]
 
 #: a unit's rows counted at most (max_rows_per_unit) when the owner names none: docs/tables-design.md says how it was chosen
 DEFAULT_ROWS_PER_UNIT = 8
 #: the distinct values of a column one unit may name in the repeated-values release
 VALUES_PER_UNIT = 1
 OVER_THE_BOUND = ("a unit with more than max_rows_per_unit rows has each row counted with weight max_rows_per_unit / "
-                  "its rows (the expectation of keeping that many at random); how many units and rows that touches is "
-                  "private and not published")
+                  "its rows (the expectation of keeping that many at random) in the count of records and the trees, "
+                  "and in the pair tables with that weight or more where its rows spread over many cells (the same "
+                  "sensitivity); how many units and rows that touches is private and not published")
 
 
-#: the column a unit run adds to the released tables: how many rows each row's unit holds, in classes relative to k
-#: (released like any column, read back to undo the down-weighting: see ``row_classes``); never in a sample
+#: the column a unit run adds to the released tables: what each row stands for among its unit's rows (1 / its weight,
+#: n / k under the count bound), in classes written as the rows n that give it under the count bound (released like
+#: any column, read back to undo the down-weighting: see ``row_classes``); never in a sample
 ROWS_COLUMN = "__rows_of_its_unit__"
-#: classes of a unit's rows n against the bound k: n ≤ k, then (k, 4k], (4k, 16k], … , the last open
+#: classes of 1 / w, w a row's weight: 1, then (1, 4], (4, 16], … , the last open (n ≤ k, (k, 4k], … for w = k / n)
 ROW_CLASSES = 6
 #: the ratio between a class's ends
 CLASS_STEP = 4
@@ -59,11 +67,12 @@ def row_class_labels(max_rows: int) -> list[str]:
     return [f"<= {edges[0]}"] + [f"{a + 1}-{b}" for a, b in zip(edges, edges[1:])] + [f"> {edges[-1]}"]
 
 
-def row_classes(codes: np.ndarray, *, max_rows: int) -> np.ndarray:
-    """Each row's class (int64, (m,)) of its unit's rows n: 0 where n ≤ k, else ⌈log_4(n / k)⌉, the last class
-    holding every larger unit."""
-    rows = np.bincount(codes)[codes].astype(np.float64)
-    classes = np.ceil(np.log(np.maximum(rows / max_rows, 1.0)) / np.log(CLASS_STEP) - 1e-12)
+def row_classes(weights) -> np.ndarray:
+    """Each row's class (int64, (m,)) of what it stands for among its unit's rows, 1 / its weight w (array-like,
+    (m,), in (0, 1]): 0 where w = 1, else ⌈log_4(1 / w)⌉, the last class holding every smaller weight. Under the
+    count bound alone (w = k / n) that is the class of the unit's rows n against k: n ≤ k, (k, 4k], …"""
+    inverse = 1.0 / np.asarray(weights, dtype=np.float64)
+    classes = np.ceil(np.log(np.maximum(inverse, 1.0)) / np.log(CLASS_STEP) - 1e-12)
     return np.clip(classes, 0, ROW_CLASSES - 1).astype(np.int64)
 
 
@@ -133,6 +142,40 @@ def unit_weights(codes: np.ndarray, *, max_rows: int) -> Tensor:
     """
     rows = np.bincount(codes)
     return torch.from_numpy(np.minimum(1.0, max_rows / rows[codes].astype(np.float64)))
+
+
+def spread_weights(codes: np.ndarray, cells: np.ndarray, pairs: list[tuple[int, int]], *, max_rows: int,
+                   constant: int | None = None) -> Tensor:
+    """Each row's weight for the pair tables: its unit's w_u = min(1, k·√K / ‖H_u‖₂), H_u the unit's unweighted
+    counts in all K tables ``pairs`` (float64, (m,)).
+
+    A unit then moves the K tables by w_u·H_u, of ℓ2 norm at most k·√K: the sensitivity the count bound alone
+    gives (:func:`unit_weights`, w = k / n_u), which is the worst case, a unit's n_u rows in one cell of every
+    table (‖H_u‖ = n_u·√K). A unit whose rows spread over many cells (a student's ratings of many lecturers, a
+    city's months) has a smaller norm and keeps more of its rows at the same noise: never fewer, since
+    ‖H_u‖ ≤ n_u·√K. The weight reads the unit's own rows and the public cells only.
+
+    Parameters
+    ----------
+    codes : np.ndarray, shape (m,), int64: each row's unit 0 … U − 1
+    cells : np.ndarray, shape (m, C), int64: each row's cell in each column (of the released cells: public)
+    pairs : the K released tables' columns
+    max_rows : k
+    constant : a column the same for all of a unit's rows whatever it holds (the class of its weight, set from
+        this weight): its tables count the unit's rows as its other column's one-way table does
+    """
+    units = int(codes.max()) + 1 if len(codes) else 0
+    squares = np.zeros(units, dtype=np.float64)
+    for pair in pairs:
+        key = codes.copy()
+        for column in (c for c in pair if c != constant):
+            key = key * (int(cells[:, column].max(initial=0)) + 1) + cells[:, column]
+        order = np.argsort(key, kind="stable")
+        _, first, counts = np.unique(key[order], return_index=True, return_counts=True)
+        squares += np.bincount(codes[order[first]], weights=counts.astype(np.float64) ** 2, minlength=units)
+    bound = max_rows * np.sqrt(len(pairs))
+    weights = np.minimum(1.0, bound / np.sqrt(np.maximum(squares, 1.0)))
+    return torch.from_numpy(weights[codes])
 
 
 def unit_value_slots(values: Tensor, codes: np.ndarray, *, inside: list[tuple[float, float]], per_unit: int,

@@ -49,11 +49,22 @@ def read_table(path: str | Path, *, schema=None, sep: str = ","):
 
 def _no_trailing(frame):
     """``frame`` without the empty, unnamed column that a delimiter at the end of every line makes ("a,b," reads as
-    a third column "Unnamed: 2"); read with ``index_col=False``, so that rows with one more field than the header do
-    not turn their first column into the index."""
+    a third column "Unnamed: 2"; read with ``index_col=False``, so that rows with one more field than the header do
+    not turn their first column into the index), and without the spaces that end a name or a text value: read_csv's
+    ``skipinitialspace`` drops those that begin one, so "Paris ", " Paris" and "Paris" are one category."""
+    from pandas.api.types import is_object_dtype, is_string_dtype
+
     empty = [name for name in frame.columns if str(name).startswith("Unnamed: ") and
              (frame[name].isna() | (frame[name].astype(str).str.strip() == "")).all()]
-    return frame.drop(columns=empty) if empty else frame
+    frame = frame.drop(columns=empty) if empty else frame
+    frame = frame.rename(columns=lambda name: name.rstrip() if isinstance(name, str) else name)
+    for name in frame.columns:
+        column = frame[name]
+        if is_string_dtype(column) or is_object_dtype(column):
+            text = column.map(lambda v: isinstance(v, str))
+            if text.any():
+                frame[name] = column.where(~text, column[text].str.rstrip())
+    return frame
 
 
 def unreadable(path: Path, suffix: str, err: Exception) -> ValueError:
@@ -78,7 +89,7 @@ def check_header(path: Path, sep: str = ",") -> None:
     import csv
 
     with open(path, newline="", encoding="utf-8", errors="replace") as f:
-        header = next(csv.reader(f, delimiter=sep, skipinitialspace=True), [])
+        header = [name.rstrip() for name in next(csv.reader(f, delimiter=sep, skipinitialspace=True), [])]
     repeated = sorted({name for name in header if header.count(name) > 1})
     if repeated:
         raise ValueError(f"its header repeats the column names {repeated}: rename them so each is once")
