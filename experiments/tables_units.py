@@ -16,6 +16,7 @@ Every method gives the same guarantee, (ε, δ)-DP under add/remove of one unit 
   weighted to at most K, sensitivity K × a row's), for K in 1, 2, 4, 8, 16, 32; ``unit`` is the default K;
 - ``mst-one-row``, ``aim-one-row``: dpmm's MST and AIM (add/remove, 32 equal-width bins) on one row per unit, in
   their own environment (`make peers-env`); AIM at ε = 1 only.
+- ``uniform``: records uniform over the schema, the trivial answer (free; what a release must stay well below).
 Scored as experiments/tables_bench.py does: mean 3-way TVD against the held-out units' rows (with numbers in 10 bins
 at the held-out deciles), a classifier's AUC (trained on the synthetic rows, tested on the held-out ones), the floor
 being the private rows themselves. Besides the raw scores, what a release adds: (method − floor) / (best other
@@ -132,6 +133,9 @@ def run_cell(method: str, private: pd.DataFrame, schema, unit: str, *, epsilon: 
     rows = private.drop(columns=[unit])
     if method == "private":
         return rows, {}
+    if method == "uniform":
+        codec = peer_codec_of(schema)
+        return codec.decode(np.random.default_rng(seed).uniform(size=(n, codec.dim)), seed=seed), {}
     if method in ("one-row", *(f"group-{k}" for k in GROUP_KS)):
         k = 1 if method == "one-row" else int(method.split("-")[1])
         eps, delta = group_budget(epsilon, DELTA, k)
@@ -190,10 +194,11 @@ def excess_text(cells: dict, tables: list[str], epsilons: list[float], seeds: li
     for epsilon in epsilons:
         out.append(f"ε = {epsilon:g}, δ = {DELTA:g} per unit (3-way TVD / AUC, the mean of the draws {seeds}; "
                    "excess over the floor ÷ the best option's)\n")
-        out.append("| table | floor | " + " | ".join(options + runs) + " |")
-        out.append("|" + "---|" * (len(options) + len(runs) + 2))
+        out.append("| table | floor | uniform | " + " | ".join(options + runs) + " |")
+        out.append("|" + "---|" * (len(options) + len(runs) + 3))
         for table in tables:
-            floor = (mean_cell(cells, table, "private", None, seeds) or {}).get("tvd_3way")
+            floor, uniform = ((mean_cell(cells, table, free, None, seeds) or {}).get("tvd_3way")
+                              for free in ("private", "uniform"))
             row, values = [], {}
             for m in options + runs:
                 c = mean_cell(cells, table, m, epsilon, seeds)
@@ -204,7 +209,8 @@ def excess_text(cells: dict, tables: list[str], epsilons: list[float], seeds: li
             for i, m in enumerate(runs):
                 if values[m] is not None and best is not None and floor is not None and best > floor:
                     row[len(options) + i] += f" ({(values[m] - floor) / (best - floor):.2f})"
-            out.append(f"| {table} | {'–' if floor is None else f'{floor:.3f}'} | " + " | ".join(row) + " |")
+            free = " | ".join("–" if v is None else f"{v:.3f}" for v in (floor, uniform))
+            out.append(f"| {table} | {free} | " + " | ".join(row) + " |")
         out.append("")
     return "\n".join(out)
 
@@ -212,7 +218,7 @@ def excess_text(cells: dict, tables: list[str], epsilons: list[float], seeds: li
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
-    p.add_argument("--methods", nargs="+", default=["private", "one-row", *(f"group-{k}" for k in GROUP_KS), "unit",
+    p.add_argument("--methods", nargs="+", default=["private", "uniform", "one-row", *(f"group-{k}" for k in GROUP_KS), "unit",
                                                     *(f"unit-{k}" for k in UNIT_KS), *(f"{p}-one-row" for p in PEERS)])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
@@ -226,7 +232,7 @@ def main(argv=None) -> int:
     steps, units = None, 4000
     if args.smoke:
         args.tables, args.epsilons, steps, units = ["events"], [5.0], 100, 300
-        args.methods = ["private", "one-row", "group-8", "unit", "unit-2"]
+        args.methods = ["private", "uniform", "one-row", "group-8", "unit", "unit-2"]
         args.out = str(Path(tempfile.mkdtemp()) / "tables_units.json")
     out = Path(args.out)
     cells = json.loads(out.read_text()) if out.exists() else {}
@@ -238,7 +244,7 @@ def main(argv=None) -> int:
                 print(f"{method}: no environment at {PEER_PYTHON} (make peers-env): skipped")
                 continue
             epsilons = args.epsilons[:1] if method == "aim-one-row" else args.epsilons
-            for epsilon in [None] if method == "private" else epsilons:
+            for epsilon in [None] if method in ("private", "uniform") else epsilons:
                 key = cell_key(table, method, epsilon, seed)
                 if key in cells and method not in args.redo:
                     continue

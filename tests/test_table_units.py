@@ -16,7 +16,7 @@ from swflow.pipeline.tables import TableSynthesizer
 from swflow.privacy.histogram import histogram_sensitivity
 from swflow.privacy.marginals import pair_counts
 from swflow.privacy.oneway import Tree, level_counts
-from swflow.privacy.units import (UnitBound, row_classes, spread_weights, unit_codes, unit_value_slots,
+from swflow.privacy.units import (UnitBound, drawn_classes, row_classes, spread_weights, unit_codes, unit_value_slots,
                                   unit_weights)
 from swflow.privacy.verify import ClaimMismatch
 from swflow.tables import example_table
@@ -174,6 +174,29 @@ def test_the_bound_depends_on_no_rows_order():
                   for _ in range(2000)]
         shares = np.bincount(np.array(chosen, dtype=int), minlength=4)[1:] / 2000
         assert np.allclose(shares, 1 / 3, atol=0.05)
+
+
+def test_a_class_the_noise_lifted_is_not_drawn_at_its_factor():
+    """drawn_classes against scipy's normal law, 20 000 noise draws on three real classes and three empty ones.
+    At σ = 200 (ε = 1 on the made-up event table) an empty class's factor × σ is over a quarter of the released
+    mass: never drawn, where the 2σ test alone draws each in 1 run in 44; the third class (700 ± 200) is drawn
+    where it passes 2σ, Φ(1.5) of the time. At σ = 20 the fourth class is real and always drawn; the fifth, empty,
+    passes in P(Z > 2) of the runs (its factor × σ is under a quarter of the mass), within 0.006 (about 6 standard
+    deviations of the Monte Carlo); the sixth's factor × σ is over a quarter: never."""
+    from scipy.stats import norm
+
+    rng = torch.Generator().manual_seed(5)
+    for noise, counts in ((200.0, [6000.0, 4300.0, 700.0, 0.0, 0.0, 0.0]), (20.0, [6000.0, 4300.0, 700.0, 300.0, 0.0, 0.0])):
+        kept = torch.stack([drawn_classes(torch.tensor(counts, dtype=torch.float64)
+                                          + noise * torch.randn(6, generator=rng, dtype=torch.float64), noise)
+                            for _ in range(20_000)]).mean(dim=0)
+        assert kept[0] == 1 and kept[1] == 1
+        if noise == 200.0:
+            assert kept[2] == pytest.approx(norm.cdf((700 - 2 * noise) / noise), abs=0.006)
+            assert kept[3:].sum() == 0
+        else:
+            assert kept[2] == 1 and kept[3] == 1
+            assert kept[4] == pytest.approx(norm.sf(2.0), abs=0.006) and kept[5] == 0
 
 
 # -- the run ----------------------------------------------------------------------------------------------------------

@@ -159,14 +159,11 @@ class TableUnits:
         return pool[chosen]
 
     def _released_classes(self):
-        """(ROW_CLASSES,) float64, 1 for the classes of a unit's rows whose released mass stands above the noise,
-        else 0 (the first always 1): a class the noise alone gave mass would be drawn at its factor (up to 4^4.5)
-        from a few particles. The classes' counts are every (column, rows) table's margin, pooled at inverse
-        variance (a table of c cells per class adds noise of variance c·σ² to it); kept above THRESHOLD_STDS of
-        their pooled noise, as the histograms' counts are (privacy.histogram.monotone_cdf). Post-processing of the
-        release."""
-        from ..privacy.histogram import THRESHOLD_STDS
+        """(ROW_CLASSES,) float64, 1 for the classes of a unit's rows that samples draw at their factor, else 0
+        (privacy.units.drawn_classes). A class's count is every (column, rows) table's margin, pooled at inverse
+        variance (a table of c cells per class adds noise of variance c·σ² to it). Post-processing of the release."""
         from ..privacy.marginals import split_tables
+        from ..privacy.units import drawn_classes
 
         sizes, last = self.codec.sizes, len(self.codec.sizes) - 1
         sigma = self._report.noise_std or 0.0
@@ -177,9 +174,7 @@ class TableUnits:
                 precisions.append(1.0 / max(sizes[i] * sigma ** 2, 1e-300))
         weights = torch.tensor(precisions, dtype=torch.float64)
         pooled = (weights[:, None] * torch.stack(margins)).sum(dim=0) / weights.sum()
-        kept = (pooled > THRESHOLD_STDS * weights.sum() ** -0.5).to(torch.float64)
-        kept[0] = 1.0
-        return kept
+        return drawn_classes(pooled, float(weights.sum() ** -0.5))
 
     def _values_per_unit(self) -> int:
         return 1 if self.unit is None else self.unit.max_values
