@@ -39,7 +39,7 @@ from torch import Tensor
 
 __all__ = ["DEFAULT_ROWS_PER_UNIT", "VALUES_PER_UNIT", "OVER_THE_BOUND", "ROWS_COLUMN", "ROW_CLASSES", "UnitBound",
            "unit_words", "unit_codes", "unit_weights", "spread_weights", "unit_value_slots", "row_class_labels",
-           "row_classes", "class_factors", "CLASS_NOISE_SHARE", "drawn_classes"]
+           "row_classes", "class_factors", "CLASS_NOISE_SHARE", "CLASS_SURE_STDS", "drawn_classes"]
 
 #: a unit's rows counted at most (max_rows_per_unit) when the owner names none: docs/tables-design.md says how it was chosen
 DEFAULT_ROWS_PER_UNIT = 8
@@ -84,9 +84,10 @@ def class_factors() -> Tensor:
     return torch.where(classes == 0, torch.ones_like(classes), float(CLASS_STEP) ** (classes - 0.5))
 
 
-#: a class is drawn at its factor only where that factor times its count's noise is at most this share of the
-#: released mass of every class (:func:`drawn_classes`)
+#: a class is drawn at its factor where that factor times its count's noise is at most this share of the released
+#: mass of every class, or where its count stands above CLASS_SURE_STDS of its noise (:func:`drawn_classes`)
 CLASS_NOISE_SHARE = 0.25
+CLASS_SURE_STDS = 3.0
 
 
 def drawn_classes(counts: Tensor, noise_std: float) -> Tensor:
@@ -94,16 +95,20 @@ def drawn_classes(counts: Tensor, noise_std: float) -> Tensor:
     else 0, from each class's released count (``counts``, (ROW_CLASSES,)) and that count's noise std σ_p.
 
     The first class is always kept. Class c is kept where its count stands above 2·σ_p (THRESHOLD_STDS, as the
-    histograms' counts are) and f_c·σ_p, the noise it adds to the rows it stands for, is at most CLASS_NOISE_SHARE
-    of M, the released mass of every class (Σ of the counts clipped at zero, a lower bound on the rows, all weights
-    being ≤ 1). The second test keeps a high class that the noise alone lifted past 2σ (one in 44 per empty class)
-    from taking most samples from a few particles: at f = 4^4.5 such a class outweighed every other on the made-up
-    event table at ε = 1 (docs/tables-design.md, "The unit of privacy"). Post-processing of the release."""
+    histograms' counts are) and either f_c·σ_p, the noise it adds to the rows it stands for, is at most
+    CLASS_NOISE_SHARE of M, the released mass of every class (Σ of the counts clipped at zero, a lower bound on the
+    rows, all weights being ≤ 1), or its count stands above CLASS_SURE_STDS·σ_p (an empty class does in 1 run in
+    740). The first test alone let a high class that the noise lifted past 2σ (1 run in 44 for each empty class)
+    take most samples from a few particles, drawn at up to 4^4.5 their share; the second alone dropped real
+    classes of many rows where k is small (docs/tables-design.md, "The unit of privacy"). Post-processing of the
+    release."""
     from .histogram import THRESHOLD_STDS
 
     factors = class_factors()
     mass = float(counts.clamp(min=0).sum())
-    kept = ((counts > THRESHOLD_STDS * noise_std) & (factors * noise_std <= CLASS_NOISE_SHARE * mass)).to(torch.float64)
+    sure = counts > CLASS_SURE_STDS * noise_std
+    quiet = factors * noise_std <= CLASS_NOISE_SHARE * mass
+    kept = ((counts > THRESHOLD_STDS * noise_std) & (sure | quiet)).to(torch.float64)
     kept[0] = 1.0
     return kept
 
