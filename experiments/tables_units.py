@@ -24,6 +24,7 @@ option − floor). Each finished cell is kept in --out, so a rerun continues:
 
     make tables-data peers-env
     python experiments/tables_units.py                      # every table, method and ε
+    python experiments/tables_units.py --seeds 0 1 2 3 4 --figure docs/tables_units.png   # five draws, the figure
     python experiments/tables_units.py --smoke              # the made-up table only, small (CI)
 """
 from __future__ import annotations
@@ -215,6 +216,46 @@ def excess_text(cells: dict, tables: list[str], epsilons: list[float], seeds: li
     return "\n".join(out)
 
 
+def figure(cells: dict, tables: list[str], epsilons: list[float], seeds: list[int], path: Path) -> Path:
+    """One panel a table and ε: the unit run's mean 3-way TVD against k (the draws as dots), each option with the
+    same per-unit guarantee as a horizontal line, the private rows (the floor) and uniform records dashed."""
+    from matplotlib.figure import Figure  # no pyplot: nothing process-wide changes
+
+    options = {"one-row": ("one row a unit", "C0"), "group-8": ("group privacy, k = 8", "C1"),
+               "group-32": ("group privacy, k = 32", "C2"), "mst-one-row": ("MST, one row a unit", "C3"),
+               "aim-one-row": ("AIM, one row a unit", "C4")}
+    fig = Figure(figsize=(max(6.0, 2.9 * len(tables)), 2.6 * len(epsilons) + 0.9), layout="constrained")
+    axes = np.array(fig.subplots(len(epsilons), len(tables), squeeze=False))
+    for row, epsilon in enumerate(epsilons):
+        for ax, table in zip(axes[row], tables):
+            ks = [k for k in UNIT_KS if mean_cell(cells, table, f"unit-{k}", epsilon, seeds)]
+            if ks:
+                ax.plot(ks, [mean_cell(cells, table, f"unit-{k}", epsilon, seeds)["tvd_3way"] for k in ks],
+                        marker="o", color="k", label="unit run (mean)")
+                for k in ks:
+                    draws = [c["tvd_3way"] for s in seeds if (c := cells.get(cell_key(table, f"unit-{k}", epsilon, s)))
+                             and c.get("tvd_3way") is not None]
+                    ax.plot([k] * len(draws), draws, linestyle="none", marker=".", color="0.6", markersize=4)
+            for method, (label, color) in options.items():
+                if (c := mean_cell(cells, table, method, epsilon, seeds)) is not None:
+                    ax.axhline(c["tvd_3way"], color=color, linewidth=1.2, label=label)
+            for method, label, style in (("private", "private rows (floor)", "--"), ("uniform", "uniform records", ":")):
+                if (c := mean_cell(cells, table, method, None, seeds)) is not None:
+                    ax.axhline(c["tvd_3way"], color="k", linestyle=style, linewidth=1, label=label)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(UNIT_KS, [str(k) for k in UNIT_KS])
+            ax.set_ylim(bottom=0)
+            ax.set_title(f"{table}, ε = {epsilon:g}", fontsize=9)
+            ax.set_xlabel("max_rows_per_unit k", fontsize=8)
+            ax.set_ylabel("mean 3-way TVD", fontsize=8)
+    handles = {}
+    for ax in axes.ravel():
+        handles.update(dict(zip(*reversed(ax.get_legend_handles_labels()))))
+    fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center", ncols=4, fontsize=8)
+    fig.savefig(path, dpi=100)
+    return path
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
@@ -227,6 +268,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="experiments/out/tables_units.json")
     p.add_argument("--redo", nargs="+", default=[], help="methods whose cached scores are recomputed")
     p.add_argument("--json", action="store_true", help="print the cells as one JSON object")
+    p.add_argument("--figure", help="draw the error against k, per table and ε, to this PNG (from --out's cells)")
     p.add_argument("--smoke", action="store_true", help="the made-up table, 300 customers, eps 5, few steps (CI)")
     args = p.parse_args(argv)
     steps, units = None, 4000
@@ -234,6 +276,7 @@ def main(argv=None) -> int:
         args.tables, args.epsilons, steps, units = ["events"], [5.0], 100, 300
         args.methods = ["private", "uniform", "one-row", "group-8", "unit", "unit-2"]
         args.out = str(Path(tempfile.mkdtemp()) / "tables_units.json")
+        args.figure = str(Path(args.out).with_suffix(".png"))
     out = Path(args.out)
     cells = json.loads(out.read_text()) if out.exists() else {}
     for table, seed in ((t, s) for t in args.tables for s in args.seeds):
@@ -266,6 +309,8 @@ def main(argv=None) -> int:
         print(f"{table} (seed {seed}): {units_of} private units, {len(private)} rows ({len(private) / units_of:.1f} a unit), "
               f"{held_out[unit].nunique()} held-out units")
     print(excess_text(cells, args.tables, args.epsilons, args.seeds))
+    if args.figure:
+        print(f"figure: {figure(cells, args.tables, args.epsilons, args.seeds, Path(args.figure))}")
     if args.json:
         print(json.dumps(cells))
     return 0
