@@ -190,12 +190,18 @@ def _split_piles(held_out, edges: dict) -> dict:
 
 
 def _associations_picture(schema, synthetic, held_out, edges: dict, path: Path) -> None:
+    _associations_figure(schema, synthetic, held_out, edges).savefig(path)
+
+
+def _associations_figure(schema, synthetic, held_out, edges: dict):
+    """Two maps of Cramér's V side by side, every column named on the axes at a size its row's height allows."""
     from .metrics import associations
 
     names = schema.names
     side = max(6.0, 0.16 * len(names) + 3.0)  # room for every column's name at a readable size
     figure = _figure(2 * side, side + 0.5)
-    font = max(3.0, min(8.0, 360 / (len(names) * 6)))
+    # a name's height within its row of the map (about 0.75 of the side over the columns), 8 pt at most
+    font = max(4.0, min(8.0, 0.6 * 72 * 0.75 * side / len(names)))
     maps = [associations(schema, frame, edges) for frame in (synthetic, held_out)]
     for m in maps:  # a column with itself is 1 and says nothing: left blank, so the scale shows the pairs
         np.fill_diagonal(m, np.nan)
@@ -216,4 +222,4 @@ def _associations_picture(schema, synthetic, held_out, edges: dict, path: Path) 
     margin = (max(len(name) for name in short) * font * 0.62 / 72 + 0.3) / (side + 0.5)  # the longest name fits
     figure.subplots_adjust(left=margin, bottom=margin, right=0.92, top=0.9, wspace=0.05)
     figure.colorbar(image, cax=figure.add_axes((0.935, 0.2, 0.015, 0.6)))
-    figure.savefig(path)
+    return figure
