@@ -26,7 +26,7 @@ one unit and all of its rows under add/remove adjacency of units, by bounding wh
 
 The pair tables carry one more column, each row's class of its weight (``ROWS_COLUMN``), and samples are drawn in
 proportion to what a class's rows stand for (1 / w), so they follow the rows' law rather than the weighted one, up to
-the classes' width. k trades the noise (∝ k) against the down-weighting: docs/tables-design.md, "The unit of
+the classes' width, where the release shows the class above its noise (:func:`drawn_classes`). k trades the noise (∝ k) against the down-weighting: docs/tables-design.md, "The unit of
 privacy".
 """
 from __future__ import annotations
@@ -98,10 +98,10 @@ def drawn_classes(counts: Tensor, noise_std: float) -> Tensor:
     histograms' counts are) and either f_c·σ_p, the noise it adds to the rows it stands for, is at most
     CLASS_NOISE_SHARE of M, the released mass of every class (Σ of the counts clipped at zero, a lower bound on the
     rows, all weights being ≤ 1), or its count stands above CLASS_SURE_STDS·σ_p (an empty class does in 1 run in
-    740). The first test alone let a high class that the noise lifted past 2σ (1 run in 44 for each empty class)
-    take most samples from a few particles, drawn at up to 4^4.5 their share; the second alone dropped real
-    classes of many rows where k is small (docs/tables-design.md, "The unit of privacy"). Post-processing of the
-    release."""
+    740). With the 2σ test alone, a high class that the noise lifted past it (1 run in 44 for each empty class)
+    took most samples from a few particles, drawn at up to 4^4.5 their share; with the quarter of the mass alone,
+    real classes of many rows were dropped where k is small (docs/tables-design.md, "The unit of privacy").
+    Post-processing of the release."""
     from .histogram import THRESHOLD_STDS
 
     factors = class_factors()
