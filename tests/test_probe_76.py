@@ -416,3 +416,26 @@ def test_the_associations_map_names_a_hundred_columns_readably_without_overlap()
     assert all(below.y1 <= above.y0 + 0.5 for below, above in zip(boxes, boxes[1:]))
     left = figure.axes[0].get_window_extent(renderer).x0
     assert all(b.x0 >= 0 and b.x1 <= left + 1 for b in boxes)  # inside the figure, left of the map
+
+
+def test_labels_no_installed_font_can_draw_give_one_warning_not_one_per_character(tmp_path):
+    """Issue 76: category names in a script DejaVu Sans lacks are drawn with an installed fallback font where there
+    is one; what none can draw gives one warning that says what to install, not a warning per glyph."""
+    import warnings
+
+    from matplotlib import font_manager
+
+    from swflow.tables.report import FALLBACK_FONTS, _figure, _label_fonts
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with _label_fonts():
+            figure = _figure(4, 3)
+            figure.add_subplot().set_xticks([0, 1, 2], ["東京", "大阪", "Zürich"])
+            figure.savefig(tmp_path / "labels.png")
+    messages = [str(w.message) for w in caught]
+    assert not any("missing from font" in m for m in messages)
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    if not installed & {"Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans", "WenQuanYi Zen Hei", "Arial Unicode MS"}:
+        assert len(messages) == 1 and "4 character(s)" in messages[0] and "install" in messages[0]
+    assert (tmp_path / "labels.png").stat().st_size > 0 and "DejaVu Sans" not in FALLBACK_FONTS

@@ -8,10 +8,12 @@ folder is for the owner, and says so in every file.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -60,8 +62,9 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
     with tempfile.TemporaryDirectory(dir=out) as tmp:  # each file appears whole, or not at all
         tmp = Path(tmp)
         (tmp / "metrics.json").write_text(json.dumps(_strict(metrics), indent=2, allow_nan=False) + "\n")
-        _marginals_picture(schema, synthetic, held_out, edges, tmp / "marginals.png")
-        _associations_picture(schema, synthetic, held_out, edges, tmp / "associations.png")
+        with _label_fonts():
+            _marginals_picture(schema, synthetic, held_out, edges, tmp / "marginals.png")
+            _associations_picture(schema, synthetic, held_out, edges, tmp / "associations.png")
         (tmp / "OWNER_ONLY.txt").write_text(OWNER_NOTE + "\n")
         for name in ("metrics.json", "marginals.png", "associations.png", "OWNER_ONLY.txt"):
             os.replace(tmp / name, out / name)
@@ -75,6 +78,35 @@ def _strict(value):
     if isinstance(value, float) and not math.isfinite(value):
         return None
     return value
+
+
+#: families tried, in order, for a label's characters that DejaVu Sans lacks (where installed)
+FALLBACK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "Noto Sans", "Source Han Sans", "WenQuanYi Zen Hei",
+                  "Arial Unicode MS", "Noto Sans Arabic", "Noto Sans Hebrew", "Noto Sans Devanagari")
+
+
+@contextlib.contextmanager
+def _label_fonts():
+    """Within the block: every installed family of FALLBACK_FONTS after DejaVu Sans (matplotlib falls back glyph by
+    glyph), and one warning, not one per character, naming what no installed font can draw (it shows as a box;
+    metrics.json holds the names right). Scoped: matplotlib's settings and the warning filters are restored after."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    installed = {f.name for f in font_manager.fontManager.ttflist}
+    families = ["DejaVu Sans", *(name for name in FALLBACK_FONTS if name in installed)]
+    with matplotlib.rc_context({"font.family": families}), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    missing = sorted({str(w.message).split(" (")[0].removeprefix("Glyph ") for w in caught
+                      if "missing from font" in str(w.message)})
+    for w in caught:
+        if "missing from font" not in str(w.message):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if missing:
+        warnings.warn(f"the owner's pictures draw {len(missing)} character(s) of the labels as boxes: no installed "
+                      f"font has them (install one that does, e.g. Noto Sans CJK); metrics.json and the files hold "
+                      "the names right", stacklevel=3)
 
 
 def _figure(width: float, height: float):
