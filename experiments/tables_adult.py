@@ -89,6 +89,12 @@ class Scorer:
 
 
 # -- methods -----------------------------------------------------------------------------------------------------------
+def uniform_records(codec, *, n: int, seed: int) -> pd.DataFrame:
+    """``n`` records uniform over the schema (each column's cells alike, then a value inside): the trivial answer,
+    free of any private row."""
+    return codec.decode(np.random.default_rng(seed).uniform(size=(n, codec.dim)), seed=seed)
+
+
 def independent(codec, private: pd.DataFrame, *, epsilon: float, delta: float, n: int, seed: int) -> pd.DataFrame:
     """Each column from its own one-way counts plus Gaussian noise (replace-one: a record moves 2 counts in each of
     the C columns, sensitivity √(2C)); negative counts read as zero."""
@@ -229,8 +235,7 @@ def main(argv=None) -> int:
             if method == "private":
                 frame = schema.check(private, clip=True)
             elif method == "uniform":
-                rng = np.random.default_rng(args.seed)
-                frame = codec.decode(rng.uniform(size=(args.n, codec.dim)), seed=args.seed)
+                frame = uniform_records(codec, n=args.n, seed=args.seed)
             elif method == "independent":
                 frame = independent(codec, private, epsilon=epsilon, delta=delta, n=args.n, seed=args.seed)
             elif method == "dpswflow-hist":

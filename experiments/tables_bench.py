@@ -47,7 +47,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from tables_adult import PEER_PYTHON, Scorer, independent  # noqa: E402
+from tables_adult import PEER_PYTHON, Scorer, independent, uniform_records  # noqa: E402
 
 ROOT = HERE.parent
 #: table -> the column a classifier predicts (its last category, or its top decile)
@@ -244,8 +244,7 @@ def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: flo
     if method == "private":
         return private, {}
     if method == "uniform":
-        rng = np.random.default_rng(seed)
-        return peer_codec.decode(rng.uniform(size=(n, peer_codec.dim)), seed=seed), {}
+        return uniform_records(peer_codec, n=n, seed=seed), {}
     if method == "independent":
         return independent(peer_codec, private, epsilon=epsilon, delta=DELTA, n=n, seed=seed), {}
     if method in METHODS:

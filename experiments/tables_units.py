@@ -42,7 +42,7 @@ import pandas as pd
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from tables_adult import PEER_PYTHON, Scorer  # noqa: E402
+from tables_adult import PEER_PYTHON, Scorer, uniform_records  # noqa: E402
 from tables_bench import DELTA, peer_codec_of, peer_samples  # noqa: E402
 
 ROOT = HERE.parent
@@ -135,8 +135,7 @@ def run_cell(method: str, private: pd.DataFrame, schema, unit: str, *, epsilon: 
     if method == "private":
         return rows, {}
     if method == "uniform":
-        codec = peer_codec_of(schema)
-        return codec.decode(np.random.default_rng(seed).uniform(size=(n, codec.dim)), seed=seed), {}
+        return uniform_records(peer_codec_of(schema), n=n, seed=seed), {}
     if method in ("one-row", *(f"group-{k}" for k in GROUP_KS)):
         k = 1 if method == "one-row" else int(method.split("-")[1])
         eps, delta = group_budget(epsilon, DELTA, k)
@@ -228,18 +227,19 @@ def figure(cells: dict, tables: list[str], epsilons: list[float], seeds: list[in
     axes = np.array(fig.subplots(len(epsilons), len(tables), squeeze=False))
     for row, epsilon in enumerate(epsilons):
         for ax, table in zip(axes[row], tables):
-            ks = [k for k in UNIT_KS if mean_cell(cells, table, f"unit-{k}", epsilon, seeds)]
-            if ks:
-                ax.plot(ks, [mean_cell(cells, table, f"unit-{k}", epsilon, seeds)["tvd_3way"] for k in ks],
-                        marker="o", color="k", label="unit run (mean)")
-                for k in ks:
-                    draws = [c["tvd_3way"] for s in seeds if (c := cells.get(cell_key(table, f"unit-{k}", epsilon, s)))
-                             and c.get("tvd_3way") is not None]
+            means = {k: c["tvd_3way"] for k in UNIT_KS
+                     if (c := mean_cell(cells, table, f"unit-{k}", epsilon, seeds)) is not None}
+            if means:
+                ax.plot(list(means), list(means.values()), marker="o", color="k", label="unit run (mean)")
+                for k in means:
+                    draws = [c["tvd_3way"] for s in seeds
+                             if (c := cells.get(cell_key(table, f"unit-{k}", epsilon, s))) and c.get("tvd_3way") is not None]
                     ax.plot([k] * len(draws), draws, linestyle="none", marker=".", color="0.6", markersize=4)
             for method, (label, color) in options.items():
                 if (c := mean_cell(cells, table, method, epsilon, seeds)) is not None:
                     ax.axhline(c["tvd_3way"], color=color, linewidth=1.2, label=label)
-            for method, label, style in (("private", "private rows (floor)", "--"), ("uniform", "uniform records", ":")):
+            for method, label, style in (("private", "private rows (floor)", "--"),
+                                         ("uniform", "uniform records", ":")):
                 if (c := mean_cell(cells, table, method, None, seeds)) is not None:
                     ax.axhline(c["tvd_3way"], color="k", linestyle=style, linewidth=1, label=label)
             ax.set_xscale("log", base=2)
@@ -259,8 +259,9 @@ def figure(cells: dict, tables: list[str], epsilons: list[float], seeds: list[in
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
-    p.add_argument("--methods", nargs="+", default=["private", "uniform", "one-row", *(f"group-{k}" for k in GROUP_KS), "unit",
-                                                    *(f"unit-{k}" for k in UNIT_KS), *(f"{p}-one-row" for p in PEERS)])
+    p.add_argument("--methods", nargs="+", default=["private", "uniform", "one-row", *(f"group-{k}" for k in GROUP_KS),
+                                                    "unit", *(f"unit-{k}" for k in UNIT_KS),
+                                                    *(f"{p}-one-row" for p in PEERS)])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
                    help="draws: each a new split by unit and new runs; the tables show each cell's mean over them")

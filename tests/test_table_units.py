@@ -16,8 +16,8 @@ from swflow.pipeline.tables import TableSynthesizer
 from swflow.privacy.histogram import histogram_sensitivity
 from swflow.privacy.marginals import pair_counts
 from swflow.privacy.oneway import Tree, level_counts
-from swflow.privacy.units import (UnitBound, drawn_classes, row_classes, spread_weights, unit_codes, unit_value_slots,
-                                  unit_weights)
+from swflow.privacy.units import (UnitBound, drawn_classes, row_classes, spread_weights, unit_codes,
+                                  unit_value_slots, unit_weights)
 from swflow.privacy.verify import ClaimMismatch
 from swflow.tables import example_table
 
@@ -187,7 +187,8 @@ def test_a_class_the_noise_lifted_is_not_drawn_at_its_factor():
 
     rng = torch.Generator().manual_seed(5)
     draws = 20_000
-    for noise, counts in ((200.0, [6000.0, 4300.0, 700.0, 0.0, 0.0, 0.0]), (20.0, [6000.0, 4300.0, 700.0, 300.0, 0.0, 0.0])):
+    for noise, counts in ((200.0, [6000.0, 4300.0, 700.0, 0.0, 0.0, 0.0]),
+                          (20.0, [6000.0, 4300.0, 700.0, 300.0, 0.0, 0.0])):
         kept = torch.stack([drawn_classes(torch.tensor(counts, dtype=torch.float64)
                                           + noise * torch.randn(6, generator=rng, dtype=torch.float64), noise)
                             for _ in range(draws)]).mean(dim=0)

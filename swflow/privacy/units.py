@@ -26,8 +26,8 @@ one unit and all of its rows under add/remove adjacency of units, by bounding wh
 
 The pair tables carry one more column, each row's class of its weight (``ROWS_COLUMN``), and samples are drawn in
 proportion to what a class's rows stand for (1 / w), so they follow the rows' law rather than the weighted one, up to
-the classes' width, where the release shows the class above its noise (:func:`drawn_classes`). k trades the noise (∝ k) against the down-weighting: docs/tables-design.md, "The unit of
-privacy".
+the classes' width, where the release shows the class above its noise (:func:`drawn_classes`). k trades the noise
+(∝ k) against the down-weighting: docs/tables-design.md, "The unit of privacy".
 """
 from __future__ import annotations
 
