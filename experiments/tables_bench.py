@@ -53,7 +53,7 @@ ROOT = HERE.parent
 #: table -> the column a classifier predicts (its last category, or its top decile)
 TARGETS = {"diamonds": "cut", "cps1988": "parttime", "medexp": "physlim", "k401ksubs": "e401k",
            "weather": "humid", "storms": "wind", "fertility": "morekids", "movies": "Drama", "txhousing": "median",
-           "hi": "whi", "hsb82": "sector", "insteval": "y"}
+           "hi": "whi", "hsb82": "sector", "insteval": "y", "default": "default", "resumes": "call"}
 TUNE = ("diamonds", "cps1988", "medexp", "k401ksubs")
 REPORT = ("weather", "storms", "fertility", "movies")
 #: tables added after the defaults were fixed (2026-11-27, at the library of that day), run once as it stood
@@ -62,6 +62,10 @@ FRESH = ("txhousing", "hi")
 #: lecturers), declared and held back, never run, until the rule for such columns was chosen on storms and txhousing
 #: and committed (2c1091c); then run once (docs/tables-design.md, "Categories as cells")
 HELD_BACK = ("hsb82", "insteval")
+#: two tables whose target's positive class is rare (issue 74: credit card default, 3.3 % of 10 000 rows; a call back
+#: for a mailed resume, 8 % of 4 870, 27 columns), chosen and declared from their documentation before any run
+#: (2026-11-29), then run as the library stood
+RARE = ("default", "resumes")
 #: report tables declared again with the precision their values are written with ("decimals", "integer"): their
 #: first schemas left it out, so values that repeat exactly (visibility 10 miles, a diameter of 0) were decoded just
 #: beside them, across the scorer's decile edges. A change made after seeing their results: shown apart, as such.
@@ -235,7 +239,9 @@ def swflow(schema, private: pd.DataFrame, *, epsilon: float, n: int, seed: int, 
     return syn.fit(private).sample(n, seed=seed)
 
 
-METHODS = {"swflow": {}, "swflow-uniform": {"resolution": "uniform"}, "swflow-ar": {"adjacency": "add-remove"}}
+#: swflow's configurations; "swflow-target" names the table's target (``target=``, the column the AUC predicts)
+METHODS = {"swflow": {}, "swflow-uniform": {"resolution": "uniform"}, "swflow-ar": {"adjacency": "add-remove"},
+           "swflow-target": {}}
 
 
 def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: float, n: int, seed: int,
@@ -248,7 +254,8 @@ def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: flo
     if method == "independent":
         return independent(peer_codec, private, epsilon=epsilon, delta=DELTA, n=n, seed=seed), {}
     if method in METHODS:
-        return swflow(schema, private, epsilon=epsilon, n=n, seed=seed, **METHODS[method]), {}
+        settings = {"target": TARGETS[table]} if method == "swflow-target" else METHODS[method]
+        return swflow(schema, private, epsilon=epsilon, n=n, seed=seed, **settings), {}
     if method in PRIVTREE:
         return privtree_samples(method, table, schema, private, epsilon=epsilon, n=n, seed=seed, cache=cache,
                                 cpu_minutes=cpu_minutes)
@@ -312,7 +319,8 @@ def figure(cells: dict, tables: list[str], path: Path) -> Path:
 
 def label_of(table: str, *, tuned: str = " (tuned)") -> str:
     """How a table came into the benchmark, as its rows and panels say it."""
-    return tuned if table in TUNE else " (fresh)" if table in FRESH else " (held back)" if table in HELD_BACK else ""
+    return (tuned if table in TUNE else " (fresh)" if table in FRESH else " (held back)" if table in HELD_BACK
+            else " (rare target)" if table in RARE else "")
 
 
 def excess_ratio(value: float, floor: float, peers: dict) -> tuple[float, str] | None:
@@ -328,14 +336,16 @@ def excess_ratio(value: float, floor: float, peers: dict) -> tuple[float, str] |
 def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
     """Markdown tables, one per ε: swflow's excess over the floor against the best peer's (the lead), then the mean
     3-way TVD / AUC per table and method."""
-    methods = ["independent", "swflow-uniform", "swflow", "swflow-ar", "mst", "privbayes", "aim", *PRIVTREE]
+    methods = ["independent", "swflow-uniform", "swflow", "swflow-ar", "swflow-target", "mst", "privbayes", "aim",
+               *PRIVTREE]
     names = {"swflow-uniform": "swflow, 16 fixed bins", "swflow": "**swflow**", "swflow-ar": "**swflow, add/remove**",
-             "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM", "mst-privtree": "MST, PrivTree bins",
+             "swflow-target": "swflow, target=", "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM", "mst-privtree": "MST, PrivTree bins",
              "privbayes-privtree": "PrivBayes, PrivTree bins", "aim-privtree": "AIM, PrivTree bins"}
     out = []
     for epsilon in epsilons:
         shown = [m for m in methods if not m.startswith("aim") or epsilon == epsilons[0]]
-        shown = [m for m in shown if m not in PRIVTREE or any(k.startswith(f"{t} {m} ") for k in cells for t in tables)]
+        shown = [m for m in shown if m not in (*PRIVTREE, "swflow-target")
+                 or any(k.startswith(f"{t} {m} ") for k in cells for t in tables)]
         out.append(f"ε = {epsilon:g}, δ = {DELTA:g}: excess over the floor ÷ the best peer's, then 3-way TVD / AUC "
                    "(the floor is the private rows themselves)\n")
         out.append("| table | **swflow: excess ÷ best peer's** | add/remove: excess ÷ best peer's | floor | uniform | "
@@ -367,8 +377,8 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tables", nargs="+", default=[*TUNE, *REPORT, *FRESH, *HELD_BACK, *VARIANTS],
-                   choices=[*TUNE, *REPORT, *FRESH, *HELD_BACK, *VARIANTS])
+    p.add_argument("--tables", nargs="+", default=[*TUNE, *REPORT, *FRESH, *HELD_BACK, *RARE, *VARIANTS],
+                   choices=[*TUNE, *REPORT, *FRESH, *HELD_BACK, *RARE, *VARIANTS])
     p.add_argument("--methods", nargs="+",
                    default=["private", "uniform", "independent", "swflow-uniform", "swflow", "swflow-ar", *PEERS])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
