@@ -14,6 +14,7 @@ the AUC of a classifier trained on the samples predicting the table's target):
     make tables-data
     python experiments/tables_rare.py diagnose --table default --column balance --start-logits 0 3
     python experiments/tables_rare.py choose --tables diamonds cps1988 medexp k401ksubs --start-logits 0 3 6
+    python experiments/tables_rare.py choose --start-logits 0 --lr 0.2   # the other remedy: a larger rate
     python experiments/tables_rare.py --smoke            # the made-up example table (CI)
 """
 from __future__ import annotations
@@ -101,10 +102,11 @@ def main(argv=None) -> int:
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--start-logits", type=float, nargs="+", default=[0.0, 3.0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--lr", type=float, help="choose: Adam's rate for every fit (default: the library's)")
     p.add_argument("--data-dir", default=str(HERE.parent / "data" / "tables"))
     p.add_argument("--smoke", action="store_true", help="the made-up example table, few steps (CI)")
     args = p.parse_args(argv)
-    args.loaded, args.settings = {}, {}
+    args.loaded, args.settings = {}, {} if args.lr is None else {"lr": args.lr}
     if args.smoke:
         from swflow.tables import example_table
 
