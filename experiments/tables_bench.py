@@ -267,7 +267,8 @@ def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: flo
 STYLE = {"swflow": ("swflow", "C3", "o"), "swflow-ar": ("swflow, add/remove", "C4", "D"),
          "swflow-uniform": ("swflow, 16 fixed bins", "C5", "."),
          "aim": ("AIM", "C0", "s"), "mst": ("MST", "C1", "^"), "privbayes": ("PrivBayes", "C2", "v"),
-         "independent": ("independent columns", "C7", "x")}
+         "mst-privtree": ("MST, PrivTree bins", "C8", "^"), "privbayes-privtree": ("PrivBayes, PrivTree bins", "C9", "v"),
+         "aim-privtree": ("AIM, PrivTree bins", "C6", "s"), "independent": ("independent columns", "C7", "x")}
 
 
 def issue_bar(cells: dict, table: str, epsilon: float) -> float | None:
