@@ -267,7 +267,8 @@ def run_cell(method: str, table: str, private, held_out, schema, *, epsilon: flo
 STYLE = {"swflow": ("swflow", "C3", "o"), "swflow-ar": ("swflow, add/remove", "C4", "D"),
          "swflow-uniform": ("swflow, 16 fixed bins", "C5", "."),
          "aim": ("AIM", "C0", "s"), "mst": ("MST", "C1", "^"), "privbayes": ("PrivBayes", "C2", "v"),
-         "mst-privtree": ("MST, PrivTree bins", "C8", "^"), "privbayes-privtree": ("PrivBayes, PrivTree bins", "C9", "v"),
+         "mst-privtree": ("MST, PrivTree bins", "C8", "^"),
+         "privbayes-privtree": ("PrivBayes, PrivTree bins", "C9", "v"),
          "aim-privtree": ("AIM, PrivTree bins", "C6", "s"), "independent": ("independent columns", "C7", "x")}
 
 
@@ -340,8 +341,9 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float]) -> str:
     methods = ["independent", "swflow-uniform", "swflow", "swflow-ar", "swflow-target", "mst", "privbayes", "aim",
                *PRIVTREE]
     names = {"swflow-uniform": "swflow, 16 fixed bins", "swflow": "**swflow**", "swflow-ar": "**swflow, add/remove**",
-             "swflow-target": "swflow, target=", "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM", "mst-privtree": "MST, PrivTree bins",
-             "privbayes-privtree": "PrivBayes, PrivTree bins", "aim-privtree": "AIM, PrivTree bins"}
+             "swflow-target": "swflow, target=", "mst": "MST", "privbayes": "PrivBayes", "aim": "AIM",
+             "mst-privtree": "MST, PrivTree bins", "privbayes-privtree": "PrivBayes, PrivTree bins",
+             "aim-privtree": "AIM, PrivTree bins"}
     out = []
     for epsilon in epsilons:
         shown = [m for m in methods if not m.startswith("aim") or epsilon == epsilons[0]]

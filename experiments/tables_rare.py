@@ -115,9 +115,8 @@ def main(argv=None) -> int:
         args.loaded["example"] = (private, held_out, schema)
         args.table, args.tables, args.column, args.seeds, args.epsilons = "example", ["example"], "age", [0], [5.0]
         args.settings = {"steps": 20}
-        for mode in ("diagnose", "choose"):
-            args.mode = mode
-            diagnose(args, private, held_out, schema) if mode == "diagnose" else choose(args)
+        diagnose(args, private, held_out, schema)
+        choose(args)
         return 0
     if args.mode == "diagnose":
         diagnose(args, *read(args.table, Path(args.data_dir)))
