@@ -212,6 +212,7 @@ class TableCells:
                                      trees=[self._tree(j) for j in released], dataset_size=n))
         del cells
         self._released_levels, self._released_columns = target.release_levels(), released
+        self._split_noise = target.count_noise_std()
         self.codec = self._codec_from_levels(self._released_levels, released, n, warn=True)
         return target
 
@@ -226,13 +227,14 @@ class TableCells:
         return tree_of(self.schema.columns[column], self._atoms.get(column, ()))
 
     def _codec_from_levels(self, levels, released: list[int], n: int, *, warn: bool = False) -> TableCodec:
-        """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution); ``warn``:
-        say where the released mass fills a sliver of a column's declared bounds."""
+        """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution, each node's
+        split shrunk against the levels' noise σ, ``_split_noise``); ``warn``: say where the released mass fills a
+        sliver of a column's declared bounds."""
         from ..privacy.oneway import split_levels
         from ..tables.resolution import column_cells, fine_weights, warn_wide_bounds
 
         trees = [self._tree(j) for j in released]
-        weights = dict(zip(released, (fine_weights(counts, tree, total=n)
+        weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=self._split_noise)
                                       for counts, tree in zip(split_levels(levels, trees), trees))))
         if warn:
             warn_wide_bounds(self.schema, weights)
@@ -269,7 +271,8 @@ class TableCells:
         return {"mode": self.resolution, "share": self.resolution_share, "cells_per_column": getattr(self, "_cells_m", None),
                 "columns": list(getattr(self, "_released_columns", [])), "levels": self._released_levels,
                 "public_weights": None if weights is None else [torch.as_tensor(w) for w in weights],
-                "repeated_values": None if named is None else [[v, c] for v, c in named]}
+                "repeated_values": None if named is None else [[v, c] for v, c in named],
+                "splits": "shrunk"}
 
     def _restore_cells(self, state: dict, report, source: str) -> None:
         """Set the codec's cells from a saved resolution state: the released levels are tested against the
@@ -318,6 +321,9 @@ class TableCells:
                               mechanism=events[at]["mechanism"],
                               dataset_size=None if report.adjacency == "add-remove" else report.dataset_size)
             self._released_levels, self._released_columns = levels, released
+            # runs saved before the nodes' splits were shrunk (docs/tables-design.md, "Inside a cell") decode as written
+            shrunk = report.private and state.get("splits") == "shrunk"
+            self._split_noise = float(events[at]["noise_std"]) if shrunk else 0.0
             self.codec = self._codec_from_levels(levels, released, report.dataset_size)
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
                 self.schema.names[j] for j in released] or report.run_config.get("repeated_values_columns", []) != [
