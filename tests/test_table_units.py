@@ -16,7 +16,7 @@ from swflow.pipeline.tables import TableSynthesizer
 from swflow.privacy.histogram import histogram_sensitivity
 from swflow.privacy.marginals import pair_counts
 from swflow.privacy.oneway import Tree, level_counts
-from swflow.privacy.units import (UnitBound, drawn_classes, row_classes, spread_weights, unit_codes,
+from swflow.privacy.units import (ROW_CLASSES, UnitBound, drawn_classes, row_classes, spread_weights, unit_codes,
                                   unit_value_slots, unit_weights)
 from swflow.privacy.verify import ClaimMismatch
 from swflow.tables import example_table
@@ -203,6 +203,20 @@ def test_a_class_the_noise_lifted_is_not_drawn_at_its_factor():
         else:
             assert kept[2] == 1 and kept[3] == 1
             assert near(kept[4], norm.sf(2.0)) and near(kept[5], norm.sf(3.0))
+
+
+def test_samples_follow_the_weighted_law_with_a_warning_when_no_drawn_class_holds_mass():
+    """Few units for the noise (txhousing's 23 cities at ε = 1, k = 8, in one draw): the one class holding the
+    units' rows failed drawn_classes' tests, and the first class, always kept, held no particle mass, so no pooled
+    record had a positive factor and sampling failed. It now warns and returns the pool as drawn (the unit-weighted
+    law the release counted). Made here by marking every class but the first as not drawn, with no record in it."""
+    syn, _ = _fit(k=4)
+    last = len(syn.codec.sizes) - 1
+    syn._released_classes = lambda: torch.tensor([1.0] + [0.0] * (ROW_CLASSES - 1), dtype=torch.float64)
+    with pytest.warns(UserWarning, match="unit-weighted law"):
+        cells = syn._reweighted(lambda k, s: torch.zeros(k, last + 1, dtype=torch.int64).index_fill_(
+            1, torch.tensor([last]), 2), 50, 0)  # every pooled record in class 2
+    assert cells.shape == (50, last + 1) and (cells[:, last] == 2).all()
 
 
 # -- the run ----------------------------------------------------------------------------------------------------------

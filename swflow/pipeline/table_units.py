@@ -7,6 +7,7 @@ settings, the report's unit and its ledger agree. Without a unit, the report say
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -153,9 +154,13 @@ class TableUnits:
         if self.unit is None:
             return draw_cells(count, seed)
         pool = draw_cells(self.POOL * count, seed)
-        factors = class_factors() * self._released_classes()
-        chosen = torch.multinomial(factors[pool[:, -1]], count, replacement=True,
-                                   generator=torch.Generator().manual_seed(seed))
+        drawn = (class_factors() * self._released_classes())[pool[:, -1]]
+        if not float(drawn.sum()) > 0:  # the pool holds no class the release reweights: the weighted law, said
+            warnings.warn("the released tables give no class of a unit's rows that samples can draw at its factor "
+                          "(few units for the noise): these samples follow the unit-weighted law the release "
+                          "counted, each unit's rows weighing at most k", stacklevel=3)
+            return pool[:count]
+        chosen = torch.multinomial(drawn, count, replacement=True, generator=torch.Generator().manual_seed(seed))
         return pool[chosen]
 
     def _released_classes(self):
