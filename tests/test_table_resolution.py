@@ -129,7 +129,8 @@ def test_a_cluster_below_two_sigma_keeps_part_of_its_mass_and_the_leak_is_bounde
     assert np.mean(kept) > 12 and np.mean(leaked) < 0.3 * 660
 
 
-@pytest.mark.parametrize("counts, sigma", [([300.0, 120.0, 80.0, -10.0, 10.0], 30.0), ([25.0, 5.0, 18.0, 2.0, 9.0], 30.0)])
+@pytest.mark.parametrize("counts, sigma", [([300.0, 120.0, 80.0, -10.0, 10.0], 30.0),
+                                           ([25.0, 5.0, 18.0, 2.0, 9.0], 30.0)])
 def test_a_flat_trees_split_is_shrunk_toward_even_by_james_steins_factor(counts, sigma):
     """One level of five categories: numpy's reference. The least-squares counts with their sum fixed at n are
     y + (n − Σy)/5; the clipped split moves toward 1/5 each by λ = max(0, 1 − 4σ² / Σ(fitted − n/5)²). The second

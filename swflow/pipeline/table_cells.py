@@ -212,8 +212,8 @@ class TableCells:
                                      trees=[self._tree(j) for j in released], dataset_size=n))
         del cells
         self._released_levels, self._released_columns = target.release_levels(), released
-        self._split_noise = target.count_noise_std()
-        self.codec = self._codec_from_levels(self._released_levels, released, n, warn=True)
+        self.codec = self._codec_from_levels(self._released_levels, released, n, noise_std=target.count_noise_std(),
+                                             warn=True)
         return target
 
     def _fine_events(self, fine) -> tuple:
@@ -226,15 +226,16 @@ class TableCells:
 
         return tree_of(self.schema.columns[column], self._atoms.get(column, ()))
 
-    def _codec_from_levels(self, levels, released: list[int], n: int, *, warn: bool = False) -> TableCodec:
+    def _codec_from_levels(self, levels, released: list[int], n: int, *, noise_std: float,
+                           warn: bool = False) -> TableCodec:
         """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution, each node's
-        split shrunk against the levels' noise σ, ``_split_noise``); ``warn``: say where the released mass fills a
-        sliver of a column's declared bounds."""
+        split shrunk against the levels' noise ``noise_std``, 0 for none); ``warn``: say where the released mass
+        fills a sliver of a column's declared bounds."""
         from ..privacy.oneway import split_levels
         from ..tables.resolution import column_cells, fine_weights, warn_wide_bounds
 
         trees = [self._tree(j) for j in released]
-        weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=self._split_noise)
+        weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=noise_std)
                                       for counts, tree in zip(split_levels(levels, trees), trees))))
         if warn:
             warn_wide_bounds(self.schema, weights)
@@ -323,8 +324,8 @@ class TableCells:
             self._released_levels, self._released_columns = levels, released
             # runs saved before the nodes' splits were shrunk (docs/tables-design.md, "Inside a cell") decode as written
             shrunk = report.private and state.get("splits") == "shrunk"
-            self._split_noise = float(events[at]["noise_std"]) if shrunk else 0.0
-            self.codec = self._codec_from_levels(levels, released, report.dataset_size)
+            self.codec = self._codec_from_levels(levels, released, report.dataset_size,
+                                                 noise_std=float(events[at]["noise_std"]) if shrunk else 0.0)
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
                 self.schema.names[j] for j in released] or report.run_config.get("repeated_values_columns", []) != [
                 self.schema.names[j] for j in self._atoms]:
