@@ -385,3 +385,26 @@ def test_records_draw_their_cells_from_their_own_particles_chunk_by_chunk():
     for particle in (0, 1):
         share = torch.bincount(cells[owner == particle], minlength=3) / 20_000
         assert torch.allclose(share, probabilities[particle], atol=0.015)
+
+
+def test_a_release_whose_noise_swamps_what_it_counts_says_so():
+    """40 rows at ε = 1 hold little beyond the schema (each count's noise std is larger than half the rows): the run
+    warns that its samples may be no closer to the data than uniform records. 3 000 rows at ε = 10 say nothing.
+    Replace-one, so n is public and the rule (records < 2 σ) reads no noise: each side is certain."""
+    import warnings
+
+    from swflow.pipeline.tables import LITTLE_TO_LEARN_STDS, TableSynthesizer
+    from swflow.tables import example_table
+
+    frame, schema = example_table(3000)
+    with pytest.warns(UserWarning, match="holds little beyond the schema") as caught:
+        few = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-7, steps=10).fit(frame.iloc[:40])
+    report = few.privacy_report()
+    assert report.dataset_size == 40 < LITTLE_TO_LEARN_STDS * report.noise_std
+    said = next(str(w.message) for w in caught if "holds little" in str(w.message))
+    assert f"std {report.noise_std:,.0f}" in said and "about 40 records" in said
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        many = TableSynthesizer(schema=schema, epsilon=10.0, delta=1e-7, steps=10).fit(frame)
+    assert many.privacy_report().dataset_size > LITTLE_TO_LEARN_STDS * many.privacy_report().noise_std
+    assert not [w for w in caught if "holds little" in str(w.message)]

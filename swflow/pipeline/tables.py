@@ -17,6 +17,7 @@ privacy report is every run's (privacy.json).
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -31,7 +32,8 @@ from .table_cells import RESOLUTIONS, TableCells, resolution_setting
 from .table_size import TableSize
 from .table_units import TableUnits
 
-__all__ = ["TableSynthesizer", "FORMAT", "METHODS", "MODEL", "POST_PROCESSING_NOTE", "RESOLUTIONS"]
+__all__ = ["TableSynthesizer", "FORMAT", "METHODS", "MODEL", "POST_PROCESSING_NOTE", "RESOLUTIONS",
+           "LITTLE_TO_LEARN_STDS", "warn_little_to_learn"]
 
 FORMAT = "swflow-table-1"
 #: what a table run's privacy report leaves out (a table run has no autoencoder: its codec comes from the schema)
@@ -43,6 +45,23 @@ POST_PROCESSING_NOTE = ("records drawn from particles fitted to the run's releas
                         "them and no further privacy was spent")
 #: the methods that take a table: the sliced histogram, whose slices on a table are its column pairs
 METHODS = ("dpswflow-hist",)
+
+
+#: a release whose tables count fewer records than this many times the noise std on one count holds little
+#: beyond the schema (txhousing's 23 cities at ε = 1 per city: about 200 against 300; docs/tables-design.md)
+LITTLE_TO_LEARN_STDS = 2.0
+
+
+def warn_little_to_learn(records: float, noise_std: float, *, unit: bool) -> None:
+    """Warn where the released tables count fewer ``records`` (released: post-processing) than LITTLE_TO_LEARN_STDS
+    times the noise std ``noise_std`` on each of their counts: samples then follow the noise about as much as the
+    data, and may be no closer to it than uniform records over the schema."""
+    if noise_std > 0 and records < LITTLE_TO_LEARN_STDS * noise_std:
+        who = "units (people)" if unit else "records"
+        warnings.warn(f"the released tables count about {records:,.0f} records against noise of std {noise_std:,.0f} "
+                      "on every count: the release holds little beyond the schema, and its samples may be no closer "
+                      f"to the data than uniform records over it. Raise epsilon, or fit on more {who}",
+                      stacklevel=4)
 
 
 class TableSynthesizer(TableCells, TableSize, TableUnits):
@@ -185,7 +204,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         self._compose_size(spent)
         self._report = self._state_unit(self._report)
         self._note_noise_check()
-        self._particles = self._fit_to_release(progress=progress)
+        self._particles = self._fit_to_release(progress=progress, warn=True)
         return self
 
     def _note_noise_check(self) -> None:
@@ -196,16 +215,19 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         if self._report.private:
             self._report = self._report.with_notes(noise_check=noise_check(self))
 
-    def _fit_to_release(self, *, progress: bool | str = False) -> list:
+    def _fit_to_release(self, *, progress: bool | str = False, warn: bool = False) -> list:
         """The particles fitted to the released tables (shrunk unless ``shrink=False``, swflow.tables.flow), from
         public things only: the released counts, the report's σ and n, the settings. Deterministic: load() refits
-        them rather than read particles a file could have replaced."""
+        them rather than read particles a file could have replaced. ``warn``: say so where the noise swamps what
+        the tables count (:func:`warn_little_to_learn`)."""
         from ..privacy.marginals import split_tables
         from ..simulate.threads import step_threads, torch_threads
 
         sizes, report = self.codec.sizes, self._report
         targets = split_tables(self._counts, sizes, self.pairs)
         mass = self._tables_mass(targets, report.dataset_size)
+        if warn and report.private:
+            warn_little_to_learn(mass, report.noise_std, unit=self.unit is not None)
         if report.private and self.flow.shrink:
             priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
             if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
