@@ -27,7 +27,7 @@ noise draws would change. Settings measured here are not defaults; docs/tables-d
   rows' law given the ``--with`` columns (an oracle without noise: what a release of, say, storms' names given their
   years and months could bring at most), its triples and the others apart.
 - ``category-prior``: one release a draw, fitted twice: as the library does (each category column's pooled counts
-  shrunk toward each category alike, swflow.tables.flow.shrunk_tables) and without the prior (the library before
+  shrunk toward each category alike, swflow.tables.shrinkage.shrunk_tables) and without the prior (the library before
   it), so the noise is the same on both sides; 1-way and 3-way TVD and the AUC, with each category column's
   one-way TVD.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows

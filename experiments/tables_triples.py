@@ -52,7 +52,8 @@ def worst_triples(cells: np.ndarray, synthetic: np.ndarray, sizes: list[int], co
 def run(schema, private, held_out, *, epsilon: float, counts: list[int], steps: int | None, seed: int = 0) -> dict:
     from swflow.pipeline.tables import TableSynthesizer
     from swflow.privacy.marginals import split_tables
-    from swflow.tables.flow import fit_particles, shrunk_tables
+    from swflow.tables.flow import fit_particles
+    from swflow.tables.shrinkage import shrunk_tables
     from swflow.tables.metrics import marginal_tvd
 
     settings = {} if steps is None else {"steps": steps}

@@ -47,7 +47,7 @@ def test_every_draw_of_the_stream_avoids_torch_and_numpy_generators(no_library_g
 def test_a_table_release_never_reads_a_library_generator(monkeypatch, no_library_generators):
     """The whole private part of a table fit (count of records, repeated values, trees, pair tables, a unit's value
     slots) with the post-processing fit of particles set aside: it draws from the simulator's own generator."""
-    monkeypatch.setattr(TableSynthesizer, "_fit_to_release", lambda self, progress=False: [])
+    monkeypatch.setattr(TableSynthesizer, "_fit_to_release", lambda self, progress=False, warn=False: [])
     frame, schema = FRAME
     for kwargs in ({"count_noise": "gaussian"}, {"adjacency": "add-remove", "count_noise": "gaussian"},
                    {"privacy_unit": "unit", "max_rows_per_unit": 2}):

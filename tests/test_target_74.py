@@ -90,7 +90,7 @@ def test_a_rare_class_keeps_its_cells_when_the_particles_start_as_records(seed, 
 def test_pooled_laws_weigh_each_table_s_margin_by_its_other_columns_cells():
     """By hand: a column in two tables, of 2 and 4 other cells, gets (m₁/2 + m₂/4) / (1/2 + 1/4), clipped and
     normalised; a column in no table, None."""
-    from swflow.tables.flow import pooled_laws
+    from swflow.tables.shrinkage import pooled_laws
 
     first = torch.tensor([[10.0, 20.0], [30.0, -5.0], [0.0, 5.0]])  # column 0 x column 1 (2 cells)
     second = torch.tensor([[1.0, 1.0, 1.0, 1.0], [8.0, 0.0, 0.0, 0.0], [2.0, 2.0, 2.0, 2.0]])  # column 0 x column 2

@@ -24,7 +24,8 @@ from pathlib import Path
 import torch
 
 from ..tables.codec import NUMERIC_BINS, TableCodec
-from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells, shrunk_tables
+from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells
+from ..tables.shrinkage import shrunk_tables
 from ..tables.pairs import schema_pairs
 from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.schema import Schema

@@ -57,7 +57,7 @@ class TableCodec:
     def category_priors(self) -> list[np.ndarray | None]:
         """Per column, for categories, the law over its cells that holds every category alike (a cell of merged
         categories in proportion to how many it holds), what the fit shrinks their noisy counts toward
-        (swflow.tables.flow.shrunk_tables); None for numbers, whose cells were set from their own release."""
+        (swflow.tables.shrinkage.shrunk_tables); None for numbers, whose cells were set from their own release."""
         return [np.diff(c.starts) / c.grid.values if column.kind == "categorical" and not c.missing
                 else None for column, c in zip(self.schema.columns, self.cells)]
 

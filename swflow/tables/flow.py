@@ -29,13 +29,14 @@ simplex vertices (measured on Adult without noise: mean 3-way TVD 0.25 after 100
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-__all__ = ["MarginalFlowConfig", "fit_particles", "pooled_laws", "sample_cells", "shrunk_tables"]
+from .shrinkage import pooled_laws
+
+__all__ = ["MarginalFlowConfig", "fit_particles", "sample_cells"]
 
 #: the logit a particle's starting cell gets above the N(0, 1) jitter of every cell (its weight about 0.95 among 2
 #: cells, 0.4 among 32): chosen on the benchmark's tuning tables against 0 (the jitter alone) and 6
@@ -45,7 +46,7 @@ START_LOGIT = 3.0
 @dataclass(frozen=True)
 class MarginalFlowConfig:
     """n_particles: N relaxed records; steps and lr: Adam's; seed: the public randomness (initial particles);
-    shrink: the released tables shrunk toward independence first (:func:`shrunk_tables`), which lowers the marginals'
+    shrink: the released tables shrunk toward independence first (:func:`~swflow.tables.shrinkage.shrunk_tables`), which lowers the marginals'
     error at small n·ε but can shrink away a weak dependence that a classifier trained on the samples needs
     (docs/tables-design.md, "Shrinkage"); target: a column a classifier will predict, whose tables are fitted as
     released, never shrunk (shrinkage erases a rare class's links first: docs/tables-design.md, "Rare classes")."""
@@ -182,91 +183,6 @@ class _Progress:
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.close()
-
-
-def shrunk_tables(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, int]], *, noise_std: float,
-                  dataset_size: int, priors: list[Tensor | None] | None = None) -> list[Tensor]:
-    """The released tables, each shrunk toward the product of its columns' one-way counts by the positive-part
-    James–Stein factor: T̂ = P + λ (T − P), λ = max(0, 1 − cells·σ² / ‖T − P‖²).
-
-    P is the product of the two columns' one-way counts pooled over every table that holds them (each table's
-    margin weighted by the inverse of its noise variance, cells·σ² of the other column), so it is far more precise
-    than any one table. Where the noise energy cells·σ² is most of a table's departure from independence, the
-    departure is mostly noise and is shrunk away; where the dependence stands far above the noise, λ ≈ 1 and the
-    table is kept. Post-processing of the release and of the public σ and n: no privacy is spent.
-
-    A column with a prior (a public law over its cells: for categories, each category alike) has its pooled counts m
-    shrunk toward it, by James–Stein's factor 1 − (cells − 2)·v / ‖m − prior·n‖² for the pooled counts' noise
-    variance v = σ² / Σ 1/cells_other (none for two cells, where it would not dominate), and each of its tables is
-    then P̂ + λ (T − P): the departure and λ measured from the pooled margins as above, the product P̂ of the shrunk
-    ones, so that a table whose departure is shrunk away carries the shrunk margin, not its noisy one. A column of
-    many categories with a few records each (hsb82's 160 schools, 11 private rows a school, pooled noise of 28 a
-    count at ε = 1) is otherwise pure noise in its margin, and every pair table carries it.
-
-    Parameters
-    ----------
-    tables : K tensors (sizes[i], sizes[j]) of noisy counts, for ``pairs``
-    noise_std : σ of the noise on each count (0: the tables are returned as they are)
-    priors : per column, None or a (sizes[c],) law its pooled one-way counts are shrunk toward
-    """
-    if not noise_std > 0:
-        return tables
-    margins, shrunk = [], []  # per column: the pooled law, and the law the tables are given (shrunk, with a prior)
-    for column in range(len(sizes)):
-        pooled, weight = _pooled_counts(tables, sizes, pairs, column)
-        if pooled is None:
-            margins.append(None)
-            shrunk.append(None)
-            continue
-        margins.append(_law(pooled))
-        if priors is None or priors[column] is None:
-            shrunk.append(margins[-1])
-            continue
-        center = priors[column].to(pooled.dtype) * dataset_size
-        noise_energy = (len(pooled) - 2) * noise_std ** 2 / weight  # James–Stein's p − 2: none below 3
-        shrunk.append(_law(center + _keep(pooled - center, noise_energy) * (pooled - center)))
-    out = []
-    for (i, j), table in zip(pairs, tables):
-        departure = table - torch.outer(margins[i], margins[j]).to(table.dtype) * dataset_size
-        keep = _keep(departure, table.numel() * noise_std ** 2)
-        out.append(torch.outer(shrunk[i], shrunk[j]).to(table.dtype) * dataset_size + keep * departure)
-    return out
-
-
-def pooled_laws(tables: list[Tensor], sizes: list[int], marginals: list[tuple[int, ...]]) -> list[Tensor | None]:
-    """Each column's one-way law (counts clipped at zero, summing to 1) pooled over every released table that holds
-    it (:func:`_pooled_counts`); None for a column in none. Post-processing of the release."""
-    laws = []
-    for column in range(len(sizes)):
-        pooled, _ = _pooled_counts(tables, sizes, marginals, column)
-        laws.append(None if pooled is None else _law(pooled))
-    return laws
-
-
-def _pooled_counts(tables, sizes: list[int], marginals, column: int) -> tuple[Tensor | None, float]:
-    """(``column``'s one-way counts pooled over the tables that hold it, the sum of their weights): each table's
-    margin weighted by the inverse of its noise variance, the number of cells of its other columns."""
-    estimates, weights = [], []
-    for columns, table in zip(marginals, tables):
-        if column in columns:
-            axis = columns.index(column)
-            estimates.append(table.sum(dim=[a for a in range(table.ndim) if a != axis]))
-            weights.append(1.0 / math.prod(sizes[c] for c in columns if c != column))
-    if not estimates:
-        return None, 0.0
-    return sum(w * e for w, e in zip(weights, estimates)) / sum(weights), sum(weights)
-
-
-def _law(counts: Tensor) -> Tensor:
-    """Counts clipped at zero, as a law (summing to 1)."""
-    counts = counts.clamp(min=0)
-    return counts / max(float(counts.sum()), 1e-12)
-
-
-def _keep(departure: Tensor, noise_energy: float) -> float:
-    """The positive-part James–Stein factor max(0, 1 − noise_energy / ‖departure‖²) of a departure from a center."""
-    energy = float((departure ** 2).sum())
-    return max(0.0, 1.0 - noise_energy / energy) if energy > 0 else 0.0
 
 
 def _blocks(offsets: list[int]) -> Tensor:
