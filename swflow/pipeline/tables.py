@@ -49,7 +49,7 @@ METHODS = ("dpswflow-hist",)
 
 
 #: a release whose tables count fewer records than this many times the noise std on one count holds little
-#: beyond the schema (txhousing's 23 cities at ε = 1 per city: about 200 against 300; docs/tables-design.md)
+#: beyond the schema (txhousing's 23 cities at ε = 1 per city: 70 to 600 against 297; docs/tables-design.md)
 LITTLE_TO_LEARN_STDS = 2.0
 
 
@@ -217,7 +217,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
             self._report = self._report.with_notes(noise_check=noise_check(self))
 
     def _fit_to_release(self, *, progress: bool | str = False, warn: bool = False) -> list:
-        """The particles fitted to the released tables (shrunk unless ``shrink=False``, swflow.tables.flow), from
+        """The particles fitted to the released tables (shrunk unless ``shrink=False``, swflow.tables.shrinkage), from
         public things only: the released counts, the report's σ and n, the settings. Deterministic: load() refits
         them rather than read particles a file could have replaced. ``warn``: say so where the noise swamps what
         the tables count (:func:`warn_little_to_learn`)."""

@@ -46,8 +46,9 @@ START_LOGIT = 3.0
 @dataclass(frozen=True)
 class MarginalFlowConfig:
     """n_particles: N relaxed records; steps and lr: Adam's; seed: the public randomness (initial particles);
-    shrink: the released tables shrunk toward independence first (:func:`~swflow.tables.shrinkage.shrunk_tables`), which lowers the marginals'
-    error at small n·ε but can shrink away a weak dependence that a classifier trained on the samples needs
+    shrink: the released tables shrunk first, toward independence or a third column's link
+    (:func:`~swflow.tables.shrinkage.shrunk_tables`), which lowers the marginals' error at small n·ε but can shrink
+    away a weak dependence that a classifier trained on the samples needs
     (docs/tables-design.md, "Shrinkage"); target: a column a classifier will predict, whose tables are fitted as
     released, never shrunk (shrinkage erases a rare class's links first: docs/tables-design.md, "Rare classes")."""
 
