@@ -121,9 +121,8 @@ def _oriented(laws: dict, a: int, b: int) -> Tensor | None:
 
 def _joint_law(table: Tensor) -> Tensor | None:
     """A released table clipped at zero, as a law (float64, summing to 1); None where it holds nothing."""
-    table = table.to(torch.float64).clamp(min=0)
-    total = float(table.sum())
-    return table / total if total > 0 else None
+    table = table.to(torch.float64)
+    return _law(table) if float(table.clamp(min=0).sum()) > 0 else None
 
 
 def _energy(values: Tensor) -> float:
@@ -182,5 +181,5 @@ def _law(counts: Tensor) -> Tensor:
 
 def _keep(departure: Tensor, noise_energy: float) -> float:
     """The positive-part James–Stein factor max(0, 1 − noise_energy / ‖departure‖²) of a departure from a center."""
-    energy = float((departure ** 2).sum())
+    energy = _energy(departure)
     return max(0.0, 1.0 - noise_energy / energy) if energy > 0 else 0.0
