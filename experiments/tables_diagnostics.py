@@ -49,6 +49,7 @@ Each line is one fit and one draw of the noise, scored as `swflow evaluate --aga
     python experiments/tables_diagnostics.py repeated-values --table medexp --epsilons 1 10
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 [--adjacency add-remove]
     python experiments/tables_diagnostics.py auc-draws --table medexp --epsilons 1 --peer mst
+    python experiments/tables_diagnostics.py auc-draws --table hi --epsilons 1 --peer aim-privtree
     python experiments/tables_diagnostics.py split-triples --table storms --column name --epsilons 1 10 [--peer aim]
     python experiments/tables_diagnostics.py category-prior --table hsb82 --epsilons 1 --seeds 1 2 3
 """
@@ -67,8 +68,8 @@ from swflow.tables.metrics import marginal_errors
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from tables_adult import Scorer  # noqa: E402
-from tables_bench import (DELTA, PEERS, TARGETS, peer_codec_of, peer_samples, read, swflow,  # noqa: E402
-                          with_scale)
+from tables_bench import (DELTA, PEERS, PRIVTREE, TARGETS, peer_codec_of, peer_samples,  # noqa: E402
+                          privtree_samples, read, swflow, with_scale)
 
 #: the benchmark's cache of the peers' samples (experiments/tables_bench.py)
 PEER_CACHE = HERE / "out" / "tables_bench_peers"
@@ -100,7 +101,8 @@ def main(argv=None) -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3], help="the noise draws' seeds (the "
                    "benchmark's is 0)")
     p.add_argument("--adjacency", choices=("replace-one", "add-remove"), default="replace-one")
-    p.add_argument("--peer", choices=PEERS, help="auc-draws, split-triples: draws of this peer instead of swflow "
+    p.add_argument("--peer", choices=[*PEERS, *PRIVTREE], help="auc-draws, split-triples: draws of this peer "
+                   "(equal-width bins, or PrivTree's: aim-privtree, ...) instead of swflow "
                    "(`make peers-env`; cached beside the benchmark's)")
     p.add_argument("--data-dir", default=str(HERE.parent / "data" / "tables"))
     p.add_argument("--smoke", action="store_true", help="the made-up example table, eps 5, one seed (CI)")
@@ -278,8 +280,12 @@ def frame_of(args, label: str, schema, settings: dict, private, *, epsilon: floa
     if not args.peer:
         return swflow(schema, private, epsilon=epsilon, n=len(private), seed=seed, adjacency=args.adjacency,
                       **settings)
-    frame, facts = peer_samples(args.peer, args.table, peer_codec_of(schema), private, epsilon=epsilon,
-                                n=len(private), seed=seed, cache=PEER_CACHE, cpu_minutes=60.0)
+    if args.peer in PRIVTREE:
+        frame, facts = privtree_samples(args.peer, args.table, schema, private, epsilon=epsilon, n=len(private),
+                                        seed=seed, cache=PEER_CACHE, cpu_minutes=60.0)
+    else:
+        frame, facts = peer_samples(args.peer, args.table, peer_codec_of(schema), private, epsilon=epsilon,
+                                    n=len(private), seed=seed, cache=PEER_CACHE, cpu_minutes=60.0)
     if frame is None:
         print(f"eps {epsilon:g}  seed {seed}  {label}: {facts['stopped']}", flush=True)
     return frame
