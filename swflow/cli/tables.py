@@ -219,7 +219,7 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "rows only: leave it out of the schema; it is never synthesized or written (docs/tables.md, "
                    "\"The unit of privacy\")")
     g.add_argument("--max-rows-per-unit", metavar="K", type=int, default=None,
-                   help="with --privacy-unit: the rows a unit counts as at most (default 8: "
+                   help="with --privacy-unit: the rows a unit counts as at most (default 4: "
                    "swflow.privacy.units.DEFAULT_ROWS_PER_UNIT); a unit with more has each row weighted K / its rows")
     g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
                    "private table has; n is public)")

@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_ROWS_PER_UNIT", "VALUES_PER_UNIT", "OVER_THE_BOUND", "ROWS_C
            "row_classes", "class_factors", "CLASS_NOISE_SHARE", "CLASS_SURE_STDS", "drawn_classes"]
 
 #: a unit's rows counted at most (max_rows_per_unit) when the owner names none: docs/tables-design.md says how it was chosen
-DEFAULT_ROWS_PER_UNIT = 8
+DEFAULT_ROWS_PER_UNIT = 4
 #: the distinct values of a column one unit may name in the repeated-values release
 VALUES_PER_UNIT = 1
 OVER_THE_BOUND = ("a unit with more than max_rows_per_unit rows has each row counted with weight max_rows_per_unit / "
