@@ -68,8 +68,8 @@ from swflow.tables.metrics import marginal_errors
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from tables_adult import Scorer  # noqa: E402
-from tables_bench import (DELTA, PEERS, PRIVTREE, TARGETS, peer_codec_of, peer_samples,  # noqa: E402
-                          privtree_samples, read, swflow, with_scale)
+from tables_bench import (DELTA, PEERS, PRIVTREE, TARGETS, peer_codec_of, read, run_cell, swflow,  # noqa: E402
+                          with_scale)
 
 #: the benchmark's cache of the peers' samples (experiments/tables_bench.py)
 PEER_CACHE = HERE / "out" / "tables_bench_peers"
@@ -280,12 +280,8 @@ def frame_of(args, label: str, schema, settings: dict, private, *, epsilon: floa
     if not args.peer:
         return swflow(schema, private, epsilon=epsilon, n=len(private), seed=seed, adjacency=args.adjacency,
                       **settings)
-    if args.peer in PRIVTREE:
-        frame, facts = privtree_samples(args.peer, args.table, schema, private, epsilon=epsilon, n=len(private),
-                                        seed=seed, cache=PEER_CACHE, cpu_minutes=60.0)
-    else:
-        frame, facts = peer_samples(args.peer, args.table, peer_codec_of(schema), private, epsilon=epsilon,
-                                    n=len(private), seed=seed, cache=PEER_CACHE, cpu_minutes=60.0)
+    frame, facts = run_cell(args.peer, args.table, private, None, schema, epsilon=epsilon, n=len(private), seed=seed,
+                            peer_codec=peer_codec_of(schema), cache=PEER_CACHE, cpu_minutes=60.0)  # the benchmark's
     if frame is None:
         print(f"eps {epsilon:g}  seed {seed}  {label}: {facts['stopped']}", flush=True)
     return frame
