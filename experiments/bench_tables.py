@@ -11,6 +11,7 @@ asserted by a test: run it on a quiet machine and read it.
     python experiments/bench_tables.py --wide 100000     # 30 columns: 15 categorical, 15 skewed numeric
     python experiments/bench_tables.py --wide 10000 --columns 200 --score     # issue 59's wide table
     python experiments/bench_tables.py --wide 3000 --columns 6 --categories 5000 --score   # one column of 5 000
+    python experiments/bench_tables.py --step     # the particles' fit: milliseconds a step on four tables' shapes
 
 ``--score`` draws held-out rows from the same law and prints the mean 1- and 2-way TVD of swflow's samples and of
 independent columns from noisy one-way counts (the trivial answer, on 32 equal-width bins) at the same epsilon.
@@ -46,11 +47,21 @@ def main(argv=None) -> int:
     p.add_argument("--categories", type=int, default=None, help="--wide: one more column with this many categories")
     p.add_argument("--score", action="store_true", help="--wide: score against held-out rows, with independent "
                    "columns beside")
+    p.add_argument("--step", action="store_true", help="time a step of the particles' fit on the shapes of four "
+                   "tables (random targets: the time does not depend on them)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--smoke", action="store_true", help="the made-up example table, 1 000 samples (CI)")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.step or args.smoke:  # the smoke run times a step too, with few particles
+        rows = _step_costs(steps=1, n_particles=50) if args.smoke else _step_costs(steps=20)
+        print(json.dumps(rows) if args.json else "\n".join(
+            f"{r['shape']}: D = {r['coordinates']}, {r['tables']} tables of {r['table_cells']} cells in all: "
+            f"{r['ms_per_step']:.1f} ms a step ({r['particles']} particles); one product over every coordinate "
+            f"pair would multiply {r['dense_over_pairs']:.1f} x as much" for r in rows))
+        if args.step:
+            return 0
     t0 = time.perf_counter()
     if args.rows is not None:
         private, schema = _made_up_file(args.rows, args.format), None
@@ -103,6 +114,36 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps(out))
     return 0
+
+
+#: the shapes --step times: each column's cells, and whether every pair is released (else the schema's rule)
+STEP_SHAPES = {"insteval, every student and lecturer a cell": [2972, 2160, 4, 6, 2, 15, 5],
+               "insteval at 256 categories a column": [256, 256, 4, 6, 2, 15, 5],
+               "storms (260 names, 11 columns of 16 cells)": [260] + [16] * 11,
+               "200 columns of 8 cells": [8] * 200}
+
+
+def _step_costs(*, steps: int, n_particles: int = 2000) -> list[dict]:
+    """Milliseconds a step of swflow.tables.flow.fit_particles on each of STEP_SHAPES (the pairs the schema alone
+    gives, random targets), with the cells a product over every coordinate pair would multiply, N·D², against the
+    pairs' N·Σ cells_i·cells_j."""
+    from swflow.tables.flow import MarginalFlowConfig, fit_particles
+    from swflow.tables.pairs import schema_pairs
+
+    out = []
+    for shape, sizes in STEP_SHAPES.items():
+        pairs = schema_pairs(sizes)
+        tables = [torch.rand(sizes[i], sizes[j]) for i, j in pairs]
+        config = MarginalFlowConfig(n_particles=n_particles, steps=steps)
+        fit_particles(tables, sizes, pairs, dataset_size=1000, config=MarginalFlowConfig(n_particles=n_particles,
+                                                                                          steps=1))  # warm up
+        t0 = time.perf_counter()
+        fit_particles(tables, sizes, pairs, dataset_size=1000, config=config)
+        cells = sum(sizes[i] * sizes[j] for i, j in pairs)
+        out.append({"shape": shape, "coordinates": sum(sizes), "tables": len(pairs), "table_cells": cells,
+                    "particles": n_particles, "ms_per_step": (time.perf_counter() - t0) / steps * 1000,
+                    "dense_over_pairs": sum(sizes) ** 2 / cells})
+    return out
 
 
 def _scores(syn, private, schema, held_out, epsilon: float) -> dict:

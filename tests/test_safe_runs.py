@@ -569,3 +569,24 @@ def test_outputs_that_cannot_fit_are_refused_before_any_release(tmp_path, monkey
                  "--steps", "20000", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert "model.h5" in err and not (tmp_path / "x").exists() and not (tmp_path / ".x.partial").exists()
+
+
+def test_the_data_fingerprint_is_the_sha256_of_the_rows_whatever_their_size():
+    """Hashed a block of rows at a time (a table's one-hot rows run to GBs): the digest is hashlib's of the shape and
+    the float64 bytes of all rows at once, so a checkpoint written before resumes."""
+    import hashlib
+
+    import torch
+
+    from swflow.privacy.release import PrivateTarget
+
+    def digest(rows):
+        return PrivateTarget._fingerprint_of(rows, None, None, len(rows))["data_sha256"]
+
+    big = torch.randn(40_000, 3)
+    for rows in (big, torch.randn(7, 2, dtype=torch.float64)):
+        whole = rows.to(torch.float64).numpy()
+        assert digest(rows) == hashlib.sha256(repr(whole.shape).encode() + whole.tobytes()).hexdigest()
+    changed = big.clone()
+    changed[-1, -1] += 1.0  # the last block's last value
+    assert digest(changed) != digest(big)

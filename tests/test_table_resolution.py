@@ -254,6 +254,16 @@ def test_many_categories_keep_the_largest_and_split_the_rest_back_by_their_count
     assert abs(share.get("k7", 0) - expected[0]) < 0.02 and set(share.index) <= {f"k{i}" for i in range(7, 40)}
 
 
+def _areas_and_storms(rows: int, storms, rng):
+    """(frame, schema): 40 areas drawn evenly, 300 storms (``storms``: each row's storm number), a price."""
+    schema = Schema.from_json({"columns": [
+        {"name": "area", "type": "categorical", "categories": [f"a{i}" for i in range(40)]},
+        {"name": "storm", "type": "categorical", "categories": [f"s{i}" for i in range(300)]},
+        {"name": "price", "type": "numeric", "min": 0, "max": 1000}]})
+    return pd.DataFrame({"area": rng.choice([f"a{i}" for i in range(40)], rows), "storm": [f"s{i}" for i in storms],
+                         "price": rng.uniform(0, 1000, rows)}), schema
+
+
 def test_a_category_column_keeps_every_category_as_a_cell_up_to_the_cap():
     """Categories are not cut by the numbers' rule: 40 of them are 40 cells (no release spent on them), 300 are the
     255 largest by the released counts and one cell for the rest; the number keeps the rule's cells."""
@@ -261,13 +271,7 @@ def test_a_category_column_keeps_every_category_as_a_cell_up_to_the_cap():
     from swflow.tables.resolution import MAX_CATEGORY_CELLS, cells_per_column
 
     rng = np.random.default_rng(0)
-    schema = Schema.from_json({"columns": [
-        {"name": "area", "type": "categorical", "categories": [f"a{i}" for i in range(40)]},
-        {"name": "storm", "type": "categorical", "categories": [f"s{i}" for i in range(300)]},
-        {"name": "price", "type": "numeric", "min": 0, "max": 1000}]})
-    frame = pd.DataFrame({"area": rng.choice([f"a{i}" for i in range(40)], 3000),
-                          "storm": [f"s{i}" for i in rng.zipf(1.3, 3000) % 300],
-                          "price": rng.uniform(0, 1000, 3000)})
+    frame, schema = _areas_and_storms(3000, rng.zipf(1.3, 3000) % 300, rng)
     syn = Synthesizer("dpswflow-hist", schema=schema, epsilon=1.0, delta=1e-6, steps=5, n_particles=50).fit(frame)
     report = syn.privacy_report()
     run, pair_noise = report.run_config, report.ledger[0]["noise_std"]
@@ -275,6 +279,29 @@ def test_a_category_column_keeps_every_category_as_a_cell_up_to_the_cap():
     assert run["cells_per_column"][2] == cells_per_column(dataset_size=3000, pair_noise_std=pair_noise) < 40
     assert run["resolution_columns"] == ["storm", "price"]
     assert sorted(syn.sample(4000, seed=1)["area"].unique()) == sorted(f"a{i}" for i in range(40))
+
+
+def test_past_the_cap_a_category_column_keeps_all_of_its_categories_where_the_noise_allows():
+    """Past 256, all or nothing: every category a cell where n / (4·σ_pooled) reaches the categories (then no one-way
+    release is spent on it), else the cap; the ceiling without noise."""
+    from swflow import Synthesizer
+    from swflow.tables.resolution import CATEGORY_CELLS_CEILING, category_cells, cells_of
+
+    assert category_cells(dataset_size=36_710, pooled_noise_std=2.37) == int(36_710 / (4 * 2.37))  # 3 872
+    assert category_cells(dataset_size=100, pooled_noise_std=0.0) == CATEGORY_CELLS_CEILING
+    storm = Schema.from_json({"columns": [
+        {"name": "storm", "type": "categorical", "categories": [f"s{i}" for i in range(300)]},
+        {"name": "x", "type": "categorical", "categories": ["a", "b"]}]}).columns[0]
+    assert cells_of(storm, 9, categories=300) == 300 and cells_of(storm, 9, categories=299) == 256
+    assert cells_of(storm, 9) == 256
+
+    rng = np.random.default_rng(0)
+    frame, schema = _areas_and_storms(20_000, rng.integers(0, 300, 20_000), rng)
+    syn = Synthesizer("dpswflow-hist", schema=schema, epsilon=10.0, delta=1e-6, steps=5, n_particles=50).fit(frame)
+    pair_noise = syn.privacy_report().ledger[-1]["noise_std"]
+    assert 20_000 / (4 * pair_noise / np.sqrt(2)) > 3 * 300  # far past the categories, whatever the split
+    assert syn.codec.sizes[:2] == [40, 300]
+    assert syn.privacy_report().run_config["resolution_columns"] == ["price"]  # no release for the storms
 
 
 # -- accounting ----------------------------------------------------------------------------------------------------------

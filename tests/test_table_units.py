@@ -287,6 +287,18 @@ def test_no_output_holds_a_unit_identifier(tmp_path, capsys):
     assert main(["sample", str(out), "--n", "50", "--out", str(tmp_path / "more")]) == 0
 
 
+def test_the_help_states_the_default_k_the_library_uses(capsys):
+    """--help keeps torch-importing modules unloaded, so it writes the default k as a number: that number must be
+    the constant's."""
+    from swflow.cli import main
+    from swflow.privacy.units import DEFAULT_ROWS_PER_UNIT
+
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    usage = " ".join(capsys.readouterr().out.split())
+    assert f"(default {DEFAULT_ROWS_PER_UNIT}: swflow.privacy.units.DEFAULT_ROWS_PER_UNIT)" in usage
+
+
 # -- read-back ---------------------------------------------------------------------------------------------------------
 def _edited(tmp_path, syn, edit):
     path = syn.save(tmp_path / "model.pt")

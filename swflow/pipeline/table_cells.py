@@ -34,11 +34,13 @@ class TableCells:
         self.cells = cells
 
     def _cells_per_column(self, n: int) -> list[int]:
-        """Each column's cells: given, or the rule at the noise the pair tables will carry (public quantities)."""
+        """Each column's cells: given, or the rule at the noise the pair tables will carry (public quantities); a
+        category column's cap (:func:`~swflow.tables.resolution.category_cells`) reads the noise of its count
+        pooled over the tables that hold it."""
         import math
 
         from ..privacy.histogram import histogram_sensitivity, one_release_multiplier
-        from ..tables.resolution import cells_of, cells_per_column
+        from ..tables.resolution import category_cells, cells_of, cells_per_column
 
         if isinstance(self.cells, int):
             return [self.cells] * len(self.schema.columns)
@@ -46,7 +48,10 @@ class TableCells:
         sigma = z * histogram_sensitivity(len(self.pairs), adjacency=self.privacy.adjacency,
                                           contribution=self._contribution).value
         rule = cells_per_column(dataset_size=n, pair_noise_std=sigma)
-        return [(self.cells or {}).get(c.name, cells_of(c, rule)) for c in self.schema.columns]
+        tables = [sum(j in pair for pair in self.pairs) for j in range(len(self.schema.columns))]
+        return [(self.cells or {}).get(c.name, cells_of(c, rule, categories=category_cells(
+                    dataset_size=n, pooled_noise_std=sigma / math.sqrt(max(held, 1)))))
+                for c, held in zip(self.schema.columns, tables)]
 
     def _plan_cells(self, n: int) -> list[int]:
         """Set the cells that need no release (the schema's, or public rows'), choose the pairs from public rows

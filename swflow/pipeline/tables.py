@@ -27,7 +27,7 @@ from ..tables.codec import NUMERIC_BINS, TableCodec
 from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells
 from ..tables.shrinkage import shrunk_tables
 from ..tables.pairs import schema_pairs
-from ..tables.resolution import RESOLUTION_SHARE
+from ..tables.resolution import MAX_CELLS, RESOLUTION_SHARE
 from ..tables.schema import Schema
 from .table_cells import RESOLUTIONS, TableCells, resolution_setting
 from .table_size import TableSize
@@ -83,8 +83,8 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         (RESOLUTIONS; default 'public' with public rows, else 'release': the fine one-way histograms at
         ``resolution_share`` of the budget, of what the repeated values leave where they are named); ``cells``: cells
         per column, for every column or ({name: cells}) for some (default: :func:`~swflow.tables.resolution.cells_of`:
-        each category up to 256, else the rule); ``numeric_bins``: the schema's equal-width bins (resolution
-        'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
+        each category up to 256, or past it where the noise allows; else the rule); ``numeric_bins``: the schema's
+        equal-width bins (resolution 'uniform'); ``n_particles``, ``steps``, ``lr``, ``shrink``: the particles'
         fit (:class:`~swflow.tables.flow.MarginalFlowConfig`; ``shrink=False`` fits the released tables as they are:
         for a classifier whose target depends only weakly on the other columns, docs/tables-design.md "Shrinkage"); the
         budget as for every method (``epsilon`` or ``noise_multiplier``, ``delta``, ``adjacency``, ``count_noise``,
@@ -131,16 +131,27 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
 
     def _chosen_by(self, *, given: bool) -> str:
         """What chose the pairs, in words (privacy.json; said at run time where it is not every pair)."""
-        every = len(self.user_schema.columns) * (len(self.user_schema.columns) - 1) // 2
-        width = max(j - i for i, j in self.pairs)
-        return "given" if given else "every pair (the schema alone)" if len(self.pairs) == every else (
-            f"the schema alone: each column with its next {width} in the schema's order ({len(self.pairs)} of the "
-            f"{every} pairs; swflow.tables.pairs.schema_pairs)")
+        from ..tables.pairs import MAX_SCHEMA_PAIRS, MAX_TABLE_CELLS
+
+        columns = len(self.schema.columns)
+        every = columns * (columns - 1) // 2
+        if given or len(self.pairs) == every:
+            return "given" if given else "every pair (the schema alone)"
+        width, widths = max(j - i for i, j in self.pairs), self._widths()
+        rules = [f"each column with its next {width} in the schema's order"] if every > MAX_SCHEMA_PAIRS else []
+        if any(widths[i] * widths[j] > MAX_TABLE_CELLS for i in range(columns) for j in range(i)):
+            rules.append(f"leaving out a table of more than {MAX_TABLE_CELLS:,} cells where its columns are in others")
+        return (f"the schema alone: {', '.join(rules)} ({len(self.pairs)} of the {every} pairs; "
+                "swflow.tables.pairs.schema_pairs)")
+
+    def _widths(self) -> list[int]:
+        """Each column's most cells, from the schema: a category column's categories, a number's MAX_CELLS."""
+        return [len(c.categories) if c.kind == "categorical" else MAX_CELLS for c in self.schema.columns]
 
     def _pairs(self, pairs) -> list[tuple[int, int]]:
         names = self.schema.names
         if pairs is None:
-            return schema_pairs(len(names))
+            return schema_pairs(self._widths())
         if self.unit is not None:  # every column with its unit's rows, which samples read (table_units.py)
             pairs = [*pairs, *((a, names[-1]) for a in names[:-1] if (a, names[-1]) not in map(tuple, pairs))]
         out = []

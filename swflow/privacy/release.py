@@ -209,9 +209,11 @@ class PrivateTarget:
         import hashlib
         from dataclasses import asdict
 
-        if isinstance(data, Tensor):
-            rows = data.detach().to("cpu", torch.float64).contiguous().numpy()
-            digest = hashlib.sha256(repr(rows.shape).encode() + rows.tobytes()).hexdigest()
+        if isinstance(data, Tensor):  # float64 bytes, hashed a block of rows at a time (a table's one-hot rows are GBs)
+            digest = hashlib.sha256(repr(tuple(data.shape)).encode())
+            for block in data.detach().split(1 << 14) if data.dim() else [data]:
+                digest.update(block.to("cpu", torch.float64).contiguous().numpy().tobytes())
+            digest = digest.hexdigest()
         else:  # rows on disk, hashed chunk by chunk
             digest = data.sha256()
         privacy = None if calibration is None else {

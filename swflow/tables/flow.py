@@ -74,80 +74,72 @@ def fit_particles(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int,
     ``progress``: True shows a bar; 'auto' shows one, with an estimate of the time left, only when the first steps
     say the fit takes over a minute (what a --quiet run still wants to know)."""
     generator = torch.Generator().manual_seed(config.seed)
-    offsets = [0]
-    for k in sizes:
-        offsets.append(offsets[-1] + k)
-    gradient = _gradient(tables, offsets, pairs, dataset_size, config.n_particles)
-    block = _blocks(offsets)
-    free = torch.randn(config.n_particles, offsets[-1], generator=generator)
+    gradient = _gradient(tables, sizes, pairs, dataset_size, config.n_particles)
+    free = [torch.randn(config.n_particles, k, generator=generator) for k in sizes]
     for column, law in enumerate(pooled_laws(tables, sizes, pairs)):
         if law is not None and float(law.sum()) > 0:  # each particle starts at a record of independent columns
             drawn = torch.multinomial(law.float(), config.n_particles, replacement=True, generator=generator)
-            free[torch.arange(config.n_particles), offsets[column] + drawn] += START_LOGIT
-    optimizer = torch.optim.Adam([free], lr=config.lr)
+            free[column][torch.arange(config.n_particles), drawn] += START_LOGIT
+    optimizer = torch.optim.Adam(free, lr=config.lr)
     with _Progress(config.steps, progress, f"fitting {config.n_particles} particles to {len(pairs)} tables") as bar:
         for _ in range(config.steps):
-            simplex = _softmax_blocks(free, block)
-            # the chain rule through each block's softmax: ∂L/∂free = S ⊙ (g − Σ_block S ⊙ g)
-            weighted = simplex * gradient(simplex)[1]
-            free.grad = weighted - simplex * _block_sums(weighted, block)[:, block]
+            simplex = [torch.softmax(f, dim=1) for f in free]
+            # the chain rule through each column's softmax: ∂L/∂free = S ⊙ (g − Σ_column S ⊙ g)
+            for f, s, g in zip(free, simplex, gradient(simplex)[1]):
+                weighted = s * g
+                f.grad = weighted - s * weighted.sum(dim=1, keepdim=True)
             optimizer.step()
             bar.step()
-    simplex = _softmax_blocks(free, block)
-    return [simplex[:, a:b].clone() for a, b in zip(offsets[:-1], offsets[1:])]
+    return [torch.softmax(f, dim=1) for f in free]
 
 
-def _gradient(tables, offsets: list[int], pairs, dataset_size: int, n_particles: int):
-    """simplex S (N, D) -> (L, ∂L/∂S): the squared distance of the particles' two-way marginals to the released
-    tables, L = Σ_k ‖S_iᵀS_j / N − T_k / n‖², and its gradient, 2 (S_j R_kᵀ, S_i R_k) / N on the pair's blocks
-    for the residual R_k. Written out rather than left to autograd: a wide table's slices would each give their
-    gradient the full (N, D) size.
+def _gradient(tables, sizes: list[int], marginals, dataset_size: int, n_particles: int):
+    """columns' simplices S_c (each (N, sizes[c])) -> (L, [∂L/∂S_c]): the squared distance of the particles'
+    marginals to the released tables, L = Σ_k ‖M_k − T_k / n‖², M_k the particles' marginal on ``marginals[k]``
+    (for a pair (i, j), S_iᵀS_j / N), and its gradient: for a pair's residual R, 2 S_j Rᵀ / N on S_i and
+    2 S_i R / N on S_j. Written out rather than left to autograd, whose slices of a wide table would each take the
+    gradient's full size.
 
-    Dense pairs: every measured table is a block of one D × D matrix, the particles' second moment SᵀS / N, so one
-    matrix product per step serves every pair. Sparse pairs (a wide table's few per column): the pairs grouped by
-    their shape (cells_i, cells_j), one batched product per group, N · Σ_pairs cells_i · cells_j per step instead
-    of N · D²."""
-    columns = len(offsets) - 1
-    if all(len(p) == 2 for p in pairs) and 2 * len(pairs) > columns * (columns - 1) // 2:
-        target = torch.zeros(offsets[-1], offsets[-1])
-        measured = torch.zeros_like(target)
-        for (i, j), table in zip(pairs, tables):
-            target[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = table.to(torch.float32) / dataset_size
-            measured[offsets[i]:offsets[i + 1], offsets[j]:offsets[j + 1]] = 1.0
-
-        def dense(simplex):
-            residual = measured * (simplex.T @ simplex / n_particles - target)
-            return residual.pow(2).sum(), simplex @ (residual + residual.T) * (2 / n_particles)
-        return dense
-    return _sparse_gradient(tables, offsets, pairs, dataset_size, n_particles)
-
-
-def _sparse_gradient(tables, offsets: list[int], marginals, dataset_size: int, n_particles: int):
-    """_gradient's sparse path, for marginals of two or three columns (``marginals``: tuples of column indices):
-    the marginals grouped by their shape, one batched product per group, and for each of a marginal's columns
-    ∂L/∂S_a = 2/N · Σ R · (the other columns' blocks)."""
-    groups: dict[tuple[int, ...], list] = {}
+    Each pair is computed by the wider of its columns against all of that column's narrower partners at once (their
+    blocks side by side): one product per column and step, N · Σ_pairs cells_i · cells_j in all, where one product
+    over every coordinate would cost N · D² (insteval with every student and lecturer a cell: D = 5 164 against
+    about 32 cells for their partners; experiments/bench_tables.py). A marginal of three columns is fitted alike,
+    by einsum (experiments/tables_triples.py)."""
+    owned: dict[int, list[tuple[int, Tensor]]] = {}
+    triples = []
     for columns, table in zip(marginals, tables):
-        groups.setdefault(tuple(table.shape), []).append((columns, table.to(torch.float32) / dataset_size))
-    batches = [([torch.cat([torch.arange(offsets[c[a]], offsets[c[a] + 1]) for c, _ in group])
-                 for a in range(len(shape))], torch.stack([t for _, t in group]), shape)
-               for shape, group in groups.items()]
+        target = table.to(torch.float32) / dataset_size
+        if len(columns) == 3:
+            triples.append((columns, target))
+            continue
+        i, j = columns
+        if sizes[j] > sizes[i]:  # the wider column computes the pair
+            i, j, target = j, i, target.T
+        owned.setdefault(i, []).append((j, target))
+    products = [(i, [j for j, _ in partners], torch.cat([t for _, t in partners], dim=1))
+                for i, partners in owned.items()]
 
-    def sparse(simplex):
-        loss, grad = 0.0, torch.zeros_like(simplex)
-        for index, target, shape in batches:
-            blocks = [simplex[:, i].view(n_particles, -1, size) for i, size in zip(index, shape)]  # (N, K_b, size)
-            axes = [f"nk{letter}" for letter in "ijl"[:len(shape)]]
-            joint = "k" + "ijl"[:len(shape)]
-            residual = torch.einsum(",".join(axes) + "->" + joint, *blocks) / n_particles - target
-            loss += float(residual.pow(2).sum())
-            for a in range(len(shape)):
-                others = [b for b in range(len(shape)) if b != a]
-                part = torch.einsum(",".join([axes[b] for b in others] + [joint]) + "->" + axes[a],
-                                    *[blocks[b] for b in others], residual)
-                grad.index_add_(1, index[a], part.reshape(n_particles, -1), alpha=2 / n_particles)
-        return loss, grad
-    return sparse
+    def gradient(simplex: list[Tensor]) -> tuple[float, list[Tensor]]:
+        loss, grad = torch.zeros(()), [torch.zeros_like(s) for s in simplex]
+        for i, partners, target in products:
+            others = torch.cat([simplex[j] for j in partners], dim=1)  # (N, Σ partners' cells)
+            residual = simplex[i].T @ others / n_particles - target
+            loss += residual.pow(2).sum()
+            grad[i] += others @ residual.T * (2 / n_particles)
+            back = simplex[i] @ residual * (2 / n_particles)
+            start = 0
+            for j in partners:
+                grad[j] += back[:, start:start + sizes[j]]
+                start += sizes[j]
+        for columns, target in triples:
+            blocks = [simplex[c] for c in columns]
+            residual = torch.einsum("na,nb,nc->abc", *blocks) / n_particles - target
+            loss += residual.pow(2).sum()
+            for a, spec in enumerate(("nb,nc,abc->na", "na,nc,abc->nb", "na,nb,abc->nc")):
+                grad[columns[a]] += torch.einsum(spec, *[blocks[b] for b in range(3) if b != a], residual) * (
+                    2 / n_particles)
+        return float(loss), grad
+    return gradient
 
 
 class _Progress:
@@ -184,25 +176,6 @@ class _Progress:
     def __exit__(self, *exc):
         if self.bar is not None:
             self.bar.close()
-
-
-def _blocks(offsets: list[int]) -> Tensor:
-    """(D,) int64: each coordinate's column."""
-    return torch.repeat_interleave(torch.arange(len(offsets) - 1), torch.tensor(offsets).diff())
-
-
-def _block_sums(values: Tensor, block: Tensor) -> Tensor:
-    """(N, C): the sum of ``values`` (N, D) over each column's coordinates."""
-    return torch.zeros(values.shape[0], int(block[-1]) + 1, dtype=values.dtype).index_add_(1, block, values)
-
-
-def _softmax_blocks(free: Tensor, block: Tensor) -> Tensor:
-    """(N, D): a softmax within each column's block of coordinates (``block``: _blocks), in one pass over all of
-    them."""
-    peak = torch.zeros(free.shape[0], int(block[-1]) + 1, dtype=free.dtype).scatter_reduce_(
-        1, block.expand(free.shape[0], -1), free, reduce="amax", include_self=False)  # for a stable exp
-    weights = torch.exp(free - peak[:, block])
-    return weights / _block_sums(weights, block)[:, block]
 
 
 def sample_cells(particles: list[Tensor], n: int, *, seed: int = 0,

@@ -3,7 +3,8 @@
 The release adds Gaussian noise of σ = z·√(2K) to every cell of K two-way tables (sensitivity √(2K) under
 replace-one, z the multiplier the budget buys), so on a wide table each extra pair costs every other pair
 precision: 435 pairs for 30 columns. The schema alone cannot tell pairs apart, so without public rows every pair
-is released, up to a budget of MAX_SCHEMA_PAIRS tables (:func:`schema_pairs`: beyond it, neighbours in the schema). Public rows (never private ones) can: a pair's *dependence* is the total variation between its public
+is released, up to a budget of MAX_SCHEMA_PAIRS tables (:func:`schema_pairs`: beyond it, neighbours in the schema;
+and never a table of more than MAX_TABLE_CELLS cells whose columns are in others). Public rows (never private ones) can: a pair's *dependence* is the total variation between its public
 two-way table and the product of its public one-way tables, what the pair's marginal loses if it is not measured.
 :func:`choose_pairs` ranks pairs by dependence and releases the K most dependent ones (and, for a column in
 none of them, its own most dependent pair: a column must have a marginal), the K that minimises
@@ -25,25 +26,38 @@ import math
 
 import numpy as np
 
-__all__ = ["pair_dependence", "choose_pairs", "schema_pairs", "MAX_SCHEMA_PAIRS"]
+__all__ = ["pair_dependence", "choose_pairs", "schema_pairs", "MAX_SCHEMA_PAIRS", "MAX_TABLE_CELLS"]
 
 #: the most tables the schema-alone rule releases: every pair up to 32 columns (C(32, 2) = 496)
 MAX_SCHEMA_PAIRS = 496
+#: the most cells a table the schema-alone rule releases may have: 256 × 256, the largest that category columns of
+#: up to MAX_CATEGORY_CELLS (tables/resolution.py) give
+MAX_TABLE_CELLS = 256 * 256
 
 
-def schema_pairs(columns: int) -> list[tuple[int, int]]:
-    """The pairs released without public rows, from the number of columns alone: every pair while there are at most
-    MAX_SCHEMA_PAIRS of them; beyond (a wide table: 200 columns have 19 900 pairs, each costing every other its
-    precision and the fit its time), each column with the next w columns in the schema's order, w = ⌊496 / C⌋ ≥ 1:
-    about 496 tables, every column in up to 2w of them. The schema's order is the only public hint of which columns
-    belong together (owners write related columns side by side); public rows choose better (choose_pairs)."""
+def schema_pairs(widths: list[int]) -> list[tuple[int, int]]:
+    """The pairs released without public rows, from the schema alone (``widths``: each column's most cells, a
+    category column's categories): every pair while there are at most MAX_SCHEMA_PAIRS of them; beyond (a wide
+    table: 200 columns have 19 900 pairs, each costing every other its precision and the fit its time), each column
+    with the next w columns in the schema's order, w = ⌊496 / C⌋ ≥ 1: about 496 tables, every column in up to 2w
+    of them. The schema's order is the only public hint of which columns belong together (owners write related
+    columns side by side); public rows choose better (choose_pairs).
+
+    A pair whose table could hold more than MAX_TABLE_CELLS cells (two columns of many categories: insteval's 2 972
+    students by 2 160 lecturers, 6.4 million cells over 36 710 private rows) is left out where both of its columns
+    are in other tables: it costs the fit N × its cells every step, and holds a record in one cell of 175."""
+    columns = len(widths)
     if columns < 2:
         raise ValueError("a table needs at least two columns to have pairs")
-    every = list(itertools.combinations(range(columns), 2))
-    if len(every) <= MAX_SCHEMA_PAIRS:
-        return every
-    width = max(1, MAX_SCHEMA_PAIRS // columns)
-    return [(i, j) for i, j in every if j - i <= width]
+    pairs = list(itertools.combinations(range(columns), 2))
+    if len(pairs) > MAX_SCHEMA_PAIRS:
+        width = max(1, MAX_SCHEMA_PAIRS // columns)
+        pairs = [(i, j) for i, j in pairs if j - i <= width]
+    for pair in sorted(pairs, key=lambda p: -widths[p[0]] * widths[p[1]]):
+        held = [sum(c in other for other in pairs) for c in pair]
+        if widths[pair[0]] * widths[pair[1]] > MAX_TABLE_CELLS and min(held) > 1:
+            pairs.remove(pair)
+    return pairs
 
 
 def pair_dependence(cells: np.ndarray, sizes: list[int]) -> dict[tuple[int, int], float]:

@@ -24,7 +24,8 @@ Here the cells come from the column's fine one-way histogram, released first at 
 The number of cells m follows the budget and n (:func:`cells_per_column`): a pair table of m × m cells over n
 records holds about n/m² records a cell, against its noise σ_pair; m is the largest with n/m² ≥ ``CELLS_RULE``·σ_pair,
 clamped to [``MIN_CELLS``, ``MAX_CELLS``]. A category column is not cut by that rule (:func:`cells_of`): it keeps
-every category as a cell of its own, up to ``MAX_CATEGORY_CELLS``. Quantile cells merge neighbouring numbers, which
+every category as a cell of its own, up to ``MAX_CATEGORY_CELLS``, and past it all of them where the noise allows
+(:func:`category_cells`). Quantile cells merge neighbouring numbers, which
 resemble each other; merged categories are ranked by their noisy counts only, so an area or a storm lands in a cell
 with others that share nothing with it, and the decoder draws it back inside that cell independently of every other
 column: a bias that no budget removes. Its own cell costs noise instead (its row of a pair table), and the noise
@@ -44,6 +45,7 @@ from .cells import ColumnCells, FineGrid
 from .schema import Column
 
 __all__ = ["atom_room", "warn_wide_bounds", "NARROW_SHARE", "RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
+           "CATEGORY_CELLS_CEILING", "category_cells",
            "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
 
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
@@ -55,9 +57,12 @@ VALUES_SHARE = 0.1
 #: records a pair-table cell should hold per unit of its noise std (the cells rule)
 CELLS_RULE = 4.0
 MIN_CELLS, MAX_CELLS = 6, 32
-#: a category column's cells at most (beyond, its largest categories but one and a cell for the rest): a cap on the
-#: cost of its pair tables (their cells, fitted at every step), not on their noise
+#: a category column keeps this many of its categories as cells of their own whatever the noise (beyond, all of them
+#: where :func:`category_cells` allows, else its largest but one and a cell for the rest)
 MAX_CATEGORY_CELLS = 256
+#: the most cells a category column gets, as many as a number's fine grid has (cells.FINE_CELLS): a cap on the
+#: memory of the codec's rows (records × every column's cells) and on the fit's cost
+CATEGORY_CELLS_CEILING = 4096
 
 
 def cells_per_column(*, dataset_size: int, pair_noise_std: float) -> int:
@@ -67,12 +72,30 @@ def cells_per_column(*, dataset_size: int, pair_noise_std: float) -> int:
     return int(min(MAX_CELLS, max(MIN_CELLS, math.floor(math.sqrt(dataset_size / (CELLS_RULE * pair_noise_std))))))
 
 
-def cells_of(column: Column, cells: int) -> int:
-    """``column``'s number of cells where the rule gives ``cells``: a category column's every category, up to
-    MAX_CATEGORY_CELLS (at least ``cells``: fewer categories are each a cell anyway); any other column's ``cells``."""
+def category_cells(*, dataset_size: float, pooled_noise_std: float) -> int:
+    """How many categories a column may keep as cells of their own past MAX_CATEGORY_CELLS: as many as give a
+    category, on average, CELLS_RULE × the noise std of its count pooled over the column's tables (the numbers' rule,
+    records per cell against noise, read on the count the particles start from), n / (CELLS_RULE · σ_pooled), up to
+    CATEGORY_CELLS_CEILING (the ceiling without noise)."""
+    if not pooled_noise_std > 0:
+        return CATEGORY_CELLS_CEILING
+    return int(min(CATEGORY_CELLS_CEILING, dataset_size / (CELLS_RULE * pooled_noise_std)))
+
+
+def cells_of(column: Column, cells: int, *, categories: int = 0) -> int:
+    """``column``'s number of cells where the rule gives ``cells``: a category column's every category where they
+    are at most MAX_CATEGORY_CELLS or at most ``categories`` (:func:`category_cells`), else MAX_CATEGORY_CELLS (its
+    largest but one, and one cell for the rest); at least ``cells`` (fewer categories are each a cell anyway). Any
+    other column's ``cells``.
+
+    All or nothing past MAX_CATEGORY_CELLS: a column with every category a cell needs no one-way release (its share
+    of the budget goes to the pair tables), where a few more cells still pay for one and still merge the rest
+    (insteval's students and lecturers at ε = 1: 494 cells each, 3-way TVD 0.591 against 0.581 at 256;
+    docs/tables-design.md, "Many categories")."""
     if column.kind != "categorical":
         return cells
-    return max(cells, min(FineGrid(column).values, MAX_CATEGORY_CELLS))
+    values = FineGrid(column).values
+    return max(cells, values if values <= max(MAX_CATEGORY_CELLS, categories) else MAX_CATEGORY_CELLS)
 
 
 def needs_release(column: Column, cells: int) -> bool:
