@@ -116,7 +116,7 @@ def main(argv=None) -> int:
     return 0
 
 
-#: the shapes --step times: each column's cells, and whether every pair is released (else the schema's rule)
+#: the shapes --step times: each column's cells (the pairs are the schema-alone rule's)
 STEP_SHAPES = {"insteval, every student and lecturer a cell": [2972, 2160, 4, 6, 2, 15, 5],
                "insteval at 256 categories a column": [256, 256, 4, 6, 2, 15, 5],
                "storms (260 names, 11 columns of 16 cells)": [260] + [16] * 11,
