@@ -370,6 +370,37 @@ def test_a_file_is_counted_chunk_by_chunk_as_it_would_be_in_memory(tmp_path):
         assert torch.equal(counts(rows), in_memory)
 
 
+def test_a_frame_is_held_as_its_cells_and_counted_chunk_by_chunk_with_its_weights():
+    """A frame's records reach the release as cells (n, C), never as one-hot rows (n, D): the weighted tables,
+    counted over chunks of 7 records, are pandas' weighted crosstab of the frame's cells; the source holds
+    n × C numbers, and its one-hot chunks are the codec's rows."""
+    import torch
+
+    from swflow.privacy import PrivacyLedger
+    from swflow.privacy.marginals import MarginalTarget
+    from swflow.privacy.noise import NoiseSource
+    from swflow.tables import example_table
+    from swflow.tables.source import FrameCells, TableSource
+
+    frame, schema = example_table(301)
+    codec = TableCodec(schema)
+    source = TableSource(codec).encode(frame)
+    assert isinstance(source, FrameCells) and source.shape == (301, codec.dim)
+    assert source.cells.numel() == 301 * len(schema.names)
+    source.chunk_rows = 7
+    assert torch.equal(torch.cat([rows for _, rows in source.chunks()]), torch.from_numpy(codec.encode(frame)))
+    weights = torch.from_numpy(np.random.default_rng(3).uniform(0.1, 1.0, 301))
+    pairs = [(0, 2), (1, 4)]
+    target = MarginalTarget(source, None, noise=NoiseSource(0), ledger=PrivacyLedger(), blocks=codec.blocks(),
+                            pairs=pairs).weighted(weights, 1)
+    tables = target.release_tables()
+    cells = pd.DataFrame(codec.cell_index(schema.check(frame)))
+    for (i, j), table in zip(pairs, tables):
+        expected = pd.crosstab(cells[i], cells[j], values=weights.numpy(), aggfunc="sum").fillna(0)
+        expected = expected.reindex(index=range(codec.sizes[i]), columns=range(codec.sizes[j]), fill_value=0)
+        np.testing.assert_allclose(table.numpy(), expected.to_numpy(), rtol=1e-12, atol=1e-12)
+
+
 def test_records_draw_their_cells_from_their_own_particles_chunk_by_chunk():
     """Sampling draws a chunk of records at a time (memory chunk × cells): each record still follows its own
     particle (particle 1 never gives cell 0) at the particle's probabilities (tolerance 0.015: over 4 standard

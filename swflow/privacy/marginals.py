@@ -76,16 +76,16 @@ class MarginalTarget(CountTarget):
         return torch.stack([rows[:, a:b].argmax(dim=1) for a, b in self.blocks], dim=1)
 
     def _counts(self) -> Tensor:
-        """The exact tables, concatenated: of the rows in memory, or summed chunk by chunk over records on disk (each
-        chunk checked and read into cells by its source, ``cell_chunks()``, before it is counted; nothing is released
-        before the last)."""
+        """The exact tables, concatenated: of the rows in memory, or summed chunk by chunk over a source of cells (a
+        frame's, :class:`~swflow.tables.source.TableCells`, or a file's, each chunk checked and read into cells
+        before it is counted; nothing is released before the last), record i counted with ``weights[i]``."""
         if isinstance(self._data, Tensor):
             return pair_counts(self.cells(), self.sizes, self.pairs, self.weights)
-        if self.weights is not None:
-            raise ValueError("weighted records are counted in memory, not read from disk in chunks")
-        total = pair_counts(torch.zeros((0, len(self.sizes)), dtype=torch.int64), self.sizes, self.pairs)
-        for _, cells in self._data.cell_chunks():  # each record's cells as the codec reads them: no one-hot rows
-            total = total + pair_counts(cells, self.sizes, self.pairs)
+        empty = torch.zeros((0, len(self.sizes)), dtype=torch.int64)
+        total = pair_counts(empty, self.sizes, self.pairs, None if self.weights is None else self.weights[:0])
+        for offset, cells in self._data.cell_chunks():  # each record's cells as the codec reads them: no one-hot rows
+            weights = None if self.weights is None else self.weights[offset:offset + len(cells)]
+            total = total + pair_counts(cells, self.sizes, self.pairs, weights)
         return total
 
     def release_tables(self) -> list[Tensor]:
