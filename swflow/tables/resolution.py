@@ -61,7 +61,7 @@ MIN_CELLS, MAX_CELLS = 6, 32
 #: where :func:`category_cells` allows, else its largest but one and a cell for the rest)
 MAX_CATEGORY_CELLS = 256
 #: the most cells a category column gets, as many as a number's fine grid has (cells.FINE_CELLS): a cap on the
-#: memory of the codec's rows (records × every column's cells) and on the fit's cost
+#: fit's memory and cost (each particle holds a law over every column's cells; a table, cells × its partner's)
 CATEGORY_CELLS_CEILING = 4096
 
 
