@@ -109,6 +109,22 @@ def test_cells_from_a_noiseless_fine_histogram_are_its_exact_quantiles():
     assert counts.max() <= 5000 / m + np.bincount(fine).max()  # no cell holds more than its share and one fine cell
 
 
+def test_levels_that_count_a_mass_of_their_own_keep_their_shape_scaled_to_the_records():
+    """A unit's trees count each unit's rows by their spread (privacy.units.tree_weights), a mass other than the
+    count of records n. With ``counts_total=False`` the weights are the exact fine counts' shape scaled to n; held at
+    n instead, the least squares pull every level-1 node down alike, and a small node loses its mass."""
+    rng = np.random.default_rng(5)
+    fine = np.concatenate([rng.integers(0, 40, 3000), rng.integers(200, 256, 60)])  # a small pile far from the rest
+    tree = Tree.for_cells(256, flat=False)
+    exact = np.bincount(fine, minlength=256).astype(float)
+    levels = split_levels(1.5 * level_counts(torch.from_numpy(fine)[:, None], [tree]).double(), [tree])[0]
+    n = len(fine)
+    free = fine_weights(levels, tree, total=n, counts_total=False)
+    assert np.allclose(free, exact, atol=1e-6)
+    held = fine_weights(levels, tree, total=n)
+    assert held[200:].sum() < 0.5 * exact[200:].sum()
+
+
 def test_a_cluster_below_two_sigma_keeps_part_of_its_mass_and_the_leak_is_bounded():
     """Noisy trees (σ = 40) of a column with 600 records in one slice and 60 (1.5σ) in a slice far away, 200 draws.
     Clipping the fitted counts at zero (no threshold) gives the small cluster's node a third of its mass on average

@@ -16,8 +16,8 @@ from swflow.pipeline.tables import TableSynthesizer
 from swflow.privacy.histogram import histogram_sensitivity
 from swflow.privacy.marginals import pair_counts
 from swflow.privacy.oneway import Tree, level_counts
-from swflow.privacy.units import (ROW_CLASSES, UnitBound, drawn_classes, row_classes, spread_weights, unit_codes,
-                                  unit_value_slots, unit_weights)
+from swflow.privacy.units import (ROW_CLASSES, UnitBound, drawn_classes, row_classes, spread_weights, tree_weights,
+                                  unit_codes, unit_value_slots, unit_weights)
 from swflow.privacy.verify import ClaimMismatch
 from swflow.tables import example_table
 
@@ -49,23 +49,29 @@ def _all_units(cells_per_column: list[int], largest: int):
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_a_unit_moves_the_pair_tables_trees_and_count_by_at_most_k_times_a_row(k):
     """Brute force: a tiny table of three units; every neighbour that adds one more unit of 1 … k + 2 rows over a
-    2 × 3 × 2 domain (every multiset of rows), and every neighbour that removes one of its units. The weighted pair
-    tables move by at most k·√K in ℓ2, each tree by k·√L, the count of records by k (the sensitivities a run
-    records), and the largest move reaches the bound (k rows in one cell)."""
+    2 × 3 × 2 domain (every multiset of rows), and every neighbour that removes one of its units. The pair tables
+    weighted by the count bound move by at most k·√K in ℓ2, the count of records by k, and the trees (a binary
+    tree of two levels on one column, a flat one on another: G = 3 levels) weighted by their spread
+    (privacy.units.tree_weights) by k·√G (the sensitivities a run records); each largest move reaches its bound
+    (more than k rows in one cell), and a unit whose rows spread over the trees' nodes keeps more than k / n."""
     sizes, pairs = [2, 3, 2], [(0, 1), (0, 2), (1, 2)]
-    tree = Tree(3, 3, 1)
+    trees, tree_columns = [Tree(3, 2, 2), Tree(2, 2, 1)], [1, 2]
     base_rows = [(0, 0, 0), (1, 2, 1), (1, 2, 1), (0, 1, 1), (0, 1, 0), (1, 0, 0), (1, 0, 0), (1, 0, 1)]
     base_units = [0, 1, 1, 2, 2, 2, 2, 2]
 
     def released(rows, units):
         cells = torch.tensor(rows, dtype=torch.int64).reshape(-1, 3)
-        weights = unit_weights(np.array(units, dtype=np.int64), max_rows=k) if units else torch.zeros(0,
-                                                                                                    dtype=torch.float64)
-        return (pair_counts(cells, sizes, pairs, weights), level_counts(cells[:, 1:2], [tree], weights),
-                float(weights.sum()))
+        codes = np.array(units, dtype=np.int64)
+        if not units:
+            weights = tree_w = torch.zeros(0, dtype=torch.float64)
+        else:
+            weights = unit_weights(codes, max_rows=k)
+            tree_w = tree_weights(codes, cells[:, tree_columns], trees, max_rows=k)
+        return (pair_counts(cells, sizes, pairs, weights), level_counts(cells[:, tree_columns], trees, tree_w),
+                float(weights.sum()), tree_w)
 
     base = released(base_rows, base_units)
-    largest = [0.0, 0.0, 0.0]
+    largest, spread = [0.0, 0.0, 0.0], 0
     neighbours = [(base_rows + list(unit), base_units + [3] * len(unit)) for unit in _all_units(sizes, k + 2)]
     neighbours += [([r for r, u in zip(base_rows, base_units) if u != gone],
                     [u if u < gone else u - 1 for u in base_units if u != gone]) for gone in range(3)]
@@ -73,11 +79,16 @@ def test_a_unit_moves_the_pair_tables_trees_and_count_by_at_most_k_times_a_row(k
         other = released(rows, units)
         moves = [float((other[0] - base[0]).norm()), float((other[1] - base[1]).norm()), abs(other[2] - base[2])]
         largest = [max(a, b) for a, b in zip(largest, moves)]
+        added = len(rows) - len(base_rows)
+        if added > 0:
+            assert torch.equal(other[3][:len(base_rows)], base[3])  # no other unit's weight changes
+            spread += float(other[3][-1]) > min(1.0, k / added) + 1e-9
     bounds = [histogram_sensitivity(len(pairs), adjacency="add-remove", contribution=k).value,
-              histogram_sensitivity(tree.levels, adjacency="add-remove", contribution=k).value,
+              histogram_sensitivity(sum(t.levels for t in trees), adjacency="add-remove", contribution=k).value,
               histogram_sensitivity(1, adjacency="add-remove", contribution=k).value]
-    assert bounds == pytest.approx([k * math.sqrt(3), k * 1.0, k * 1.0])
+    assert bounds == pytest.approx([k * math.sqrt(3), k * math.sqrt(3), k * 1.0])
     assert largest == pytest.approx(bounds)
+    assert spread > 0
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])

@@ -213,12 +213,13 @@ class TableCells:
         if calibration is not None:  # its plan's rows are the records' cells, one column each
             calibration = replace(calibration, plan=replace(calibration.plan, dim=cells.shape[1]))
         kind = ShardedOneWayTarget if world > 1 else OneWayTarget
-        target = self._weighted(kind(cells[lo:hi], calibration, noise=noise, ledger=PrivacyLedger(), columns=released,
-                                     trees=[self._tree(j) for j in released], dataset_size=n))
+        target = self._trees_weighted(kind(cells[lo:hi], calibration, noise=noise, ledger=PrivacyLedger(),
+                                           columns=released, trees=[self._tree(j) for j in released],
+                                           dataset_size=n), cells)
         del cells
         self._released_levels, self._released_columns = target.release_levels(), released
         self.codec = self._codec_from_levels(self._released_levels, released, n, noise_std=target.count_noise_std(),
-                                             warn=True)
+                                             counts_total=self.unit is None, warn=True)
         return target
 
     def _fine_events(self, fine) -> tuple:
@@ -232,15 +233,17 @@ class TableCells:
         return tree_of(self.schema.columns[column], self._atoms.get(column, ()))
 
     def _codec_from_levels(self, levels, released: list[int], n: int, *, noise_std: float,
-                           warn: bool = False) -> TableCodec:
+                           counts_total: bool, warn: bool = False) -> TableCodec:
         """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution, each node's
-        split shrunk against the levels' noise ``noise_std``, 0 for none); ``warn``: say where the released mass
-        fills a sliver of a column's declared bounds."""
+        split shrunk against the levels' noise ``noise_std``, 0 for none); ``counts_total``: whether the levels
+        count the n records (not a unit's trees weighted by spread); ``warn``: say where the released mass fills a
+        sliver of a column's declared bounds."""
         from ..privacy.oneway import split_levels
         from ..tables.resolution import column_cells, fine_weights, warn_wide_bounds
 
         trees = [self._tree(j) for j in released]
-        weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=noise_std)
+        weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=noise_std,
+                                                   counts_total=counts_total)
                                       for counts, tree in zip(split_levels(levels, trees), trees))))
         if warn:
             warn_wide_bounds(self.schema, weights)
@@ -278,7 +281,7 @@ class TableCells:
                 "columns": list(getattr(self, "_released_columns", [])), "levels": self._released_levels,
                 "public_weights": None if weights is None else [torch.as_tensor(w) for w in weights],
                 "repeated_values": None if named is None else [[v, c] for v, c in named],
-                "splits": "shrunk"}
+                "splits": "shrunk", **({} if self.unit is None else {"unit_trees": "spread"})}
 
     def _restore_cells(self, state: dict, report, source: str) -> None:
         """Set the codec's cells from a saved resolution state: the released levels are tested against the
@@ -329,8 +332,11 @@ class TableCells:
             self._released_levels, self._released_columns = levels, released
             # runs saved before the nodes' splits were shrunk (docs/tables-design.md, "Inside a cell") decode as written
             shrunk = report.private and state.get("splits") == "shrunk"
+            # a unit's trees counted by their spread (privacy.units.tree_weights) since 2026-11-29; before, by the
+            # count bound, their sum the count of records
             self.codec = self._codec_from_levels(levels, released, report.dataset_size,
-                                                 noise_std=float(events[at]["noise_std"]) if shrunk else 0.0)
+                                                 noise_std=float(events[at]["noise_std"]) if shrunk else 0.0,
+                                                 counts_total=state.get("unit_trees") != "spread")
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
                 self.schema.names[j] for j in released] or report.run_config.get("repeated_values_columns", []) != [
                 self.schema.names[j] for j in self._atoms]:

@@ -1,8 +1,8 @@
 """A table run whose privacy unit is an identifier column's unit and all of its rows (swflow/privacy/units.py).
 
 The part of :class:`~swflow.pipeline.tables.TableSynthesizer` that reads the unit column once (to group rows: it is
-never synthesized, written or shown), weights each unit's rows (to at most k for the count and the trees; by their
-spread for the pair tables), hands the counting releases those weights and the sensitivity they give, and states the unit in the report; and, on load, checks that the saved
+never synthesized, written or shown), weights each unit's rows (to at most k for the count; by their spread for
+the trees and the pair tables), hands the counting releases those weights and the sensitivity they give, and states the unit in the report; and, on load, checks that the saved
 settings, the report's unit and its ledger agree. Without a unit, the report says its unit is one row.
 """
 from __future__ import annotations
@@ -17,11 +17,12 @@ from ..privacy.units import ROWS_COLUMN
 
 __all__ = ["TableUnits", "UNIT_NOTE"]
 
-UNIT_NOTE = ("privacy unit: {words}. The count of records and the fine trees count a unit's rows with weight "
-             "min(1, {k} / its rows), so one unit adds at most {k} to every count they hold; the pair tables with "
-             "the largest weight min(1, {k}·√K / ‖H‖) that keeps the unit's move of all K tables within {k}·√K in ℓ2 "
-             "(H: its rows' counts in the tables' cells, which are public; a unit whose rows spread keeps more of "
-             "them): every release's sensitivity is {k} x a row's. The repeated-values release names at most {m} "
+UNIT_NOTE = ("privacy unit: {words}. The count of records counts a unit's rows with weight min(1, {k} / its "
+             "rows), so one unit adds at most {k} to it; the fine trees and the pair tables each with the largest "
+             "weight that keeps the unit's move of all of that release's G partitions (the trees' levels, or the "
+             "tables) within {k}·√G in ℓ2, min(1, {k}·√G / ‖H‖) (H: its rows' counts in their nodes or cells, "
+             "which are public; a unit whose rows spread keeps more of them): every release's sensitivity is {k} x "
+             "a row's. The repeated-values release names at most {m} "
              f"value(s) of a column a unit; the pair tables hold one more column, {ROWS_COLUMN!r} (each row's class "
              "of what it stands for among its unit's rows, 1 / its weight, released like any column), which samples "
              "read to undo the down-weighting and drop; add-remove adjacency of units (the number of units and of "
@@ -130,6 +131,17 @@ class TableUnits:
     def _weighted(self, target):
         """``target`` (a count release) counting each row with its unit's weight, at the unit's sensitivity."""
         return target if self._unit_rows is None else target.weighted(self._unit_rows[1], self.unit.max_rows)
+
+    def _trees_weighted(self, target, cells: torch.Tensor):
+        """``target`` (the fine trees' release, of the records' fine ``cells`` (m, C)) counting each row with its
+        unit's weight by its spread over the trees' levels (privacy.units.tree_weights), at the unit's sensitivity."""
+        from ..privacy.units import tree_weights
+
+        if self._unit_rows is None:
+            return target
+        weights = tree_weights(self._unit_rows[0], cells[:, target.columns], target.trees,
+                               max_rows=self.unit.max_rows)
+        return target.weighted(weights, self.unit.max_rows)
 
     def _tables_mass(self, tables, size: int) -> int:
         """What the released pair ``tables`` count in all: the released size, or under a unit (whose tables weigh

@@ -21,12 +21,12 @@ def unit_whitebox_audit(epsilon: float, *, max_rows: int = 4, unit_rows: int | N
     what it leaves), their σ that of the real targets weighted at the bound k; every draw goes through their noise
     steps (the continuous Gaussian a unit's run uses), and the statistic is the likelihood ratio's. The unit moves
     its value's count by one and every other release by its rows' mass, min(rows, k) with the bound applied (the
-    weights privacy.units computes: by the count bound, and for the pair table by the unit's spread, which for rows
-    in one cell is the same);
+    weights privacy.units computes: by the count bound for the count, and for the tree and the pair table by the
+    unit's spread, which for rows in one cell is the same);
     ``bounded=False`` plays a library that forgets it: every row counted once, under the same claim."""
     from ..privacy.audit import split_epsilon_lower_bound
     from ..privacy.oneway import Tree
-    from ..privacy.units import spread_weights, unit_weights
+    from ..privacy.units import spread_weights, tree_weights, unit_weights
     from ..tables.resolution import RESOLUTION_SHARE
 
     rows = max_rows if unit_rows is None else unit_rows
@@ -40,11 +40,14 @@ def unit_whitebox_audit(epsilon: float, *, max_rows: int = 4, unit_rows: int | N
               "tables": tables.count_noise_std(), "size": spent[0].noise_std}
     codes, cells = np.zeros(rows, dtype=np.int64), np.zeros((rows, 2), dtype=np.int64)
     mass = rows * (float(unit_weights(codes, max_rows=max_rows)[0]) if bounded else 1.0)
-    # the pair table's weight as a run sets it, from the unit's spread: all in one cell, the worst case
+    # the tree's and the pair table's weights as a run sets them, from the unit's spread: all in one node and one
+    # cell, the worst case
+    tree_mass = rows * (float(tree_weights(codes, torch.from_numpy(cells[:, :1]), [tree], max_rows=max_rows)[0])
+                        if bounded else 1.0)
     table_mass = rows * (float(spread_weights(codes, cells, [(0, 1)], max_rows=max_rows)[0]) if bounded else 1.0)
     # the coordinates the unit moves: its value's count, its node on each of the tree's two levels, its table cell,
     # the count of records; what each moves by
-    moved = {"values": (named, 1, 1.0), "levels": (levels, 2, mass), "tables": (tables, 1, table_mass),
+    moved = {"values": (named, 1, 1.0), "levels": (levels, 2, tree_mass), "tables": (tables, 1, table_mass),
              "size": (tables, 1, mass)}
 
     def draws(there: bool) -> np.ndarray:

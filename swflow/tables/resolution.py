@@ -128,15 +128,19 @@ def released_atoms(column: Column, values, counts) -> tuple[float, ...]:
     return tuple(float(v) for v in np.sort(values[np.argsort(-counts, kind="stable")[:atom_room(column)]]))
 
 
-def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float, noise_std: float = 0.0) -> np.ndarray:
+def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float, noise_std: float = 0.0,
+                 counts_total: bool = True) -> np.ndarray:
     """(tree.cells,) non-negative weights summing to ``total``, from one column's released ``levels`` (step 1 of
-    the module docstring; exact counts are followed as they are).
+    the module docstring; exact counts are followed as they are). ``counts_total``: whether the levels count
+    ``total`` records, the least-squares fit's root then held at it; False where they count a mass of their own (a
+    privacy unit's trees, each unit weighted by its spread: privacy.units.tree_weights), whose sum the fit leaves
+    free (held at ``total`` instead, the weights' shape followed a smaller mass by pulling every node down alike).
 
     ``noise_std`` (σ of the released counts; 0 for exact ones): each node's split among its children is shrunk
     toward the even split (by fine cells) by the positive-part James–Stein factor of its children's departure from
     it (:func:`_node_splits`), so a node whose children differ by about the noise shares its mass evenly and a pile
     or a real slope stands."""
-    fitted, _, _ = fit_tree(levels, tree, total=total)
+    fitted, _, _ = fit_tree(levels, tree, total=total if counts_total else None)
     mass = torch.tensor([float(total)], dtype=torch.float64)
     for level in range(1, tree.levels + 1):
         nodes = tree.nodes(level)
