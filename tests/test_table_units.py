@@ -354,6 +354,29 @@ def test_a_forged_unit_statement_is_refused(tmp_path, forgery):
         TableSynthesizer.load(path)
 
 
+def test_a_unit_run_names_repeated_values_only_when_asked():
+    """Under a unit each unit names at most one value of a column, so the repeated-values release is off unless
+    asked (it named none on the benchmark's unit tables); a row run makes it by default. Asked for under a unit, it
+    counts one value a unit (contribution 1, sensitivity √C) and the other releases k each."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"amount": rng.choice([10.0, 25.0, 40.0], 3000) + rng.uniform(0, 1, 3000).round(2) * (
+        rng.uniform(size=3000) < 0.3), "kind": rng.choice(["a", "b"], 3000), "person": rng.integers(0, 600, 3000)})
+    schema = {"columns": [{"name": "amount", "type": "numeric", "min": 0, "max": 100},
+                          {"name": "kind", "type": "categorical", "categories": ["a", "b"]}]}
+
+    def ledger(**settings):
+        syn = TableSynthesizer(schema=schema, epsilon=8.0, delta=1e-7, steps=20, **settings)
+        return syn, syn.fit(frame if "privacy_unit" in settings else frame.drop(columns="person")).privacy_report().ledger
+
+    assert ledger()[0].repeated_values and len(ledger()[1]) == 3  # a row run: the values, the trees, the pairs
+    syn, events = ledger(privacy_unit="person")
+    assert not syn.repeated_values and len(events) == 3  # the pairs, the trees, the count of records
+    syn, events = ledger(privacy_unit="person", repeated_values=True)
+    assert syn.repeated_values and len(events) == 4
+    assert [e["contribution"] for e in events] == [4, 1, 4, 4]
+    assert events[1]["sensitivity"] == pytest.approx(1.0)  # one column named, one value a unit
+
+
 def test_a_saved_unit_run_loads_and_samples(tmp_path):
     syn, _ = _fit(k=4)
     loaded = TableSynthesizer.load(syn.save(tmp_path / "model.pt"))

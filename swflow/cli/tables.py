@@ -46,7 +46,7 @@ def cmd_generate_table(args) -> int:
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
                            noise_multiplier=args.noise_multiplier, **{**budget, **unit}, clip=args.clip,
                            public=args.public_table, resolution=args.resolution, cells=parse_cells(args.cells),
-                           shrink=not args.no_shrink, repeated_values=not args.no_repeated_values, seed=args.seed,
+                           shrink=not args.no_shrink, repeated_values=False if args.no_repeated_values else None, seed=args.seed,
                            target=args.target,
                            privacy_seed=args.privacy_seed, **steps,
                            **({} if args.resolution_share is None else {"resolution_share": args.resolution_share}))
@@ -211,7 +211,9 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "the run first names them, privately (a tenth of the budget and a tenth of delta: partition "
                    "selection), so that each decodes as itself rather than spread over its slice (a payment of 1000 "
                    "written as its logarithm, whole dollars in a real column; medexp at eps 10: 3-way TVD 0.199 -> "
-                   "0.143); with this flag the trees and the pair tables split the whole budget")
+                   "0.143); with this flag the trees and the pair tables split the whole budget. Off under "
+                   "--privacy-unit, where a unit names at most one value of a column (none reached the threshold "
+                   "on the benchmark's unit tables)")
     g.add_argument("--privacy-unit", metavar="COLUMN", default=None,
                    help="protect one unit of this identifier column (a customer, a patient) and ALL of its rows, not "
                    "one row: add/remove of a unit, each unit's rows weighted to count as at most --max-rows-per-unit "

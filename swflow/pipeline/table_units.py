@@ -22,7 +22,7 @@ UNIT_NOTE = ("privacy unit: {words}. The count of records counts a unit's rows w
              "weight that keeps the unit's move of all of that release's G partitions (the trees' levels, or the "
              "tables) within {k}·√G in ℓ2, min(1, {k}·√G / ‖H‖) (H: its rows' counts in their nodes or cells, "
              "which are public; a unit whose rows spread keeps more of them): every release's sensitivity is {k} x "
-             "a row's. The repeated-values release names at most {m} "
+             "a row's. The repeated-values release, where made, names at most {m} "
              f"value(s) of a column a unit; the pair tables hold one more column, {ROWS_COLUMN!r} (each row's class "
              "of what it stands for among its unit's rows, 1 / its weight, released like any column), which samples "
              "read to undo the down-weighting and drop; add-remove adjacency of units (the number of units and of "

@@ -76,7 +76,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
                  resolution_share: float = RESOLUTION_SHARE, cells: int | dict | None = None,
                  numeric_bins: int = NUMERIC_BINS,
                  n_particles: int = 2000, steps: int = 1000, lr: float = 0.05, shrink: bool = True, seed: int = 0,
-                 privacy_seed: int | None = None, repeated_values: bool = True, target: str | None = None):
+                 privacy_seed: int | None = None, repeated_values: bool | None = None, target: str | None = None):
         """``schema``: the public schema (a :class:`Schema`, its JSON object, or a JSON file); ``pairs``: the column
         pairs whose two-way tables are released (default: from the schema alone, every pair up to 32 columns, then
         neighbours: :func:`~swflow.tables.pairs.schema_pairs`); ``resolution``: where the columns' cells come from
@@ -91,7 +91,9 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         ``secure_noise``, ``privacy_seed``); ``privacy_unit``, ``max_rows_per_unit``: protect one unit of an identifier
         column and all of its rows, each unit counting as at most that many rows (swflow/privacy/units.py);
         ``repeated_values``: first name, privately, the values a sliced column's records share
-        (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself; ``target``: a
+        (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself (default: on,
+        but off under a privacy unit, where a unit names at most one value of a column and none reached the
+        threshold on the benchmark's unit tables: docs/tables-design.md); ``target``: a
         column a classifier will predict, whose tables are fitted as released, never shrunk."""
         from ..privacy import PrivacySpec
 
@@ -119,8 +121,10 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         self.resolution, self.resolution_share = resolution_setting(resolution, resolution_share, public)
         self._check_cells(cells)
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
-        if not isinstance(repeated_values, bool):
-            raise ValueError(f"repeated_values is True or False, got {repeated_values!r}")
+        if repeated_values not in (None, True, False):
+            raise ValueError(f"repeated_values is True, False or None (its default), got {repeated_values!r}")
+        if repeated_values is None:  # a unit's values are counted by unit, one each: too few to name any
+            repeated_values = self.unit is None
         self.repeated_values, self._atoms = repeated_values, {}  # {column: its released atoms}
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
