@@ -66,6 +66,14 @@ class TableUnits:
                              "secure_noise and privacy_seed unset")
         return "add-remove", "gaussian", True
 
+    def _repeated_values(self, asked: bool | None) -> bool:
+        """Whether the run names repeated values: as asked, else on for rows and off under a unit (a unit names at
+        most one value of a column, each picked among all of its own: on the benchmark's unit tables none ever
+        reached the threshold, docs/tables-design.md)."""
+        if asked not in (None, True, False):
+            raise ValueError(f"repeated_values is True, False or None (its default), got {asked!r}")
+        return self.unit is None if asked is None else asked
+
     def _released_schema(self, schema):
         """The schema the releases count: ``schema``, and under a unit one more column, ROWS_COLUMN (each row's class
         of its unit's rows: public categories), so that samples can undo the down-weighting (:meth:`_reweighted`)."""

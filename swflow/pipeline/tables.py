@@ -121,11 +121,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         self.resolution, self.resolution_share = resolution_setting(resolution, resolution_share, public)
         self._check_cells(cells)
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
-        if repeated_values not in (None, True, False):
-            raise ValueError(f"repeated_values is True, False or None (its default), got {repeated_values!r}")
-        if repeated_values is None:  # a unit's values are counted by unit, one each: too few to name any
-            repeated_values = self.unit is None
-        self.repeated_values, self._atoms = repeated_values, {}  # {column: its released atoms}
+        self.repeated_values, self._atoms = self._repeated_values(repeated_values), {}  # {column: its atoms}
         self.privacy = PrivacySpec(epsilon=epsilon, delta=delta, noise_multiplier=noise_multiplier,
                                    adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise)
         self.clip, self.privacy_seed = clip, privacy_seed
