@@ -46,8 +46,8 @@ def cmd_generate_table(args) -> int:
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
                            noise_multiplier=args.noise_multiplier, **{**budget, **unit}, clip=args.clip,
                            public=args.public_table, resolution=args.resolution, cells=parse_cells(args.cells),
-                           shrink=not args.no_shrink, repeated_values=False if args.no_repeated_values else None, seed=args.seed,
-                           target=args.target,
+                           shrink=not args.no_shrink, repeated_values=False if args.no_repeated_values else None,
+                           seed=args.seed, target=args.target,
                            privacy_seed=args.privacy_seed, **steps,
                            **({} if args.resolution_share is None else {"resolution_share": args.resolution_share}))
     inputs = (args.table,) if args.public_table is None else (args.table, args.public_table)
@@ -213,7 +213,7 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "written as its logarithm, whole dollars in a real column; medexp at eps 10: 3-way TVD 0.199 -> "
                    "0.143); with this flag the trees and the pair tables split the whole budget. Off under "
                    "--privacy-unit, where a unit names at most one value of a column (none reached the threshold "
-                   "on the benchmark's unit tables)")
+                   "on the benchmark's unit tables; the Python API's repeated_values=True asks for it)")
     g.add_argument("--privacy-unit", metavar="COLUMN", default=None,
                    help="protect one unit of this identifier column (a customer, a patient) and ALL of its rows, not "
                    "one row: add/remove of a unit, each unit's rows weighted to count as at most --max-rows-per-unit "

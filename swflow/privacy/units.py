@@ -18,9 +18,10 @@ one unit and all of its rows under add/remove adjacency of units, by bounding wh
   tables' cells (:func:`tree_weights`, :func:`spread_weights`, once the cells are set, :func:`partition_weights`
   for both). The count bound's weight is that worst case (n_u rows in one node of every level, one cell of every
   table: ‖H_u‖ = n_u·√G); a unit whose rows spread keeps more of them at the same noise, never fewer.
-* **Values, one slot each.** The repeated-values release (privacy/values.py) counts units, not rows: each unit
-  names at most m = ``max_values_per_unit`` distinct values of a column (chosen at random by the privacy noise
-  stream where it holds more), each counted once, so a unit moves at most m counts of each column by one.
+* **Values, one slot each.** The repeated-values release (privacy/values.py; under a unit only where asked, since
+  it seldom names anything there) counts units, not rows: each unit names at most m = ``max_values_per_unit``
+  distinct values of a column (chosen at random by the privacy noise stream where it holds more), each counted
+  once, so a unit moves at most m counts of each column by one.
 * **Noise.** The weighted counts are not integers, and a count moved by k is outside the discrete Gaussian's
   account (counts moved by one each): a unit's releases take the continuous Gaussian, drawn from the OS CSPRNG,
   accounted exactly by Gaussian differential privacy (the analytic Gaussian of the composed releases).
@@ -39,8 +40,9 @@ import torch
 from torch import Tensor
 
 __all__ = ["DEFAULT_ROWS_PER_UNIT", "VALUES_PER_UNIT", "OVER_THE_BOUND", "ROWS_COLUMN", "ROW_CLASSES", "UnitBound",
-           "unit_words", "unit_codes", "unit_weights", "spread_weights", "tree_weights", "partition_weights", "unit_value_slots", "row_class_labels",
-           "row_classes", "class_factors", "CLASS_NOISE_SHARE", "CLASS_SURE_STDS", "drawn_classes"]
+           "unit_words", "unit_codes", "unit_weights", "spread_weights", "tree_weights", "partition_weights",
+           "unit_value_slots", "row_class_labels", "row_classes", "class_factors", "CLASS_NOISE_SHARE",
+           "CLASS_SURE_STDS", "drawn_classes"]
 
 #: a unit's rows counted at most (max_rows_per_unit) when the owner names none: docs/tables-design.md says how it was chosen
 DEFAULT_ROWS_PER_UNIT = 4
