@@ -77,7 +77,7 @@ class MarginalTarget(CountTarget):
 
     def _counts(self) -> Tensor:
         """The exact tables, concatenated: of the rows in memory, or summed chunk by chunk over a source of cells (a
-        frame's, :class:`~swflow.tables.source.TableCells`, or a file's, each chunk checked and read into cells
+        frame's, :class:`~swflow.tables.source.FrameCells`, or a file's, each chunk checked and read into cells
         before it is counted; nothing is released before the last), record i counted with ``weights[i]``."""
         if isinstance(self._data, Tensor):
             return pair_counts(self.cells(), self.sizes, self.pairs, self.weights)
