@@ -377,6 +377,20 @@ def test_a_unit_run_names_repeated_values_only_when_asked():
     assert events[1]["sensitivity"] == pytest.approx(1.0)  # one column named, one value a unit
 
 
+def test_the_command_line_asks_for_repeated_values_either_way(tmp_path):
+    """--repeated-values / --no-repeated-values reach the run as True / False, and neither as None (the default
+    that turns the release on for rows and off under a unit); a config file's true / false does the same."""
+    from swflow.cli import build_parser, with_config
+
+    base = ["generate", "--table", "t.csv", "--schema", "s.json", "--epsilon", "1", "--out", "run"]
+    flags = [[], ["--repeated-values"], ["--no-repeated-values"]]
+    assert [build_parser().parse_args(base + flag).repeated_values for flag in flags] == [None, True, False]
+    for value, chosen in (("true", True), ("false", False)):
+        (tmp_path / "run.toml").write_text(f"[run]\nrepeated_values = {value}\n")
+        argv = [*base, "--config", str(tmp_path / "run.toml")]
+        assert build_parser().parse_args(with_config(argv, build_parser().parse_args(argv))).repeated_values is chosen
+
+
 def test_a_saved_unit_run_loads_and_samples(tmp_path):
     syn, _ = _fit(k=4)
     loaded = TableSynthesizer.load(syn.save(tmp_path / "model.pt"))

@@ -46,7 +46,7 @@ def cmd_generate_table(args) -> int:
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
                            noise_multiplier=args.noise_multiplier, **{**budget, **unit}, clip=args.clip,
                            public=args.public_table, resolution=args.resolution, cells=parse_cells(args.cells),
-                           shrink=not args.no_shrink, repeated_values=False if args.no_repeated_values else None,
+                           shrink=not args.no_shrink, repeated_values=args.repeated_values,
                            seed=args.seed, target=args.target,
                            privacy_seed=args.privacy_seed, **steps,
                            **({} if args.resolution_share is None else {"resolution_share": args.resolution_share}))
@@ -206,14 +206,14 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "its tables are fitted as released, never shrunk toward independence, since shrinkage erases a "
                    "rare class's links first (the example at eps 1: AUC 0.66-0.69 -> 0.69-0.70, 3-way TVD alike; "
                    "not on medexp at eps 1: docs/tables-design.md, \"Rare classes\")")
-    g.add_argument("--no-repeated-values", action="store_true",
-                   help="do not name the values that many records of a sliced real column share exactly. By default "
-                   "the run first names them, privately (a tenth of the budget and a tenth of delta: partition "
-                   "selection), so that each decodes as itself rather than spread over its slice (a payment of 1000 "
-                   "written as its logarithm, whole dollars in a real column; medexp at eps 10: 3-way TVD 0.199 -> "
-                   "0.143); with this flag the trees and the pair tables split the whole budget. Off under "
-                   "--privacy-unit, where a unit names at most one value of a column (none reached the threshold "
-                   "on the benchmark's unit tables; the Python API's repeated_values=True asks for it)")
+    g.add_argument("--repeated-values", action=argparse.BooleanOptionalAction, default=None,
+                   help="name the values that many records of a sliced real column share exactly, privately (a "
+                   "tenth of the budget and a tenth of delta: partition selection), so that each decodes as itself "
+                   "rather than spread over its slice (a payment of 1000 written as its logarithm, whole dollars in "
+                   "a real column; medexp at eps 10: 3-way TVD 0.199 -> 0.143). Default: on for a run per row, off "
+                   "under --privacy-unit, where a unit names at most one value of a column (none reached the "
+                   "threshold on the benchmark's unit tables). --no-repeated-values turns it off (the trees and the "
+                   "pair tables then split the whole budget), --repeated-values on under a unit too")
     g.add_argument("--privacy-unit", metavar="COLUMN", default=None,
                    help="protect one unit of this identifier column (a customer, a patient) and ALL of its rows, not "
                    "one row: add/remove of a unit, each unit's rows weighted to count as at most --max-rows-per-unit "
