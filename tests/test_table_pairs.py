@@ -46,6 +46,30 @@ def test_more_noise_keeps_fewer_pairs_and_every_column_stays_covered():
         choose_pairs(public[:, :1], [4], dataset_size=10, noise_multiplier=1.0)
 
 
+def test_the_noise_counts_the_records_moves_and_the_tables_released_anyway():
+    """σ(K) = z·√(moved·(K + fixed)): add-remove (a record moves one count a table) at z chooses what replace-one
+    does at z/√2, exactly; tables released whatever is chosen (a privacy unit's class tables) never let more pairs
+    in, and enough of them leave each column its first pair only."""
+    rng = np.random.default_rng(2)
+    base = rng.integers(0, 4, (3000, 1))
+    public = np.concatenate([base, (base + rng.integers(0, 2, (3000, 1))) % 4, (base + rng.integers(0, 3, (3000, 1)))
+                             % 4, rng.integers(0, 4, (3000, 3))], axis=1)
+    sizes = [4] * 6
+    for z in (0.3, 1.0, 3.0):
+        assert (choose_pairs(public, sizes, dataset_size=5000, noise_multiplier=z, moved=1)
+                == choose_pairs(public, sizes, dataset_size=5000, noise_multiplier=z / math.sqrt(2)))
+    kept = [choose_pairs(public, sizes, dataset_size=5000, noise_multiplier=1.0, moved=1, fixed_tables=f)
+            for f in (0, 6, 60, 10**6)]
+    assert [len(k) for k in kept] == sorted((len(k) for k in kept), reverse=True) and len(kept[0]) > len(kept[-1])
+    first = {}
+    for pair in choose_pairs(public, sizes, dataset_size=5000, noise_multiplier=0.0):  # every pair, ranked
+        for column in pair:
+            first.setdefault(column, pair)
+    assert set(kept[-1]) == set(first.values())
+    with pytest.raises(ValueError, match="moved 1 or 2"):
+        choose_pairs(public, sizes, dataset_size=5000, noise_multiplier=1.0, moved=3)
+
+
 def test_public_rows_choose_the_pairs_and_the_private_rows_do_not(tmp_path):
     from swflow.pipeline.tables import TableSynthesizer
     from swflow.tables import example_table

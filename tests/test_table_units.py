@@ -391,6 +391,31 @@ def test_the_command_line_asks_for_repeated_values_either_way(tmp_path):
         assert build_parser().parse_args(with_config(argv, build_parser().parse_args(argv))).repeated_values is chosen
 
 
+def test_public_rows_under_a_unit_set_the_cells_and_choose_the_pairs(tmp_path):
+    """Public rows under a unit: the cells come from them at no cost (no trees: the ledger holds the count of
+    records and the pair tables, each at k), the pairs among the data columns are chosen from them at the unit's
+    noise (fewer at a smaller ε), every column keeps its table with its rows' class (which public rows do not
+    carry), and their own unit column is dropped unread: no file the run writes holds a public identifier either."""
+    frame, schema = example_table(4000)
+    frame = _units(frame, units=500)
+    public = _units(example_table(3000, seed=7)[0], units=300, seed=3, prefix="PUB")
+    runs = {eps: TableSynthesizer(schema=schema, epsilon=eps, delta=1e-7, steps=30, privacy_unit="person",
+                                  public=public).fit(frame) for eps in (0.3, 30.0)}
+    columns = len(schema.columns)
+    for syn in runs.values():
+        classes = [(j, columns) for j in range(columns)]
+        assert set(classes) <= set(syn.pairs) and all(max(p) < columns for p in set(syn.pairs) - set(classes))
+        events = syn.privacy_report().ledger
+        assert len(events) == 2 and [e["contribution"] for e in events] == [4, 4]
+        assert events[0]["sensitivity"] == pytest.approx(4 * math.sqrt(len(syn.pairs)))  # the pairs, the count
+        assert "public rows" in syn.pairs_chosen_by and syn.resolution == "public"
+    assert len(runs[0.3].pairs) < len(runs[30.0].pairs)
+    path = runs[0.3].save(tmp_path / "model.pt")
+    loaded = TableSynthesizer.load(path)
+    assert loaded.pairs == runs[0.3].pairs and len(loaded.sample(50, seed=1)) == 50
+    assert b"PUB-" not in path.read_bytes() and b"-zq" not in path.read_bytes()
+
+
 def test_a_saved_unit_run_loads_and_samples(tmp_path):
     syn, _ = _fit(k=4)
     loaded = TableSynthesizer.load(syn.save(tmp_path / "model.pt"))

@@ -73,42 +73,6 @@ class TableCells:
             return []
         return [j for j, (c, m) in enumerate(zip(self.schema.columns, per_column)) if needs_release(c, m)]
 
-    def _choose_pairs(self, n: int) -> None:
-        """The pairs the public rows show worth their noise at this budget and this public n."""
-        from ..privacy.histogram import one_release_multiplier
-        from ..tables.pairs import choose_pairs
-
-        public = self._public_frame()
-        cells = self.codec.cell_index(public)
-        self.pairs = choose_pairs(cells, self.codec.sizes, dataset_size=n,  # a unit's counts carry k x the noise
-                                  noise_multiplier=one_release_multiplier(self.privacy) * self._contribution)
-        self.pairs_chosen_by = (f"{len(public)} public rows: the {len(self.pairs)} most dependent pairs that "
-                                "minimise noise plus left-out dependence (swflow.tables.pairs)")
-
-    def _public_frame(self):
-        """The public rows, checked against the schema (once)."""
-        from ..tables.files import read_table
-
-        if getattr(self, "_public_checked", None) is None:
-            public = self.public if hasattr(self.public, "columns") else read_table(self.public, schema=self.schema)
-            if len(public) == 0:
-                raise ValueError("the public rows are empty: give public rows, or leave public= unset")
-            try:
-                self._public_checked = self.schema.check(public, clip=self.clip)
-            except ValueError as err:
-                raise ValueError(f"the public rows do not fit the schema: {err}") from None
-        return self._public_checked
-
-    def _public_weights(self) -> list:
-        """Each column's fine counts in the public rows (public: no budget)."""
-        import numpy as np
-
-        codec = _fine_codec(self.schema)
-        fine = codec.cell_index(self._public_frame())
-        self._public_weights_used = [np.bincount(fine[:, j], minlength=c.grid.size).astype(float)
-                                     for j, c in enumerate(codec.cells)]
-        return self._public_weights_used
-
     def _calibrate(self, n: int, released: list[int], spent: tuple = ()):
         """(the resolution release's calibration or None, the pair tables') for this budget; (None, None) without
         privacy. With a resolution release, the two split the budget (privacy.calibrate_shares); ``spent``: the
@@ -233,24 +197,31 @@ class TableCells:
         return tree_of(self.schema.columns[column], self._atoms.get(column, ()))
 
     def _codec_from_levels(self, levels, released: list[int], n: int, *, noise_std: float,
-                           counts_total: bool, warn: bool = False) -> TableCodec:
+                           counts_total: bool, margins: bool = True, warn: bool = False) -> TableCodec:
         """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution, each node's
         split shrunk against the levels' noise ``noise_std``, 0 for none); ``counts_total``: whether the levels
-        count the n records (not a unit's trees weighted by spread); ``warn``: say where the released mass fills a
-        sliver of a column's declared bounds."""
+        count the n records (not a unit's trees weighted by spread); ``margins``: whether a one-level tree's law
+        over the cells is kept for the shrinkage to pool with the tables' (not in runs saved before 2026-11-29's
+        twenty-fourth round, which decode as written); ``warn``: say where the released mass fills a sliver of a
+        column's declared bounds."""
         from ..privacy.oneway import split_levels
-        from ..tables.resolution import column_cells, fine_weights, warn_wide_bounds
+        from ..tables.resolution import column_cells, fine_weights, tree_margin, warn_wide_bounds
 
         trees = [self._tree(j) for j in released]
+        per_column = split_levels(levels, trees)
         weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=noise_std,
                                                    counts_total=counts_total)
-                                      for counts, tree in zip(split_levels(levels, trees), trees))))
+                                      for counts, tree in zip(per_column, trees))))
         if warn:
             warn_wide_bounds(self.schema, weights)
-        return TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
-                          cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
-                                                                          self._cells_m[j], self._atoms.get(j, ()))
-                                 for j, c in enumerate(self.codec.cells)])
+        codec = TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
+                           cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
+                                                                           self._cells_m[j], self._atoms.get(j, ()))
+                                  for j, c in enumerate(self.codec.cells)])
+        # a one-level tree measures its column's law over the cells again, beside the pair tables (shrinkage pools both)
+        self._tree_margins = {j: tree_margin(counts[0], codec.cells[j], noise_std) for j, counts, tree in zip(
+            released, per_column, trees) if margins and tree.levels == 1 and noise_std > 0}
+        return codec
 
     def _resolution_note(self, fine) -> str:
         from ..privacy.oneway import ONEWAY_RELEASE
@@ -281,7 +252,7 @@ class TableCells:
                 "columns": list(getattr(self, "_released_columns", [])), "levels": self._released_levels,
                 "public_weights": None if weights is None else [torch.as_tensor(w) for w in weights],
                 "repeated_values": None if named is None else [[v, c] for v, c in named],
-                "splits": "shrunk", **({} if self.unit is None else {"unit_trees": "spread"})}
+                "splits": "shrunk", "margins": "trees", **({} if self.unit is None else {"unit_trees": "spread"})}
 
     def _restore_cells(self, state: dict, report, source: str) -> None:
         """Set the codec's cells from a saved resolution state: the released levels are tested against the
@@ -336,7 +307,8 @@ class TableCells:
             # count bound, their sum the count of records
             self.codec = self._codec_from_levels(levels, released, report.dataset_size,
                                                  noise_std=float(events[at]["noise_std"]) if shrunk else 0.0,
-                                                 counts_total=state.get("unit_trees") != "spread")
+                                                 counts_total=state.get("unit_trees") != "spread",
+                                                 margins=state.get("margins") == "trees")
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
                 self.schema.names[j] for j in released] or report.run_config.get("repeated_values_columns", []) != [
                 self.schema.names[j] for j in self._atoms]:

@@ -34,8 +34,7 @@ UNIT_NOTE = ("privacy unit: {words}. The count of records counts a unit's rows w
 class TableUnits:
     """Mixed into TableSynthesizer: ``self.unit`` (a UnitBound or None) and, during a fit only, each row's unit."""
 
-    def _set_unit(self, privacy_unit, max_rows_per_unit, *, adjacency, count_noise, secure_noise, privacy_seed,
-                  public):
+    def _set_unit(self, privacy_unit, max_rows_per_unit, *, adjacency, count_noise, secure_noise, privacy_seed):
         """Check the unit settings against the schema and the budget's; return the (adjacency, count noise, secure
         noise) the run uses: add-remove of units, the continuous Gaussian from the OS CSPRNG, where a unit is named
         (each refused when asked otherwise), else the given ones or the defaults."""
@@ -58,9 +57,6 @@ class TableUnits:
             raise ValueError("a privacy unit moves a count by up to max_rows_per_unit, which the discrete Gaussian's "
                              "account (counts moved by one each) does not cover: its counts take count_noise="
                              "'gaussian', drawn from the OS CSPRNG")
-        if public is not None:
-            raise ValueError("public rows with a privacy unit are not built yet: the releases count each row's class "
-                             "of its unit's rows, which public rows do not carry; leave public unset")
         if secure_noise is False or privacy_seed is not None:
             raise ValueError("a privacy unit's noise is drawn from the OS CSPRNG, which no seed reproduces: leave "
                              "secure_noise and privacy_seed unset")
@@ -110,6 +106,18 @@ class TableUnits:
         codes = unit_codes(frame[self.unit.column])
         self._unit_rows = codes, unit_weights(codes, max_rows=self.unit.max_rows)
         return self._with_classes(frame.drop(columns=[self.unit.column]))
+
+    def _public_classes(self, public):
+        """Public rows under a unit: without the unit's column, if they hold one (an identifier, never read), and
+        ROWS_COLUMN set to its first class. Public rows carry no class (their units' weights would be the private
+        run's), and none is read: the class column's cells are its public categories, and its tables with every
+        column are released whatever the public rows show (table_cells._choose_pairs). Without a unit: as given."""
+        from ..privacy.units import row_class_labels
+
+        if self.unit is None:
+            return public
+        public = public.drop(columns=[self.unit.column], errors="ignore")
+        return public.assign(**{ROWS_COLUMN: row_class_labels(self.unit.max_rows)[0]})
 
     def _with_classes(self, frame):
         """``frame`` with ROWS_COLUMN set to each row's class of its weight (privacy.units.row_classes)."""

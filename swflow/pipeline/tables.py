@@ -30,6 +30,7 @@ from ..tables.pairs import schema_pairs
 from ..tables.resolution import MAX_CELLS, RESOLUTION_SHARE
 from ..tables.schema import Schema
 from .table_cells import RESOLUTIONS, TableCells, resolution_setting
+from .table_public import TablePublicRows
 from .table_size import TableSize
 from .table_units import TableUnits
 
@@ -65,7 +66,7 @@ def warn_little_to_learn(records: float, noise_std: float, *, unit: bool) -> Non
                       stacklevel=4)
 
 
-class TableSynthesizer(TableCells, TableSize, TableUnits):
+class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
     """fit once on a private table, then sample records as often as you like (module docstring)."""
 
     def __init__(self, method: str = "dpswflow-hist", *, schema: Schema | dict | str | Path,
@@ -109,7 +110,7 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
         self.method, self.schema = method, schema
         adjacency, count_noise, secure_noise = self._set_unit(
             privacy_unit, max_rows_per_unit, adjacency=adjacency, count_noise=count_noise, secure_noise=secure_noise,
-            privacy_seed=privacy_seed, public=public)
+            privacy_seed=privacy_seed)
         self.user_schema, self.schema = schema, self._released_schema(schema)
         if target is not None and target not in schema.names:
             raise ValueError(f"target names a column of the schema {schema.names}, got {target!r}")
@@ -244,8 +245,9 @@ class TableSynthesizer(TableCells, TableSize, TableUnits):
             priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
             if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
                 priors[-1] = None
+            measured = [getattr(self, "_tree_margins", {}).get(j) for j in range(len(sizes))]
             shrunk = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std, dataset_size=mass,
-                                   priors=priors)
+                                   priors=priors, measured=measured)
             keep = None if self.flow.target is None else self.schema.names.index(self.flow.target)
             targets = [raw if keep in pair else table for raw, table, pair in zip(targets, shrunk, self.pairs)]
         # small steps on one thread, restored after (a busy machine's spinning OpenMP threads: 3-25x slower from Python)

@@ -1,7 +1,7 @@
 """Which pairs of columns a table run releases: every pair, or those that public rows say are worth their noise.
 
 The release adds Gaussian noise of σ = z·√(2K) to every cell of K two-way tables (sensitivity √(2K) under
-replace-one, z the multiplier the budget buys), so on a wide table each extra pair costs every other pair
+replace-one, √K under add-remove, k·√K for a privacy unit of k rows; z the multiplier the budget buys), so on a wide table each extra pair costs every other pair
 precision: 435 pairs for 30 columns. The schema alone cannot tell pairs apart, so without public rows every pair
 is released, up to a budget of MAX_SCHEMA_PAIRS tables (:func:`schema_pairs`: beyond it, neighbours in the schema;
 and never a table of more than MAX_TABLE_CELLS cells whose columns are in others). Public rows (never private ones) can: a pair's *dependence* is the total variation between its public
@@ -73,16 +73,19 @@ def pair_dependence(cells: np.ndarray, sizes: list[int]) -> dict[tuple[int, int]
     return out
 
 
-def choose_pairs(public_cells: np.ndarray, sizes: list[int], *, dataset_size: int,
-                 noise_multiplier: float) -> list[tuple[int, int]]:
+def choose_pairs(public_cells: np.ndarray, sizes: list[int], *, dataset_size: int, noise_multiplier: float,
+                 moved: int = 2, fixed_tables: int = 0) -> list[tuple[int, int]]:
     """The pairs to release (module docstring), from public rows' cells ``public_cells`` ((m, C) int), the columns'
     cell counts ``sizes``, the private table's public size n = ``dataset_size`` and the release's noise multiplier z
-    (0 without noise). Every column keeps at least its most dependent pair: a column in no released table would have
-    no marginal at all."""
+    (0 without noise; a privacy unit's k·z). Every column keeps at least its most dependent pair: a column in no
+    released table would have no marginal at all. σ(K) = z·√(moved·K): a record moves ``moved`` counts of each
+    table (2 under replace-one, 1 under add-remove), and K counts ``fixed_tables`` released whatever is chosen (a
+    privacy unit's tables of each column with its rows' class)."""
     if len(sizes) < 2:
         raise ValueError("a table needs at least two columns to have pairs")
-    if dataset_size < 1 or not noise_multiplier >= 0:
-        raise ValueError(f"need dataset_size >= 1 and noise_multiplier >= 0, got {dataset_size}, {noise_multiplier}")
+    if dataset_size < 1 or not noise_multiplier >= 0 or moved not in (1, 2) or fixed_tables < 0:
+        raise ValueError(f"need dataset_size >= 1, noise_multiplier >= 0, moved 1 or 2 and fixed_tables >= 0, got "
+                         f"{dataset_size}, {noise_multiplier}, {moved}, {fixed_tables}")
     dependence = pair_dependence(public_cells, sizes)
     ranked = sorted(dependence, key=lambda p: (-dependence[p], p))
     noise_cost = np.array([math.sqrt(2 / math.pi) * sizes[i] * sizes[j] / (2 * dataset_size) for i, j in ranked])
@@ -97,7 +100,8 @@ def choose_pairs(public_cells: np.ndarray, sizes: list[int], *, dataset_size: in
     for k in range(1, len(ranked) + 1):
         # the k most dependent pairs, plus the first pair of each column none of them covers (ranked after k)
         extra = first_ranks[first_ranks >= k]
-        noise = noise_multiplier * math.sqrt(2 * (k + len(extra))) * (cost_sum[k - 1] + noise_cost[extra].sum())
+        noise = noise_multiplier * math.sqrt(moved * (k + len(extra) + fixed_tables)) * (
+            cost_sum[k - 1] + noise_cost[extra].sum())
         error = noise + dependence_sum[-1] - dependence_sum[k - 1] - measured[extra].sum()
         if error <= best_error * (1 + 1e-12):  # ties: the most pairs
             best, best_error = k, error

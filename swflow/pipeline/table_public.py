@@ -1,0 +1,58 @@
+"""Public rows of a table run: they set the cells at no cost and choose the pairs worth their noise.
+
+The part of :class:`~swflow.pipeline.tables.TableSynthesizer` that reads the public rows (``public=``,
+``--public-table``): never a private row, never a budget. Under a privacy unit their own unit column, if any, is
+dropped unread, and each column keeps its table with its rows' class whatever they show (swflow/privacy/units.py).
+"""
+from __future__ import annotations
+
+__all__ = ["TablePublicRows"]
+
+
+class TablePublicRows:
+    """Mixed into TableSynthesizer: ``self.public`` (public rows, a frame or a file, or None)."""
+
+    def _choose_pairs(self, n: int) -> None:
+        """The pairs the public rows show worth their noise at this budget and this public n."""
+        from ..privacy.histogram import one_release_multiplier
+        from ..tables.pairs import choose_pairs
+
+        public = self._public_frame()
+        cells, sizes = self.codec.cell_index(public), self.codec.sizes
+        classes = 0 if self.unit is None else len(sizes) - 1  # under a unit: each column with its rows' class, always
+        chosen = choose_pairs(cells[:, :len(sizes) - bool(classes)], sizes[:len(sizes) - bool(classes)],
+                              dataset_size=n, noise_multiplier=one_release_multiplier(self.privacy) * self._contribution,
+                              moved=1 if self.privacy.adjacency == "add-remove" else 2, fixed_tables=classes)
+        self.pairs = [*chosen, *((j, classes) for j in range(classes))]
+        self.pairs_chosen_by = (f"{len(public)} public rows: the {len(chosen)} most dependent pairs that "
+                                "minimise noise plus left-out dependence (swflow.tables.pairs)"
+                                + (", and each column with its rows' class" if classes else ""))
+
+    def _public_frame(self):
+        """The public rows, checked against the schema (once)."""
+        from ..tables.files import read_table
+
+        if getattr(self, "_public_checked", None) is None:
+            public = self.public
+            if not hasattr(public, "columns"):
+                public = read_table(public, schema=self.user_schema)
+            if len(public) == 0:
+                raise ValueError("the public rows are empty: give public rows, or leave public= unset")
+            public = self._public_classes(public)  # under a unit: a fill for the class of its rows, never counted
+            try:
+                self._public_checked = self.schema.check(public, clip=self.clip)
+            except ValueError as err:
+                raise ValueError(f"the public rows do not fit the schema: {err}") from None
+        return self._public_checked
+
+    def _public_weights(self) -> list:
+        """Each column's fine counts in the public rows (public: no budget)."""
+        import numpy as np
+
+        from .table_cells import _fine_codec
+
+        codec = _fine_codec(self.schema)
+        fine = codec.cell_index(self._public_frame())
+        self._public_weights_used = [np.bincount(fine[:, j], minlength=c.grid.size).astype(float)
+                                     for j, c in enumerate(codec.cells)]
+        return self._public_weights_used
