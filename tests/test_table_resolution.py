@@ -13,7 +13,7 @@ from swflow.privacy.oneway import Tree, fit_tree, level_counts, split_levels, ve
 from swflow.privacy.verify import ClaimMismatch
 from swflow.tables import Schema
 from swflow.tables.cells import FineGrid
-from swflow.tables.resolution import column_cells, fine_weights, tree_margin
+from swflow.tables.resolution import column_cells, fine_weights
 
 
 # -- the release ---------------------------------------------------------------------------------------------------------
@@ -614,51 +614,3 @@ def test_the_help_of_every_command_loads_no_torch():
              "print('torch' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "False"
-
-
-# -- a one-level tree's law over the cells, measured apart from the pair tables ----------------------------------------------
-def test_a_one_level_trees_law_sums_its_cells_and_states_their_variance():
-    """Six categories in three cells (the two largest each a cell, the rest one): exact counts give each cell's
-    share of the total, and the variance of a cell of r categories is r·σ² / M²."""
-    column = Schema.from_json({"columns": [{"name": "c", "type": "categorical", "categories": list("abcdef")},
-                                           {"name": "x", "type": "numeric", "min": 0, "max": 1}]}).columns[0]
-    counts = np.array([5.0, 40.0, 3.0, 30.0, 2.0, 20.0])
-    cells = column_cells(column, counts, 3)
-    law, variance = tree_margin(counts, cells, 0.0)
-    coarse = cells.coarse_of_fine
-    assert coarse[1] != coarse[3] and len({coarse[j] for j in (0, 2, 4, 5)}) == 1  # b and d each a cell
-    np.testing.assert_allclose(law, np.bincount(coarse, weights=counts) / counts.sum())
-    assert np.all(variance == 0)
-    _, variance = tree_margin(counts, cells, 2.0)
-    np.testing.assert_allclose(variance, np.bincount(coarse) * 4.0 / counts.sum() ** 2)
-    assert tree_margin(-counts, cells, 2.0) is None
-
-
-def test_a_many_category_columns_tree_law_is_pooled_and_older_runs_decode_as_written(tmp_path):
-    """A column of 400 categories at ε = 1 keeps its largest as cells and releases its flat tree: the fit keeps that
-    tree's law over the cells (tree_margin of the released level) for the shrinkage to pool with the tables', and a
-    reload re-derives the same law; a file saved before (no "margins" in its resolution state) decodes without it."""
-    from swflow.pipeline.tables import TableSynthesizer
-
-    rng = np.random.default_rng(8)
-    names = [f"n{i:03d}" for i in range(400)]
-    popular = rng.zipf(1.6, 6000) % 400
-    frame = pd.DataFrame({"name": [names[i] for i in popular], "x": rng.uniform(0, 1, 6000).round(3)})
-    schema = {"columns": [{"name": "name", "type": "categorical", "categories": names},
-                          {"name": "x", "type": "numeric", "min": 0, "max": 1}]}
-    syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-7, steps=20, repeated_values=False).fit(frame)
-    assert list(syn._tree_margins) == [0] and syn.codec.sizes[0] < 400
-    assert len(syn.privacy_report().ledger) == 2  # the pair tables, the trees
-    law, variance = syn._tree_margins[0]
-    level = split_levels(syn._released_levels, [syn._tree(j) for j in syn._released_columns])[0][0]
-    expected = tree_margin(level, syn.codec.cells[0], syn.privacy_report().ledger[1]["noise_std"])
-    np.testing.assert_allclose(law, expected[0])
-    np.testing.assert_allclose(variance, expected[1])
-    assert variance[-1] > 100 * variance[0]  # the merged cell sums the noise of its many categories
-    path = syn.save(tmp_path / "model.pt")
-    np.testing.assert_allclose(TableSynthesizer.load(path)._tree_margins[0][0], law)
-    blob = torch.load(path, weights_only=True)
-    del blob["resolution"]["margins"]
-    torch.save(blob, tmp_path / "older.pt")
-    older = TableSynthesizer.load(tmp_path / "older.pt")
-    assert older._tree_margins == {} and len(older.sample(30, seed=1)) == 30

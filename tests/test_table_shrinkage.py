@@ -116,34 +116,6 @@ def test_a_margin_with_a_prior_is_shrunk_toward_it_by_the_james_stein_factor():
     np.testing.assert_allclose(got.numpy(), want, rtol=1e-9, atol=1e-9)
 
 
-def test_a_margin_measured_apart_is_pooled_with_the_tables_by_precision_cell_by_cell():
-    """A column measured apart (a law and each cell's variance of its share) has its pooled counts m (variance
-    cols·σ² here: one table) and that law brought to n averaged cell by cell with inverse-variance weights, before
-    its prior: recomputed in numpy from the formula, the prior's James–Stein energy the mean combined variance."""
-    from swflow.tables.shrinkage import shrunk_tables
-
-    rng = np.random.default_rng(5)
-    n, sigma = 3000, 30.0
-    noisy = np.outer([0.4, 0.3, 0.2, 0.1], [0.5, 0.25, 0.25]) * n + rng.normal(0, sigma, (4, 3))
-    law, share_variance = np.array([0.42, 0.28, 0.19, 0.11]), np.array([1e-5, 4e-5, 1e-3, 1e-3])
-    prior = np.full(4, 0.25)
-    pooled, pooled_variance = noisy.sum(axis=1), 3 * sigma ** 2
-    other, other_variance = law * n, share_variance * n ** 2
-    counts = (pooled / pooled_variance + other / other_variance) / (1 / pooled_variance + 1 / other_variance)
-    variance = 1 / (1 / pooled_variance + 1 / other_variance)
-    assert abs(counts[0] - other[0]) < abs(counts[0] - pooled[0]) and abs(counts[3] - pooled[3]) < abs(
-        counts[3] - other[3])  # the precise law wins where it is precise, the tables where they are
-    rows = _toward(counts, prior * n, (4 - 2) * variance.mean()).clip(min=0)
-    cols = noisy.sum(axis=0).clip(min=0)
-    margin = counts.clip(min=0)
-    departure = noisy - np.outer(margin / margin.sum(), cols / cols.sum()) * n
-    keep = max(0.0, 1.0 - noisy.size * sigma ** 2 / (departure ** 2).sum())
-    want = np.outer(rows / rows.sum(), cols / cols.sum()) * n + keep * departure
-    got = shrunk_tables([torch.tensor(noisy)], [4, 3], [(0, 1)], noise_std=sigma, dataset_size=n,
-                        priors=[torch.tensor(prior), None], measured=[(law, share_variance), None])[0]
-    np.testing.assert_allclose(got.numpy(), want, rtol=1e-9, atol=1e-9)
-
-
 def test_a_near_uniform_margin_of_many_categories_is_shrunk_toward_its_prior_over_noise_draws():
     """Monte Carlo, 200 draws: a column of 160 categories of about 11 rows each (a school per category) in one pair
     table whose noise swamps its counts. With each category alike as its prior, the shrunk table's margin of that

@@ -197,31 +197,24 @@ class TableCells:
         return tree_of(self.schema.columns[column], self._atoms.get(column, ()))
 
     def _codec_from_levels(self, levels, released: list[int], n: int, *, noise_std: float,
-                           counts_total: bool, margins: bool = True, warn: bool = False) -> TableCodec:
+                           counts_total: bool, warn: bool = False) -> TableCodec:
         """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution, each node's
         split shrunk against the levels' noise ``noise_std``, 0 for none); ``counts_total``: whether the levels
-        count the n records (not a unit's trees weighted by spread); ``margins``: whether a one-level tree's law
-        over the cells is kept for the shrinkage to pool with the tables' (not in runs saved before 2026-11-29's
-        twenty-fourth round, which decode as written); ``warn``: say where the released mass fills a sliver of a
-        column's declared bounds."""
+        count the n records (not a unit's trees weighted by spread); ``warn``: say where the released mass fills a
+        sliver of a column's declared bounds."""
         from ..privacy.oneway import split_levels
-        from ..tables.resolution import column_cells, fine_weights, tree_margin, warn_wide_bounds
+        from ..tables.resolution import column_cells, fine_weights, warn_wide_bounds
 
         trees = [self._tree(j) for j in released]
-        per_column = split_levels(levels, trees)
         weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=noise_std,
                                                    counts_total=counts_total)
-                                      for counts, tree in zip(per_column, trees))))
+                                      for counts, tree in zip(split_levels(levels, trees), trees))))
         if warn:
             warn_wide_bounds(self.schema, weights)
-        codec = TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
-                           cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
-                                                                           self._cells_m[j], self._atoms.get(j, ()))
-                                  for j, c in enumerate(self.codec.cells)])
-        # a one-level tree measures its column's law over the cells again, beside the pair tables (shrinkage pools both)
-        self._tree_margins = {j: tree_margin(counts[0], codec.cells[j], noise_std) for j, counts, tree in zip(
-            released, per_column, trees) if margins and tree.levels == 1 and noise_std > 0}
-        return codec
+        return TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
+                          cells=[c if j not in weights else column_cells(self.schema.columns[j], weights[j],
+                                                                          self._cells_m[j], self._atoms.get(j, ()))
+                                 for j, c in enumerate(self.codec.cells)])
 
     def _resolution_note(self, fine) -> str:
         from ..privacy.oneway import ONEWAY_RELEASE
@@ -252,7 +245,7 @@ class TableCells:
                 "columns": list(getattr(self, "_released_columns", [])), "levels": self._released_levels,
                 "public_weights": None if weights is None else [torch.as_tensor(w) for w in weights],
                 "repeated_values": None if named is None else [[v, c] for v, c in named],
-                "splits": "shrunk", "margins": "trees", **({} if self.unit is None else {"unit_trees": "spread"})}
+                "splits": "shrunk", **({} if self.unit is None else {"unit_trees": "spread"})}
 
     def _restore_cells(self, state: dict, report, source: str) -> None:
         """Set the codec's cells from a saved resolution state: the released levels are tested against the
@@ -307,8 +300,7 @@ class TableCells:
             # count bound, their sum the count of records
             self.codec = self._codec_from_levels(levels, released, report.dataset_size,
                                                  noise_std=float(events[at]["noise_std"]) if shrunk else 0.0,
-                                                 counts_total=state.get("unit_trees") != "spread",
-                                                 margins=state.get("margins") == "trees")
+                                                 counts_total=state.get("unit_trees") != "spread")
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
                 self.schema.names[j] for j in released] or report.run_config.get("repeated_values_columns", []) != [
                 self.schema.names[j] for j in self._atoms]:

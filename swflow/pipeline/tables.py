@@ -245,9 +245,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
             if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
                 priors[-1] = None
-            measured = [getattr(self, "_tree_margins", {}).get(j) for j in range(len(sizes))]
             shrunk = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std, dataset_size=mass,
-                                   priors=priors, measured=measured)
+                                   priors=priors)
             keep = None if self.flow.target is None else self.schema.names.index(self.flow.target)
             targets = [raw if keep in pair else table for raw, table, pair in zip(targets, shrunk, self.pairs)]
         # small steps on one thread, restored after (a busy machine's spinning OpenMP threads: 3-25x slower from Python)

@@ -271,11 +271,6 @@ class ColumnCells:
     def __len__(self) -> int:
         return self.size
 
-    @property
-    def coarse_of_fine(self) -> np.ndarray:
-        """(fine cells,) int64: each fine cell's coarse cell."""
-        return self._coarse_of_fine
-
     def index(self, values) -> np.ndarray:
         """(n,) int64 coarse cells of checked values."""
         fine = self.grid.index(values)

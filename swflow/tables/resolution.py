@@ -46,8 +46,7 @@ from .schema import Column
 
 __all__ = ["atom_room", "warn_wide_bounds", "NARROW_SHARE", "RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
            "CATEGORY_CELLS_CEILING", "category_cells",
-           "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells",
-           "tree_margin"]
+           "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
 
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
 #: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables-design.md)
@@ -197,24 +196,6 @@ def column_cells(column: Column, weights: np.ndarray | None, cells: int,
     ends = np.searchsorted(cdf, np.arange(1, cells) / cells, side="left") + 1
     return ColumnCells(grid, np.unique(np.concatenate([[0], np.clip(ends, 1, grid.values), [grid.values]])),
                        weights=weights)
-
-
-def tree_margin(counts, cells: ColumnCells, noise_std: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """A category column's one-way law over its cells, measured by its released flat tree (``counts``: one noisy
-    count a category, each of std ``noise_std``), and each cell's noise variance: the cells' sums of the counts over
-    their total M, and r·σ² / M² for a cell of r categories (M's own noise, √(categories)·σ, left out: a few percent
-    of M where the tree counts anything). None where the counts' total is not positive. The pair tables measure the
-    same law again (swflow.tables.shrinkage pools both by their precision); under a privacy unit the flat tree,
-    weighted by each unit's spread over the categories alone, counts far more than the tables can (insteval's
-    students over their lecturers). Post-processing of the release."""
-    counts = np.asarray(counts, dtype=np.float64)[:cells.grid.values]
-    total = counts.sum()
-    if cells.missing or not total > 0:
-        return None
-    coarse = cells.coarse_of_fine[:len(counts)]
-    sums = np.bincount(coarse, weights=counts, minlength=cells.size)
-    categories = np.bincount(coarse, minlength=cells.size)
-    return sums / total, categories * noise_std ** 2 / total ** 2
 
 
 #: a linear numeric column whose released mass, all but 5 %, lies in under this share of its fine cells is warned of

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import Tensor
 
@@ -39,8 +38,7 @@ CENTRE_STDS = 2.0
 
 
 def shrunk_tables(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int, int]], *, noise_std: float,
-                  dataset_size: int, priors: list[Tensor | None] | None = None,
-                  measured: list[tuple | None] | None = None) -> list[Tensor]:
+                  dataset_size: int, priors: list[Tensor | None] | None = None) -> list[Tensor]:
     """The released tables, each shrunk toward its nearest centre (module docstring) by the positive-part
     James–Stein factor: T̂ = C + λ (T − C), λ = max(0, 1 − cells·σ² / ‖T − C‖²).
 
@@ -52,22 +50,15 @@ def shrunk_tables(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int,
     column of many categories with a few records each (hsb82's 160 schools, 11 private rows a school, pooled noise
     of 28 a count at ε = 1) is otherwise pure noise in its margin, and every pair table carries it.
 
-    A column measured again outside the tables (``measured``: its released flat tree's law over its cells and each
-    cell's variance, swflow.tables.resolution.tree_margin) has its pooled counts and that law pooled by their
-    precision, cell by cell, before the prior: under a privacy unit insteval's lecturers' tree counts 4.6 times the
-    tables' mass, and its law is several times more precise than their pooled margin (docs/tables-design.md).
-
     Parameters
     ----------
     tables : K tensors (sizes[i], sizes[j]) of noisy counts, for ``pairs``
     noise_std : σ of the noise on each count (0: the tables are returned as they are)
     priors : per column, None or a (sizes[c],) law its pooled one-way counts are shrunk toward
-    measured : per column, None or ((sizes[c],) law, (sizes[c],) variance of each cell's share) measured apart
     """
     if not noise_std > 0:
         return tables
-    margins, shrunk = _margins(tables, sizes, pairs, noise_std=noise_std, dataset_size=dataset_size, priors=priors,
-                               measured=measured)
+    margins, shrunk = _margins(tables, sizes, pairs, noise_std=noise_std, dataset_size=dataset_size, priors=priors)
     laws = {pair: _joint_law(table) for pair, table in zip(pairs, tables)}
     out = []
     for (i, j), table in zip(pairs, tables):
@@ -138,10 +129,9 @@ def _energy(values: Tensor) -> float:
     return float((values ** 2).sum())
 
 
-def _margins(tables, sizes: list[int], pairs, *, noise_std: float, dataset_size: int, priors, measured):
-    """(pooled, shrunk): per column, its one-way law pooled over the tables (:func:`_pooled_counts`) and, where it
-    was measured apart, over that measurement too (:func:`_with_measured`), and the law its tables are given (shrunk
-    toward its prior where it has one); None for a column in no table."""
+def _margins(tables, sizes: list[int], pairs, *, noise_std: float, dataset_size: int, priors):
+    """(pooled, shrunk): per column, its one-way law pooled over the tables (:func:`_pooled_counts`), and the law its
+    tables are given (shrunk toward its prior where it has one); None for a column in no table."""
     margins, shrunk = [], []
     for column in range(len(sizes)):
         pooled, weight = _pooled_counts(tables, sizes, pairs, column)
@@ -149,27 +139,14 @@ def _margins(tables, sizes: list[int], pairs, *, noise_std: float, dataset_size:
             margins.append(None)
             shrunk.append(None)
             continue
-        variance = torch.full_like(pooled, noise_std ** 2 / weight, dtype=torch.float64)
-        if measured is not None and measured[column] is not None:
-            pooled, variance = _with_measured(pooled, variance, measured[column], dataset_size)
         margins.append(_law(pooled))
         if priors is None or priors[column] is None:
             shrunk.append(margins[-1])
             continue
         center = priors[column].to(pooled.dtype) * dataset_size
-        noise_energy = (len(pooled) - 2) * float(variance.mean())  # James–Stein's p − 2: none below 3
+        noise_energy = (len(pooled) - 2) * noise_std ** 2 / weight  # James–Stein's p − 2: none below 3
         shrunk.append(_law(center + _keep(pooled - center, noise_energy) * (pooled - center)))
     return margins, shrunk
-
-
-def _with_measured(pooled: Tensor, variance: Tensor, measured: tuple, dataset_size: float) -> tuple[Tensor, Tensor]:
-    """(counts, variance) of one column's cells: its pooled counts (``variance`` each) and a law measured apart
-    (``measured``: the law and each cell's variance of its share, brought to the tables' n), averaged cell by cell
-    with weights the inverse of their variances."""
-    law, share_variance = (torch.as_tensor(np.asarray(x), dtype=torch.float64) for x in measured)
-    other, other_variance = law * dataset_size, (share_variance * dataset_size ** 2).clamp(min=1e-300)
-    precision = 1 / variance + 1 / other_variance
-    return (pooled.to(torch.float64) / variance + other / other_variance) / precision, 1 / precision
 
 
 def pooled_laws(tables: list[Tensor], sizes: list[int], marginals: list[tuple[int, ...]]) -> list[Tensor | None]:
