@@ -59,8 +59,11 @@ def with_config(argv: list[str], args: argparse.Namespace) -> list[str]:
             if key in BUDGET_KEYS and typed_budget:
                 continue
             flag = "--" + key.replace("_", "-")
-            if isinstance(value, bool):  # false turns off a flag whose default is neither (--no-repeated-values)
-                flags += [flag] if value else [] if vars(args)[key] is not None else ["--no-" + flag[2:]]
+            if isinstance(value, bool):
+                if value:
+                    flags.append(flag)
+                elif vars(args)[key] is None:  # a flag that is on, off or neither: false turns it off
+                    flags.append("--no-" + flag[2:])
             else:
                 flags += [flag, str(value)]
     at = argv.index(args.command) + 1

@@ -19,14 +19,15 @@ class TablePublicRows:
 
         public = self._public_frame()
         cells, sizes = self.codec.cell_index(public), self.codec.sizes
-        classes = 0 if self.unit is None else len(sizes) - 1  # under a unit: each column with its rows' class, always
-        chosen = choose_pairs(cells[:, :len(sizes) - bool(classes)], sizes[:len(sizes) - bool(classes)],
-                              dataset_size=n, noise_multiplier=one_release_multiplier(self.privacy) * self._contribution,
-                              moved=1 if self.privacy.adjacency == "add-remove" else 2, fixed_tables=classes)
-        self.pairs = [*chosen, *((j, classes) for j in range(classes))]
+        unit = self.unit is not None  # the last column is then the rows' class, in a table with every other, always
+        columns = len(sizes) - unit
+        chosen = choose_pairs(cells[:, :columns], sizes[:columns], dataset_size=n,
+                              noise_multiplier=one_release_multiplier(self.privacy) * self._contribution,
+                              moved=1 if self.privacy.adjacency == "add-remove" else 2, fixed_tables=columns * unit)
+        self.pairs = [*chosen, *((j, columns) for j in range(columns * unit))]
         self.pairs_chosen_by = (f"{len(public)} public rows: the {len(chosen)} most dependent pairs that "
                                 "minimise noise plus left-out dependence (swflow.tables.pairs)"
-                                + (", and each column with its rows' class" if classes else ""))
+                                + (", and each column with its rows' class" if unit else ""))
 
     def _public_frame(self):
         """The public rows, checked against the schema (once)."""

@@ -111,7 +111,7 @@ class TableUnits:
         """Public rows under a unit: without the unit's column, if they hold one (an identifier, never read), and
         ROWS_COLUMN set to its first class. Public rows carry no class (their units' weights would be the private
         run's), and none is read: the class column's cells are its public categories, and its tables with every
-        column are released whatever the public rows show (table_cells._choose_pairs). Without a unit: as given."""
+        column are released whatever the public rows show (table_public._choose_pairs). Without a unit: as given."""
         from ..privacy.units import row_class_labels
 
         if self.unit is None:
