@@ -182,7 +182,9 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "numeric bounds (never read from the private rows)")
     g.add_argument("--public-table", metavar="PUBLIC", help="PUBLIC rows under the same schema (.csv or .parquet), "
                    "never private ones: release only the pairs of columns they show worth their noise (wide tables: "
-                   "fewer pairs, less noise on each; docs/tables-design.md). Default: every pair")
+                   "fewer pairs, less noise on each; docs/tables-design.md). Default: every pair. Under "
+                   "--privacy-unit each column also keeps its table with its rows' class, and the public rows' own "
+                   "unit column, if any, is dropped unread")
     g.add_argument("--resolution", choices=("release", "public", "uniform"), default=None,
                    help="where each column's cells come from: 'release' spends --resolution-share of the budget on "
                    "fine one-way histograms and sets the cells at their quantiles (default without public rows); "
