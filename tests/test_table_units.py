@@ -416,6 +416,26 @@ def test_public_rows_under_a_unit_set_the_cells_and_choose_the_pairs(tmp_path):
     assert b"PUB-" not in path.read_bytes() and b"-zq" not in path.read_bytes()
 
 
+def test_the_command_line_takes_public_rows_beside_a_unit_and_writes_none_of_their_identifiers(tmp_path, capsys):
+    """--public-table with --privacy-unit from CSV files: the run states that public rows chose its pairs, and no
+    byte it writes or prints holds a private or a public identifier."""
+    from swflow.cli import main
+    from swflow.tables.example import EXAMPLE_SCHEMA
+
+    _units(example_table(1500)[0], units=150, prefix="QX").to_csv(tmp_path / "private.csv", index=False)
+    _units(example_table(800, seed=5)[0], units=90, seed=2, prefix="PUBQ").to_csv(tmp_path / "public.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(EXAMPLE_SCHEMA))
+    out = tmp_path / "run"
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--public-table", str(tmp_path / "public.csv"),
+                 "--schema", str(tmp_path / "schema.json"), "--epsilon", "1", "--delta", "1e-7", "--privacy-unit",
+                 "person", "--steps", "30", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr()
+    report = json.loads((out / "privacy.json").read_text())
+    assert "public rows" in json.dumps(report) and "rows' class" in json.dumps(report)
+    for data in [p.read_bytes() for p in out.rglob("*") if p.is_file()] + [printed.out.encode(), printed.err.encode()]:
+        assert b"QX-" not in data and b"PUBQ-" not in data and b"-zq" not in data
+
+
 def test_a_saved_unit_run_loads_and_samples(tmp_path):
     syn, _ = _fit(k=4)
     loaded = TableSynthesizer.load(syn.save(tmp_path / "model.pt"))
