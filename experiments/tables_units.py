@@ -256,27 +256,49 @@ def figure(cells: dict, tables: list[str], epsilons: list[float], seeds: list[in
     return path
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def draw_arguments(p: argparse.ArgumentParser, *, out: str) -> None:
+    """The arguments every per-unit benchmark takes: its tables, ε, draws, the data, the cells' file, --smoke."""
     p.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
-    p.add_argument("--methods", nargs="+", default=["private", "uniform", "one-row", *(f"group-{k}" for k in GROUP_KS),
-                                                    "unit", *(f"unit-{k}" for k in UNIT_KS),
-                                                    *(f"{p}-one-row" for p in PEERS)])
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
                    help="draws: each a new split by unit and new runs; the tables show each cell's mean over them")
     p.add_argument("--data-dir", default=str(ROOT / "data" / "tables"))
-    p.add_argument("--out", default="experiments/out/tables_units.json")
+    p.add_argument("--out", default=out)
+    p.add_argument("--smoke", action="store_true", help="the made-up table, 300 customers, eps 5, few steps (CI)")
+
+
+def draw_settings(args) -> tuple[int | None, int]:
+    """(the fit's steps, the made-up table's units): the benchmark's, or under --smoke a small run of the made-up
+    table, its cells in a temporary file."""
+    if not args.smoke:
+        return None, 4000
+    args.tables, args.epsilons = ["events"], [5.0]
+    args.out = str(Path(tempfile.mkdtemp()) / Path(args.out).name)
+    return 100, 300
+
+
+def store_cell(out: Path, cells: dict, key: str, cell: dict) -> dict:
+    """``cells`` with ``key`` set to ``cell``, written to ``out`` over the cells it holds now (another run may have
+    added some since they were read)."""
+    cells = {**(json.loads(out.read_text()) if out.exists() else cells), key: cell}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(cells, indent=1) + "\n")
+    return cells
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    draw_arguments(p, out="experiments/out/tables_units.json")
+    p.add_argument("--methods", nargs="+", default=["private", "uniform", "one-row", *(f"group-{k}" for k in GROUP_KS),
+                                                    "unit", *(f"unit-{k}" for k in UNIT_KS),
+                                                    *(f"{p}-one-row" for p in PEERS)])
     p.add_argument("--redo", nargs="+", default=[], help="methods whose cached scores are recomputed")
     p.add_argument("--json", action="store_true", help="print the cells as one JSON object")
     p.add_argument("--figure", help="draw the error against k, per table and ε, to this PNG (from --out's cells)")
-    p.add_argument("--smoke", action="store_true", help="the made-up table, 300 customers, eps 5, few steps (CI)")
     args = p.parse_args(argv)
-    steps, units = None, 4000
+    steps, units = draw_settings(args)
     if args.smoke:
-        args.tables, args.epsilons, steps, units = ["events"], [5.0], 100, 300
         args.methods = ["private", "uniform", "one-row", "group-8", "unit", "unit-2"]
-        args.out = str(Path(tempfile.mkdtemp()) / "tables_units.json")
         args.figure = str(Path(args.out).with_suffix(".png"))
     out = Path(args.out)
     cells = json.loads(out.read_text()) if out.exists() else {}
@@ -301,9 +323,7 @@ def main(argv=None) -> int:
                     **score(frame), **facts, "seconds": facts.get("cpu_seconds", seconds), "rows": len(frame)}
                 if frame is not None:
                     assert len(schema.check(frame)) == len(frame)  # every synthetic row valid under the schema
-                cells = {**(json.loads(out.read_text()) if out.exists() else cells), key: cell}
-                out.parent.mkdir(parents=True, exist_ok=True)
-                out.write_text(json.dumps(cells, indent=1) + "\n")
+                cells = store_cell(out, cells, key, cell)
                 shown = "no result" if cell["tvd_3way"] is None else f"tvd 3-way {cell['tvd_3way']:.3f}"
                 print(f"{key:36} {shown}  auc {cell.get('auc')}  ({seconds:.0f} s)", flush=True)
         units_of = private[unit].nunique()

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -35,9 +34,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from tables_adult import Scorer, uniform_records  # noqa: E402
 from tables_bench import DELTA, peer_codec_of  # noqa: E402
-from tables_units import TABLES, cell_key, mean_cell, read  # noqa: E402
+from tables_units import TABLES, cell_key, draw_arguments, draw_settings, mean_cell, read, store_cell  # noqa: E402
 
-ROOT = HERE.parent
 METHODS = ("private", "uniform", "public-rows", "unit", "unit-public")
 
 
@@ -85,18 +83,9 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float], seeds: lis
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
-    p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
-    p.add_argument("--seeds", type=int, nargs="+", default=[0],
-                   help="draws: each a new split by unit and new runs; the table shows each cell's mean over them")
-    p.add_argument("--data-dir", default=str(ROOT / "data" / "tables"))
-    p.add_argument("--out", default="experiments/out/tables_units_public.json")
-    p.add_argument("--smoke", action="store_true", help="the made-up table, 300 customers, eps 5, few steps (CI)")
+    draw_arguments(p, out="experiments/out/tables_units_public.json")
     args = p.parse_args(argv)
-    steps, units = None, 4000
-    if args.smoke:
-        args.tables, args.epsilons, steps, units = ["events"], [5.0], 100, 300
-        args.out = str(Path(tempfile.mkdtemp()) / "tables_units_public.json")
+    steps, units = draw_settings(args)
     out = Path(args.out)
     cells = json.loads(out.read_text()) if out.exists() else {}
     for table, seed in ((t, s) for t in args.tables for s in args.seeds):
@@ -112,10 +101,7 @@ def main(argv=None) -> int:
                 frame = run_cell(method, private, public, schema, unit, epsilon=epsilon or 1.0, seed=seed,
                                  steps=steps)
                 assert len(schema.check(frame)) == len(frame)  # every row valid under the schema
-                cells = {**(json.loads(out.read_text()) if out.exists() else cells),
-                         key: {**score(frame), "seconds": time.perf_counter() - t0}}
-                out.parent.mkdir(parents=True, exist_ok=True)
-                out.write_text(json.dumps(cells, indent=1) + "\n")
+                cells = store_cell(out, cells, key, {**score(frame), "seconds": time.perf_counter() - t0})
                 print(f"{key:40} tvd 3-way {cells[key]['tvd_3way']:.3f}  auc {cells[key].get('auc')}", flush=True)
         print(f"{table} (seed {seed}): {private[unit].nunique()} private units, {public[unit].nunique()} public, "
               f"{held_out[unit].nunique()} held out")
