@@ -257,14 +257,14 @@ def figure(cells: dict, tables: list[str], epsilons: list[float], seeds: list[in
 
 
 def draw_arguments(p: argparse.ArgumentParser, *, out: str) -> None:
-    """The arguments every per-unit benchmark takes: its tables, ε, draws, the data, the cells' file, --smoke."""
+    """The arguments every per-unit benchmark takes: its tables, ε, draws, the data, the cells' file (each script
+    declares its own --smoke, which :func:`draw_settings` reads)."""
     p.add_argument("--tables", nargs="+", default=list(TABLES), choices=list(TABLES))
     p.add_argument("--epsilons", type=float, nargs="+", default=[1.0, 10.0])
     p.add_argument("--seeds", type=int, nargs="+", default=[0],
                    help="draws: each a new split by unit and new runs; the tables show each cell's mean over them")
     p.add_argument("--data-dir", default=str(ROOT / "data" / "tables"))
     p.add_argument("--out", default=out)
-    p.add_argument("--smoke", action="store_true", help="the made-up table, 300 customers, eps 5, few steps (CI)")
 
 
 def draw_settings(args) -> tuple[int | None, int]:
@@ -289,6 +289,7 @@ def store_cell(out: Path, cells: dict, key: str, cell: dict) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     draw_arguments(p, out="experiments/out/tables_units.json")
+    p.add_argument("--smoke", action="store_true", help="the made-up table, 300 customers, eps 5, few steps (CI)")
     p.add_argument("--methods", nargs="+", default=["private", "uniform", "one-row", *(f"group-{k}" for k in GROUP_KS),
                                                     "unit", *(f"unit-{k}" for k in UNIT_KS),
                                                     *(f"{p}-one-row" for p in PEERS)])

@@ -84,6 +84,7 @@ def table_text(cells: dict, tables: list[str], epsilons: list[float], seeds: lis
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     draw_arguments(p, out="experiments/out/tables_units_public.json")
+    p.add_argument("--smoke", action="store_true", help="the made-up table, 300 customers, eps 5, few steps (CI)")
     args = p.parse_args(argv)
     steps, units = draw_settings(args)
     out = Path(args.out)
