@@ -26,9 +26,10 @@ noise draws would change. Settings measured here are not defaults; docs/tables-d
 - ``conditional-category``: swflow's samples, and ``--column`` drawn again inside its released cell from the private
   rows' law given the ``--with`` columns (an oracle without noise: what a release of, say, storms' names given their
   years and months could bring at most), its triples and the others apart.
-- ``category-prior``: one release a draw, fitted twice: as the library does (each category column's pooled counts
-  shrunk toward each category alike, swflow.tables.shrinkage.shrunk_tables) and without the prior (the library before
-  it), so the noise is the same on both sides; 1-way and 3-way TVD and the AUC, with each category column's
+- ``category-prior``: one release a draw, fitted twice: as the library does (each column's pooled counts shrunk
+  toward its prior, each category alike or each stretch of a number's bounds alike,
+  swflow.tables.shrinkage.shrunk_tables) and without the priors (the library before them), so the noise is the same
+  on both sides; 1-way and 3-way TVD and the AUC, with each category column's
   one-way TVD.
 - ``split-triples``: the 3-way TVD over the triples that hold ``--column`` and over the others, for the private rows
   (the floor), for the private rows with ``--column`` shuffled (its margin exact, its links to every other column
@@ -319,17 +320,17 @@ def conditional_lines(args, schema, private, held_out, score, *, epsilon: float,
 
 
 def prior_lines(args, schema, private, held_out, score, *, epsilon: float, seed: int) -> None:
-    """One release, its particles fitted with the category columns' priors (the library) and again without them
+    """One release, its particles fitted with the columns' priors (the library) and again without them
     (the codec's priors set to none on this one fit): both sides share the draw of the noise."""
     from swflow.pipeline.tables import TableSynthesizer
 
     syn = TableSynthesizer(schema=schema, epsilon=epsilon, delta=DELTA, clip=True, seed=seed,
                            adjacency=args.adjacency).fit(private)
     with_prior = syn.sample(len(private), seed=seed)
-    syn.codec.category_priors = lambda: [None] * len(schema.names)  # this instance only
+    syn.codec.priors = lambda: [None] * len(schema.names)  # this instance only
     syn._particles = syn._fit_to_release()
     categories = [c.name for c in schema.columns if c.kind == "categorical" and len(c.categories) > 2]
-    for label, frame in (("categories toward uniform (default)", with_prior), ("no prior", syn.sample(
+    for label, frame in (("toward the priors (default)", with_prior), ("no prior", syn.sample(
             len(private), seed=seed))):
         result, ones = score(frame), marginal_errors(schema, frame, held_out, 1)
         each = "  ".join(f"{name} {ones[(name,)]:.3f}" for name in categories)

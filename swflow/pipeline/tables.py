@@ -242,7 +242,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         if warn and report.private:
             warn_little_to_learn(mass, report.noise_std, unit=self.unit is not None)
         if report.private and self.flow.shrink:
-            priors = [None if p is None else torch.from_numpy(p) for p in self.codec.category_priors()]
+            priors = [None if p is None else torch.from_numpy(p) for p in self.codec.priors()]
             if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
                 priors[-1] = None
             shrunk = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std, dataset_size=mass,

@@ -54,12 +54,24 @@ class TableCodec:
         """Each column's number of cells."""
         return [c.size for c in self.cells]
 
-    def category_priors(self) -> list[np.ndarray | None]:
-        """Per column, for categories, the law over its cells that holds every category alike (a cell of merged
-        categories in proportion to how many it holds), what the fit shrinks their noisy counts toward
-        (swflow.tables.shrinkage.shrunk_tables); None for numbers, whose cells were set from their own release."""
-        return [np.diff(c.starts) / c.grid.values if column.kind == "categorical" and not c.missing
-                else None for column, c in zip(self.schema.columns, self.cells)]
+    def priors(self) -> list[np.ndarray | None]:
+        """Per column, a law over its cells known before any data, which the fit shrinks their noisy counts toward
+        (swflow.tables.shrinkage.shrunk_tables): for categories every category alike (a cell of merged categories in
+        proportion to how many it holds); for numbers every stretch of the declared bounds alike, on the column's
+        scale (a cell in proportion to its fine cells, none on a released atom or a bound, which a uniform draw
+        reaches with probability 0). None where a column may be missing (its missing cell has no such law).
+        For a numeric column the cells were set by the trees' release, which the pair tables' noise does not touch."""
+        out = []
+        for column, cells in zip(self.schema.columns, self.cells):
+            if cells.missing:
+                out.append(None)
+                continue
+            if column.kind == "categorical":
+                out.append(np.diff(cells.starts) / cells.grid.values)
+                continue
+            mass = np.add.reduceat(cells.grid.prior[:cells.grid.values][cells.order], cells.starts[:-1])
+            out.append(mass / mass.sum() if mass.sum() > 0 else None)
+        return out
 
     def cell_index(self, table) -> np.ndarray:
         """(n, C) int: each record's cell in each column (``table`` already checked against the schema)."""

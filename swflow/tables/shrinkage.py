@@ -42,7 +42,8 @@ def shrunk_tables(tables: list[Tensor], sizes: list[int], pairs: list[tuple[int,
     """The released tables, each shrunk toward its nearest centre (module docstring) by the positive-part
     James–Stein factor: T̂ = C + λ (T − C), λ = max(0, 1 − cells·σ² / ‖T − C‖²).
 
-    A column with a prior (a public law over its cells: for categories, each category alike) has its pooled counts m
+    A column with a prior (a public law over its cells: each category alike, or each stretch of a number's declared
+    bounds alike, :meth:`~swflow.tables.codec.TableCodec.priors`) has its pooled counts m
     shrunk toward it, by James–Stein's factor 1 − (cells − 2)·v / ‖m − prior·n‖² for the pooled counts' noise
     variance v = σ² / Σ 1/cells_other (none for two cells, where it would not dominate), and each of its tables is
     then C̃ + λ (T − C): the departure and λ measured from the centre C on the pooled margins, C̃ the same centre on
