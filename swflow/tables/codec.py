@@ -60,14 +60,17 @@ class TableCodec:
         proportion to how many it holds); for numbers every stretch of the declared bounds alike, on the column's
         scale (a cell in proportion to its fine cells, none on a released atom or a bound, which a uniform draw
         reaches with probability 0). None where a column may be missing (its missing cell has no such law).
-        For a numeric column the cells were set by the trees' release, which the pair tables' noise does not touch."""
+        For a numeric column the cells were set by the trees' release, which the pair tables' noise does not touch.
+        NaN on a category column's cell of the rest (the categories its trees did not keep as cells: the least
+        counted, so each category alike says nothing of its mass), which the fit leaves as counted."""
         out = []
         for column, cells in zip(self.schema.columns, self.cells):
             if cells.missing:
                 out.append(None)
                 continue
             if column.kind == "categorical":
-                out.append(np.diff(cells.starts) / cells.grid.values)
+                held = np.diff(cells.starts)
+                out.append(np.where(held > 1, np.nan, held / cells.grid.values))
                 continue
             mass = np.add.reduceat(cells.grid.prior[:cells.grid.values][cells.order], cells.starts[:-1])
             out.append(mass / mass.sum() if mass.sum() > 0 else None)
