@@ -198,9 +198,12 @@ def test_a_category_columns_rest_keeps_its_count_and_the_others_are_shrunk_at_wh
 
 
 def test_the_codec_gives_each_category_alike_and_each_stretch_of_a_number_alike_as_its_prior():
-    """A category column's prior holds each category alike, and none on its cell of the rest (NaN); a number's, each stretch of its declared bounds alike: checked against where uniform draws over the
-    bounds fall (Monte Carlo, 200 000 draws: a share's std is at most 0.0012, the tolerance 0.005). A column that
-    may be missing has none."""
+    """A category column's prior holds each category alike, and none on its cell of the rest (NaN); a number's,
+    each stretch of its declared bounds alike: checked against where uniform draws over the bounds fall (Monte
+    Carlo, 200 000 draws: a share's std is at most 0.0012, the tolerance 0.005). A column that may be missing has
+    none."""
+    import pandas as pd
+
     from swflow.tables import Schema, TableCodec
     from swflow.tables.cells import ColumnCells, FineGrid
 
@@ -215,8 +218,6 @@ def test_the_codec_gives_each_category_alike_and_each_stretch_of_a_number_alike_
     codec = TableCodec(schema, cells=[city, age, ColumnCells.uniform(schema.columns[2], bins=16)])
     city_prior, age_prior, income_prior = codec.priors()
     np.testing.assert_allclose(city_prior, [0.1, 0.1, np.nan])  # the rest: the least counted, no law alike
-    import pandas as pd
-
     draws = pd.Series(np.random.default_rng(0).uniform(0, 100, 200_000))
     shares = np.bincount(age.index(draws), minlength=age.size) / len(draws)
     np.testing.assert_allclose(age_prior, shares, atol=0.005)

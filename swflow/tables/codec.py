@@ -56,13 +56,12 @@ class TableCodec:
 
     def priors(self) -> list[np.ndarray | None]:
         """Per column, a law over its cells known before any data, which the fit shrinks their noisy counts toward
-        (swflow.tables.shrinkage.shrunk_tables): for categories every category alike (a cell of merged categories in
-        proportion to how many it holds); for numbers every stretch of the declared bounds alike, on the column's
-        scale (a cell in proportion to its fine cells, none on a released atom or a bound, which a uniform draw
-        reaches with probability 0). None where a column may be missing (its missing cell has no such law).
-        For a numeric column the cells were set by the trees' release, which the pair tables' noise does not touch.
-        NaN on a category column's cell of the rest (the categories its trees did not keep as cells: the least
-        counted, so each category alike says nothing of its mass), which the fit leaves as counted."""
+        (swflow.tables.shrinkage.shrunk_tables): for categories every category alike, NaN on the cell of the rest
+        (the categories the trees did not keep as cells: the least counted, so each category alike says nothing of
+        its mass; the fit leaves it as counted); for numbers every stretch of the declared bounds alike, on the
+        column's scale (a cell in proportion to its fine cells, none on a released atom or a bound, which a uniform
+        draw reaches with probability 0). None where a column may be missing (its missing cell has no such law).
+        A number's cells were set by the trees' release, which the pair tables' noise does not touch."""
         out = []
         for column, cells in zip(self.schema.columns, self.cells):
             if cells.missing:
