@@ -158,8 +158,8 @@ def _margins(tables, sizes: list[int], pairs, *, noise_std: float, dataset_size:
 
 
 def pooled_laws(tables: list[Tensor], sizes: list[int], marginals: list[tuple[int, ...]]) -> list[Tensor | None]:
-    """Each column's one-way law (counts clipped at zero, summing to 1) pooled over every released table that holds
-    it (:func:`_pooled_counts`); None for a column in none. Post-processing of the release."""
+    """Each column's one-way law (the nearest law of its counts' total, :func:`_law`) pooled over every released
+    table that holds it (:func:`_pooled_counts`); None for a column in none. Post-processing of the release."""
     laws = []
     for column in range(len(sizes)):
         pooled, _ = _pooled_counts(tables, sizes, marginals, column)
