@@ -443,6 +443,19 @@ def test_a_saved_unit_run_loads_and_samples(tmp_path):
     assert len(loaded.sample(20, seed=3)) == 20
 
 
+def test_a_unit_run_on_the_schemas_own_cells_fits_saves_and_loads(tmp_path):
+    """resolution='uniform' (cells from the schema alone, no trees) under a unit: the codec counts the unit's class
+    column as every release does (it once held the user's schema only and refused the run's own rows), the cells
+    are the schema's bins, and the run loads and samples."""
+    syn, _ = _fit(k=4, resolution="uniform", numeric_bins=4)
+    assert syn.codec.schema.names == syn.schema.names and syn.schema.names[:-1] == syn.user_schema.names
+    assert syn.privacy_report().run_config["resolution_columns"] == []
+    assert all(size <= 4 for size, c in zip(syn.codec.sizes, syn.user_schema.columns) if c.kind == "numeric")
+    loaded = TableSynthesizer.load(syn.save(tmp_path / "model.pt"))
+    assert loaded.codec.sizes == syn.codec.sizes
+    assert list(loaded.sample(50, seed=2).columns) == syn.user_schema.names
+
+
 def test_a_table_run_of_an_earlier_release_protects_one_row(tmp_path):
     """Files written before privacy units (no unit in the file or the report) load as what they were: one row;
     their releases must then count each row once (a unit run's report stripped of its unit is refused above)."""

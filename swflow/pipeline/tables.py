@@ -114,7 +114,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         self.user_schema, self.schema = schema, self._released_schema(schema)
         if target is not None and target not in schema.names:
             raise ValueError(f"target names a column of the schema {schema.names}, got {target!r}")
-        self.codec = TableCodec(schema, numeric_bins=numeric_bins)
+        self.codec = TableCodec(self.schema, numeric_bins=numeric_bins)  # the released schema (a unit adds a column)
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
         self.pairs, self.public = self._pairs(pairs), public
