@@ -26,7 +26,8 @@ class TablePublicRows:
                               moved=1 if self.privacy.adjacency == "add-remove" else 2, fixed_tables=columns * unit)
         self.pairs = [*chosen, *((j, columns) for j in range(columns * unit))]
         self.pairs_chosen_by = (f"{len(public)} public rows: the {len(chosen)} most dependent pairs that "
-                                "minimise noise plus left-out dependence (swflow.tables.pairs)"
+                                "minimise their tables' error once shrunk plus the dependence left out "
+                                "(swflow.tables.pairs)"
                                 + (", and each column with its rows' class" if unit else ""))
 
     def _public_frame(self):
