@@ -85,7 +85,7 @@ def noise_check(syn) -> str:
     tables' part first (its "UNTESTED" is what ``swflow sample`` warns of)."""
     from ..privacy.counts import noise_check_note
 
-    parts = [f"pair tables: {noise_check_note(syn.codec.sizes, syn.pairs)}"]
+    parts = [f"pair tables: {noise_check_note(syn.codec.sizes, syn.pairs, unit_weighted=syn.unit is not None)}"]
     if getattr(syn, "_atoms", None):
         parts.append("repeated values: each named value's noisy count is tested against the threshold its sigma and "
                      "delta set (an edited count, or a delta claimed smaller, is refused); the values left unnamed "

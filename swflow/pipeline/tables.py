@@ -369,7 +369,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             raise ClaimMismatch(f"{path} is not a readable saved table Synthesizer ({err}); fit again") from None
         check_ledger(syn, report, str(path))
         if report.private:
-            verify_tables(report, counts, syn.codec.sizes, syn.pairs, source=str(path), size=size)
+            verify_tables(report, counts, syn.codec.sizes, syn.pairs, source=str(path), size=size,
+                          unit_weighted=syn.unit is not None)
         syn._report, syn._counts = syn._state_unit(report), counts
         syn._note_noise_check()
         syn._particles = syn._fit_to_release(progress=progress)

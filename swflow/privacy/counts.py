@@ -75,7 +75,7 @@ def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5
 
 
 def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: list[tuple[int, int]], *,
-                  source: str, size: tuple[float, float] | None = None) -> None:
+                  source: str, size: tuple[float, float] | None = None, unit_weighted: bool = False) -> None:
     """A table release's noisy counts (the K tables of ``pairs`` of columns with ``sizes`` cells, concatenated as
     :func:`swflow.privacy.marginals.pair_counts` writes them) against the report's n and σ.
 
@@ -89,7 +89,15 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
 
     ``size`` (add-remove, n private): (the released count n̂, its σ). The totals are then tested with n̂ as one
     more estimate of the same number: the spread of the K + 1 estimates about their inverse-variance mean is χ²
-    with K degrees of freedom."""
+    with K degrees of freedom.
+
+    ``unit_weighted`` (a privacy unit's run): the tables weigh each unit's rows by their spread over the tables'
+    cells, which neither n̂ (weight min(1, k / rows)) nor any other release does, so their common total is known to
+    no other number: the K totals are tested against each other only (χ² with K − 1 degrees of freedom), and
+    n̂ is only bounded: a unit's spread weight is at least its count weight, so n̂ may not exceed the tables'
+    pooled total by more than the two noises allow (one-sided, at 1e-9). Testing the totals against n̂ as the same
+    number refused every true unit run once the noise fell below the gap between the two weightings (ε ≥ 3 on a
+    few hundred units)."""
     from .marginals import split_tables
 
     counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
@@ -104,12 +112,17 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     if not sigma > 0:
         raise ClaimMismatch(f"{source}: a private table release with noise std {sigma}")
     check_integers(counts, report.mechanism, source=source)
-    if size is None:
-        statistic = sum(float((t.sum() - report.dataset_size) ** 2) / (t.numel() * sigma ** 2) for t in tables)
+    totals, variances = [[float(t.sum())] for t in tables], [t.numel() * sigma ** 2 for t in tables]
+    if unit_weighted:
+        statistic = _pooled_spread(torch.tensor(totals, dtype=torch.float64), variances)
+        if size is not None:
+            _at_most_tables(totals, variances, size, source=source)
+    elif size is None:
+        statistic = sum((total - report.dataset_size) ** 2 / v for (total,), v in zip(totals, variances))
     else:
-        totals = torch.tensor([[float(t.sum())] for t in tables] + [[float(size[0])]], dtype=torch.float64)
-        statistic = _pooled_spread(totals, [t.numel() * sigma ** 2 for t in tables] + [size[1] ** 2])
-    freedom = len(tables)
+        statistic = _pooled_spread(torch.tensor(totals + [[float(size[0])]], dtype=torch.float64),
+                                   variances + [size[1] ** 2])
+    freedom = len(tables) - unit_weighted
     for column in range(len(sizes)):
         estimates, variances = [], []
         for (i, j), table in zip(pairs, tables):
@@ -120,21 +133,24 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
             continue
         statistic += _pooled_spread(torch.stack(estimates), variances)
         freedom += sizes[column] * (len(estimates) - 1)
+    if freedom < 1:
+        return  # one table of a unit run: nothing of it to compare (its note says UNTESTED)
     _chi_square(statistic, freedom, sigma=sigma, released="tables", source=source,
-                disagreement=f"the released tables disagree with each other, or with the {report.dataset_size} rows "
-                             "the report claims, by more than the claimed noise allows: the counts or the data set "
-                             "size were edited")
+                disagreement="the released tables disagree with each other" + (
+                    "" if unit_weighted else f", or with the {report.dataset_size} rows the report claims,") +
+                " by more than the claimed noise allows: the counts" + ("" if unit_weighted else " or the data set "
+                                                                         "size") + " were edited")
 
 
 #: a table release whose noise test cannot refuse a claim of this many times its noise is said to be untested
 UNTESTED_FACTOR = 10.0
 
 
-def table_test_freedom(sizes: list[int], pairs: list[tuple[int, int]]) -> int:
-    """The degrees of freedom of verify_tables' χ²: the K totals, and Σ_i k_i·(T_i − 1) for the columns held by
-    T_i ≥ 2 tables."""
+def table_test_freedom(sizes: list[int], pairs: list[tuple[int, int]], *, unit_weighted: bool = False) -> int:
+    """The degrees of freedom of verify_tables' χ²: the K totals (K − 1 where ``unit_weighted``: tested against each
+    other only), and Σ_i k_i·(T_i − 1) for the columns held by T_i ≥ 2 tables."""
     held = [sum(column in pair for pair in pairs) for column in range(len(sizes))]
-    return len(pairs) + sum(k * (t - 1) for k, t in zip(sizes, held) if t >= 2)
+    return len(pairs) - unit_weighted + sum(k * (t - 1) for k, t in zip(sizes, held) if t >= 2)
 
 
 def detectable_factor(freedom: int) -> float:
@@ -145,11 +161,11 @@ def detectable_factor(freedom: int) -> float:
     return math.sqrt(chi2.ppf(0.99, freedom) / chi2.ppf(COUNTS_FALSE_REFUSAL / 2, freedom))
 
 
-def noise_check_note(sizes: list[int], pairs: list[tuple[int, int]]) -> str:
+def noise_check_note(sizes: list[int], pairs: list[tuple[int, int]], *, unit_weighted: bool = False) -> str:
     """What the read-back's noise test can see in a table release of these ``pairs``: said plainly where it cannot
     (one table, or tables that share no column: only their K totals can be tested)."""
-    freedom = table_test_freedom(sizes, pairs)
-    factor = detectable_factor(freedom)
+    freedom = table_test_freedom(sizes, pairs, unit_weighted=unit_weighted)
+    factor = detectable_factor(freedom) if freedom >= 1 else math.inf
     if factor > UNTESTED_FACTOR:
         return (f"UNTESTED: the released tables share too little (chi-square on {freedom} degrees of freedom) for a "
                 "read-back to test the claimed noise: a file claiming far more noise than it carries, with its "
@@ -157,6 +173,21 @@ def noise_check_note(sizes: list[int], pairs: list[tuple[int, int]]) -> str:
                 "table sharing a column to make it testable")
     return (f"tested on read-back: the released tables' chi-square on {freedom} degrees of freedom refuses a claim "
             f"of {factor:.2g} times the noise they carry (with probability 0.99), and an edited n or edited counts")
+
+
+def _at_most_tables(totals: list[list[float]], variances: list[float], size: tuple[float, float], *,
+                    source: str) -> None:
+    """A unit run's released count of records n̂ (``size``: value, σ) against its pair tables' totals, each a unit's
+    rows at a weight no smaller than n̂'s: refused when n̂ exceeds their inverse-variance mean by more than the
+    1 − COUNTS_FALSE_REFUSAL quantile of the two noises."""
+    from scipy.stats import norm
+
+    precision = sum(1.0 / v for v in variances)
+    mean = sum(total / v for (total,), v in zip(totals, variances)) / precision
+    if size[0] - mean > float(norm.isf(COUNTS_FALSE_REFUSAL)) * math.sqrt(1.0 / precision + size[1] ** 2):
+        raise ClaimMismatch(f"{source}: its released count of records is larger than its pair tables' total by more "
+                            "than their noise allows (every unit weighs at least as much in the tables as in that "
+                            "count): the count or the data set size was edited; regenerate the run")
 
 
 def _pooled_spread(estimates: torch.Tensor, variances: list[float]) -> float:
