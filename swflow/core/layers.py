@@ -20,6 +20,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("evaluate", ("swflow.evaluate",)),   # metrics, pictures, animations
     ("sources", ("swflow.sources",)),     # where private records come from and which codec encodes them
     ("pipeline", ("swflow.pipeline",)),   # from settings and a source to a finished run; the Synthesizer
+    ("app", ("swflow.app",)),             # the data owner's page: each step runs the swflow command it shows
     ("cli", ("swflow.cli",)),             # the swflow command
 )
 

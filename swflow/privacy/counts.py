@@ -112,16 +112,7 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     if not sigma > 0:
         raise ClaimMismatch(f"{source}: a private table release with noise std {sigma}")
     check_integers(counts, report.mechanism, source=source)
-    totals, variances = [[float(t.sum())] for t in tables], [t.numel() * sigma ** 2 for t in tables]
-    if unit_weighted:
-        statistic = _pooled_spread(torch.tensor(totals, dtype=torch.float64), variances)
-        if size is not None:
-            _at_most_tables(totals, variances, size, source=source)
-    elif size is None:
-        statistic = sum((total - report.dataset_size) ** 2 / v for (total,), v in zip(totals, variances))
-    else:
-        statistic = _pooled_spread(torch.tensor(totals + [[float(size[0])]], dtype=torch.float64),
-                                   variances + [size[1] ** 2])
+    statistic = _totals_statistic(tables, sigma, report.dataset_size, size, unit_weighted, source=source)
     freedom = len(tables) - unit_weighted
     for column in range(len(sizes)):
         estimates, variances = [], []
@@ -173,6 +164,20 @@ def noise_check_note(sizes: list[int], pairs: list[tuple[int, int]], *, unit_wei
                 "table sharing a column to make it testable")
     return (f"tested on read-back: the released tables' chi-square on {freedom} degrees of freedom refuses a claim "
             f"of {factor:.2g} times the noise they carry (with probability 0.99), and an edited n or edited counts")
+
+
+def _totals_statistic(tables: list, sigma: float, dataset_size: int, size, unit_weighted: bool, *,
+                      source: str) -> float:
+    """The χ² part of verify_tables' totals: against n (replace-one), pooled with n̂ (add-remove), or among
+    themselves with n̂ bounded one-sided (``unit_weighted``)."""
+    totals, variances = [[float(t.sum())] for t in tables], [t.numel() * sigma ** 2 for t in tables]
+    if unit_weighted:
+        if size is not None:
+            _at_most_tables(totals, variances, size, source=source)
+        return _pooled_spread(torch.tensor(totals, dtype=torch.float64), variances)
+    if size is None:
+        return sum((total - dataset_size) ** 2 / v for (total,), v in zip(totals, variances))
+    return _pooled_spread(torch.tensor(totals + [[float(size[0])]], dtype=torch.float64), variances + [size[1] ** 2])
 
 
 def _at_most_tables(totals: list[list[float]], variances: list[float], size: tuple[float, float], *,

@@ -130,6 +130,26 @@ class Schema:
         position of a row (each would be a statistic of private rows without noise)."""
         import pandas as pd
 
+        self._check_names(table)
+        return pd.DataFrame({c.name: _checked(c, table[c.name], clip) for c in self.columns}, index=table.index)
+
+    def problems(self, table, *, clip: bool = False) -> list[str]:
+        """Every problem ``table`` has with the schema, one message a column (the first rule it breaks), in the
+        words :meth:`check` raises: a column and a rule, never a value, a count or a row. Empty when it fits."""
+        found = []
+        try:
+            self._check_names(table)
+        except SchemaError as err:
+            found.append(str(err))
+        for column in self.columns:
+            if column.name in table.columns:
+                try:
+                    _checked(column, table[column.name], clip)
+                except SchemaError as err:
+                    found.append(str(err))
+        return found
+
+    def _check_names(self, table) -> None:
         missing = [n for n in self.names if n not in table.columns]
         if missing:
             raise SchemaError(f"the table lacks the schema's columns {missing}")
@@ -137,51 +157,49 @@ class Schema:
         if extra:
             raise SchemaError(f"the table has columns the schema does not declare: {[str(e) for e in extra]}; "
                               "declare them or drop them")
-        out = {}
-        for column in self.columns:
-            values = table[column.name]
-            if column.kind == "categorical":
-                try:
-                    codes = category_codes(values, column.categories)
-                except SchemaError as err:
-                    raise SchemaError(f"column {column.name!r}: {err}") from None
-                if (codes < 0).any():
-                    raise SchemaError(f"column {column.name!r}: some rows hold values outside its declared categories "
-                                      "(a missing value is one only where null is among them): declare them, or "
-                                      "clean the rows")
-                out[column.name] = pd.Series(np.array(column.categories, dtype=object)[codes],
-                                             index=table.index, dtype=object)
-                continue
-            absent = values.isna().to_numpy()
-            if column.temporal is not None:
-                try:
-                    numbers = pd.Series(instants(values, column.temporal, column.unit), index=table.index)
-                except ValueError as err:
-                    raise SchemaError(f"column {column.name!r} is a {column.temporal}: {err}") from None
-            else:
-                numbers = pd.to_numeric(_not_boolean(column, values), errors="coerce").astype(float)
-            finite = np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
-            if (absent & ~column.missing).any():
-                raise SchemaError(f"column {column.name!r}: some rows are missing a value, which the schema does "
-                                  'not allow: declare "missing": true on the column, or drop or impute them')
-            if (~absent & ~finite).any():
-                raise SchemaError(f"column {column.name!r}: some rows hold {not_numbers(values[~absent & ~finite])}")
-            outside = (numbers < column.low) | (numbers > column.high)
-            if outside.any() and not clip:
-                raise SchemaError(f"column {column.name!r}: some rows lie outside [{_bound(column, column.low)}, "
-                                  f"{_bound(column, column.high)}]; pass --clip (clip=True) to clip them to the "
-                                  "declared bounds, or widen the schema")
-            if column.integer:
-                inside = numbers[~outside].dropna()
-                if (inside != np.round(inside)).any():
-                    raise SchemaError(f"column {column.name!r} is declared integer: some rows hold values that are "
-                                      "not whole numbers; round them, or declare the column not integer")
-                # the whole numbers inside the bounds: clipping to a fractional bound would make a fraction
-                numbers = numbers.clip(math.ceil(column.low), math.floor(column.high))
-            else:
-                numbers = numbers.clip(column.low, column.high)
-            out[column.name] = numbers
-        return pd.DataFrame(out, index=table.index)
+
+
+def _checked(column: Column, values, clip: bool):
+    """One column's ``values`` as :meth:`Schema.check` returns them, or the SchemaError of the first rule broken."""
+    import pandas as pd
+
+    if column.kind == "categorical":
+        try:
+            codes = category_codes(values, column.categories)
+        except SchemaError as err:
+            raise SchemaError(f"column {column.name!r}: {err}") from None
+        if (codes < 0).any():
+            raise SchemaError(f"column {column.name!r}: some rows hold values outside its declared categories "
+                              "(a missing value is one only where null is among them): declare them, or "
+                              "clean the rows")
+        return pd.Series(np.array(column.categories, dtype=object)[codes], index=values.index, dtype=object)
+    absent = values.isna().to_numpy()
+    if column.temporal is not None:
+        try:
+            numbers = pd.Series(instants(values, column.temporal, column.unit), index=values.index)
+        except ValueError as err:
+            raise SchemaError(f"column {column.name!r} is a {column.temporal}: {err}") from None
+    else:
+        numbers = pd.to_numeric(_not_boolean(column, values), errors="coerce").astype(float)
+    finite = np.isfinite(numbers.to_numpy(dtype=float, na_value=np.nan))
+    if (absent & ~column.missing).any():
+        raise SchemaError(f"column {column.name!r}: some rows are missing a value, which the schema does "
+                          'not allow: declare "missing": true on the column, or drop or impute them')
+    if (~absent & ~finite).any():
+        raise SchemaError(f"column {column.name!r}: some rows hold {not_numbers(values[~absent & ~finite])}")
+    outside = (numbers < column.low) | (numbers > column.high)
+    if outside.any() and not clip:
+        raise SchemaError(f"column {column.name!r}: some rows lie outside [{_bound(column, column.low)}, "
+                          f"{_bound(column, column.high)}]; pass --clip (clip=True) to clip them to the "
+                          "declared bounds, or widen the schema")
+    if column.integer:
+        inside = numbers[~outside].dropna()
+        if (inside != np.round(inside)).any():
+            raise SchemaError(f"column {column.name!r} is declared integer: some rows hold values that are "
+                              "not whole numbers; round them, or declare the column not integer")
+        # the whole numbers inside the bounds: clipping to a fractional bound would make a fraction
+        return numbers.clip(math.ceil(column.low), math.floor(column.high))
+    return numbers.clip(column.low, column.high)
 
 
 def category_codes(values, categories: tuple) -> np.ndarray:
