@@ -160,3 +160,105 @@ def test_verify_checks_a_flow_run_s_recorded_releases(tmp_path, capsys):
     with h5py.File(run / "model.h5", "r+") as f:
         f["sigma"][0] = 1.0
     assert main(["verify", str(run), "--quiet"]) == 2
+
+
+# -- what an outside review forged (issue 96, items 2 and 10) -----------------------------------------------------------
+def _signed_copy(made, tmp_path):
+    run = _copy(made, tmp_path)
+    assert main(["sign", str(run), "--key", str(made / "owner.pem")]) == 0
+    return run
+
+
+def _every_command_refuses(made, run, tmp_path, capsys, words: str):
+    """verify --public-key, sample --public-key and evaluate --public-key each refuse ``run``, saying ``words``."""
+    public = str(made / "owner.pem.pub")
+    for argv in (["verify", str(run), "--public-key", public, "--no-samples", "--quiet"],
+                 ["sample", str(run), "--n", "5", "--out", str(tmp_path / "more"), "--public-key", public, "--quiet"],
+                 ["evaluate", str(run), "--against", str(made / "heldout.csv"), "--owner-out",
+                  str(tmp_path / "owner"), "--public-key", public]):
+        capsys.readouterr()
+        assert main(argv) == 2, argv[0]
+        assert words in capsys.readouterr().err, argv[0]
+    assert not (tmp_path / "more").exists() and not (tmp_path / "owner").exists()
+
+
+@pytest.mark.parametrize("link", ["privacy.json to a forgery", "a folder outside", "a broken link"])
+def test_links_in_a_signed_run_are_refused_by_every_command(made, tmp_path, capsys, link):
+    run = _signed_copy(made, tmp_path)
+    if link == "privacy.json to a forgery":
+        forged = tmp_path / "forged.json"
+        forged.write_bytes((run / "privacy.json").read_bytes())
+        (run / "privacy.json").unlink()
+        (run / "privacy.json").symlink_to(forged)
+    elif link == "a folder outside":
+        (tmp_path / "outside").mkdir()
+        (run / "extra").symlink_to(tmp_path / "outside", target_is_directory=True)
+    else:
+        (run / "ghost.csv").symlink_to(tmp_path / "nowhere.csv")
+    _every_command_refuses(made, run, tmp_path, capsys, "is a link")
+
+
+@pytest.mark.parametrize("field", ["public_key edited", "a field added", "format changed", "nested signature"])
+def test_every_field_of_the_signature_is_checked(made, tmp_path, capsys, field):
+    run = _signed_copy(made, tmp_path)
+    signed = json.loads((run / "signature.json").read_text())
+    words = "is not a signature swflow writes"
+    if field == "public_key edited":
+        main(["sign", "--new-key", str(tmp_path / "other.pem")])
+        signed["public_key"] = (tmp_path / "other.pem.pub").read_text()
+        words = "names another public key"
+    elif field == "a field added":
+        signed["comment"] = "trust me"
+    elif field == "format changed":
+        signed["format"] = "swflow-signature-0"
+    else:
+        (run / "more").mkdir()
+        (run / "more" / "signature.json").write_text("{}")
+        words = "below the top"
+    if field != "nested signature":
+        (run / "signature.json").write_text(json.dumps(signed))
+    _every_command_refuses(made, run, tmp_path, capsys, words)
+
+
+def test_verification_parses_the_bytes_it_read_and_hashed(made, tmp_path, monkeypatch, capsys):
+    """privacy.json replaced by a forgery right after the folder was read (the race the review won 3 of 3 times):
+    the signature holds over what was read, and what was read is what is parsed, so the genuine claim is reported
+    and nothing of the forgery."""
+    import swflow.io.signing as signing
+    from swflow.pipeline.verify_run import verify_run
+
+    run = _signed_copy(made, tmp_path)
+    genuine = json.loads((run / "privacy.json").read_text())
+    read = signing.read_run_files
+
+    def read_then_swap(*args, **kwargs):
+        files = read(*args, **kwargs)
+        forged = dict(genuine, epsilon=0.231, statement="(0.231, 1e-07)-DP forged")
+        (run / "privacy.json").write_text(json.dumps(forged))
+        return files
+
+    monkeypatch.setattr(signing, "read_run_files", read_then_swap)
+    verified = verify_run(run, public_key=made / "owner.pem.pub", regenerate=False)
+    assert verified.report.epsilon == genuine["epsilon"] != 0.231
+    assert verified.checks[0].startswith("signature:")
+
+
+def test_a_plain_copy_of_a_signed_run_verifies(made, tmp_path, capsys):
+    """`cp RUN/* COPY/` leaves the hidden marker behind: it is not signed, so the copy verifies."""
+    run = _signed_copy(made, tmp_path)
+    assert (run / ".swflow-run").exists()
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for path in run.iterdir():
+        if not path.name.startswith("."):  # as a shell's * does
+            shutil.copy(path, copy / path.name)
+    assert main(["verify", str(copy), "--public-key", str(made / "owner.pem.pub"), "--quiet"]) == 0
+
+
+def test_an_unsigned_read_back_says_what_it_cannot_prove_each_time(made, tmp_path, capsys):
+    run = _copy(made, tmp_path)
+    assert main(["sample", str(run), "--n", "5", "--out", str(tmp_path / "more"), "--quiet"]) == 0
+    assert "note: unsigned" in capsys.readouterr().err
+    assert main(["evaluate", str(run), "--against", str(made / "heldout.csv"), "--owner-out",
+                 str(tmp_path / "owner")]) == 0
+    assert "note: unsigned" in capsys.readouterr().err

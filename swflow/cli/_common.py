@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ..methods.registry import METHODS
 from ..core.config import PrivacySpec, RunShape, SimulatorSettings
@@ -88,3 +89,10 @@ def flow_config_args(p: argparse.ArgumentParser) -> None:
                    "from the OS (under torchrun, drawn by rank 0 and broadcast)")
     g.add_argument("--shard-mode", choices=("exact", "sketch"), default="exact",
                    help="under torchrun: exact global ranks (all-gather) or per-rank quantile sketches")
+
+
+def say_unchecked(verified) -> None:
+    """On stderr, each time: what the read-back of an unsigned run cannot prove (and a signature left unchecked)."""
+    for note in verified.unchecked:
+        if note.startswith(("unsigned", "signature.json")):
+            print(f"note: {note}", file=sys.stderr)

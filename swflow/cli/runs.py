@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from ..io.outdir import staged
+from ._common import say_unchecked
 from .autoencoder import run_decoder
 
 
@@ -28,7 +29,8 @@ def cmd_evaluate(args) -> int:
             raise ValueError("a table run is scored against held-out rows it never saw: --against HELDOUT.csv")
         from ..pipeline.verify_run import verify_run
 
-        verify_run(args.run_dir, progress="auto")  # `swflow verify`'s checks, first (a bar only when slow)
+        verified = verify_run(args.run_dir, public_key=args.public_key, progress="auto")  # `swflow verify`'s checks
+        say_unchecked(verified)
         out = args.owner_out or owner_dir(args.run_dir)
         metrics = owner_report(args.run_dir, args.against, target=args.target, out=out)
         print(json.dumps({k: v for k, v in metrics.items() if k != "owner_only"}, indent=2))
@@ -37,6 +39,10 @@ def cmd_evaluate(args) -> int:
         return 0
     if args.against is not None or args.target is not None:
         raise ValueError("--against and --target score table runs (swflow generate --table)")
+    if args.public_key is not None:
+        from ..io.signing import check_signature
+
+        check_signature(args.run_dir, args.public_key)
     metrics = evaluate_run(args.run_dir, n_fid=args.n_fid, reference_file=args.reference, data_root=args.data_root,
                            device=args.device, seed=args.seed, progress=not args.quiet)
     print(json.dumps({k: v for k, v in metrics.items() if not k.endswith("_note")}, indent=2))
@@ -68,6 +74,10 @@ def cmd_sample(args) -> int:
         return sample_table_run(args)
     if args.where:
         raise ValueError("--where conditions the records of a table run (swflow generate --table)")
+    if args.public_key is not None:
+        from ..io.signing import check_signature
+
+        check_signature(args.run_dir, args.public_key)
     if args.device is not None:
         check_device(args.device)
     model = FlowModel.from_run_dir(args.run_dir)
@@ -151,6 +161,9 @@ def _register_sample(sub) -> None:
     p.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                    help="table runs: every record holds this value (repeat for several), e.g. --where sex=Female; "
                    "the other columns follow the release given it (post-processing, no privacy spent)")
+    p.add_argument("--public-key", metavar="PUB", help="the data owner's public key: the run must carry their "
+                   "signature over every file, checked before anything is read from it (without it, the run is "
+                   "checked for consistency only, and the command says so)")
     p.set_defaults(func=cmd_sample)
 
 
@@ -181,6 +194,9 @@ def _register_evaluate(sub) -> None:
                    "beside the run; never inside it)")
     p.add_argument("--target", help="table runs: a column a classifier trained on the synthetic rows predicts on the "
                    "held-out rows (accuracy, AUC)")
+    p.add_argument("--public-key", metavar="PUB", help="the data owner's public key: the run must carry their "
+                   "signature over every file, checked before anything is read from it (without it, the run is "
+                   "checked for consistency only, and the command says so)")
     p.set_defaults(func=cmd_evaluate)
 
 

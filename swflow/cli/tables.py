@@ -76,9 +76,12 @@ def sample_table_run(args) -> int:
     from ..pipeline.tables import MODEL
     from ..pipeline.verify_run import verify_run
     from ..tables.files import write_table
+    from ._common import say_unchecked
 
     run = Path(args.run_dir)
-    verified = verify_run(run, progress="auto" if getattr(args, "quiet", False) else True)  # `swflow verify`'s checks
+    verified = verify_run(run, public_key=args.public_key,  # `swflow verify`'s checks
+                          progress="auto" if getattr(args, "quiet", False) else True)
+    say_unchecked(verified)
     report, syn = verified.report, verified.synthesizer
     suffix = ".parquet" if (run / "samples.parquet").exists() else ".csv"
     with staged(args.out, overwrite=args.overwrite, inputs=(run / MODEL,), resumable=False) as out:

@@ -39,28 +39,62 @@ class Verified:
     synthesizer: object = None
 
 
+#: the files of a run that verification parses: copied as they are read and hashed, then parsed from the copy
+PARSED = frozenset({"privacy.json", "model.pt", "model.h5", "samples.csv", "samples.parquet", "decoder.pt"})
+
+
 def verify_run(run_dir: str | Path, *, public_key: str | Path | None = None, regenerate: bool = True,
                progress: bool | str = False) -> Verified:
     """Run every check on ``run_dir`` (module docstring); the first that fails raises (ClaimMismatch,
-    SignatureRefused, or a ValueError that names the file). ``regenerate``: make the samples again and compare."""
-    from ..io.signing import SIGNATURE, check_signature
-    from ..privacy.verify import read_verified_report
+    SignatureRefused, or a ValueError that names the file). ``regenerate``: make the samples again and compare.
+
+    Every file is read once (swflow.io.signing.read_run_files): hashed, and the ones parsed copied as they are read
+    into a private folder; with ``public_key`` the signature is checked first, over those digests, and everything
+    after reads the copy, so no file swapped in the folder meanwhile is parsed. Links, special files and nested
+    signature files are refused."""
+    from ..io.signing import SIGNATURE, check_signed, read_run_files
 
     run_dir = Path(run_dir)
-    verified = Verified(read_verified_report(run_dir))
-    verified.checks.append("privacy.json: epsilon, delta, the accountant, the statement and every derived field "
-                           "re-derived from its own ledger")
-    if _is_table_run(run_dir):
-        _verify_table(run_dir, verified, regenerate=regenerate, progress=progress)
-    else:
-        _verify_flow(run_dir, verified)
-    if public_key is not None:
-        signed = check_signature(run_dir, public_key)
-        verified.checks.append(f"signature: {len(signed)} files signed by {public_key}'s key, none changed, none added")
+    with tempfile.TemporaryDirectory(prefix="swflow-verify-") as tmp:
+        copy = Path(tmp) / "run"
+        copy.mkdir()
+        files = read_run_files(run_dir, copy_to=copy, parsed=PARSED)
+        signature = None
+        if public_key is not None:
+            signed = check_signed(files, public_key, source=run_dir)
+            signature = f"signature: {len(signed)} files signed by {public_key}'s key, none changed, none added"
+        try:
+            verified = _verify_copy(copy, regenerate=regenerate, progress=progress)
+        except (ValueError, FileNotFoundError) as err:
+            raise _named(err, copy, run_dir) from None
+    if signature is not None:
+        verified.checks.insert(0, signature)
     else:
         verified.unchecked.append(f"{SIGNATURE} is present but was not checked: give the owner's public key"
-                                  if (run_dir / SIGNATURE).exists() else UNSIGNED)
+                                  if files.signature is not None else UNSIGNED)
     return verified
+
+
+def _verify_copy(copy: Path, *, regenerate: bool, progress) -> Verified:
+    from ..privacy.verify import read_verified_report
+
+    verified = Verified(read_verified_report(copy))
+    verified.checks.append("privacy.json: epsilon, delta, the accountant, the statement and every derived field "
+                           "re-derived from its own ledger")
+    if _is_table_run(copy):
+        _verify_table(copy, verified, regenerate=regenerate, progress=progress)
+    else:
+        _verify_flow(copy, verified)
+    return verified
+
+
+def _named(err: Exception, copy: Path, run_dir: Path) -> Exception:
+    """``err`` with the private copy's path written as the run folder's, of the same type where it can be."""
+    words = str(err).replace(str(copy), str(run_dir))
+    try:
+        return type(err)(words)
+    except TypeError:
+        return ValueError(words)
 
 
 def _is_table_run(run_dir: Path) -> bool:
