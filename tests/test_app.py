@@ -103,6 +103,17 @@ def test_private_problems_name_columns_and_rules_never_a_value_and_one_writer_a_
     assert third[0] == 400 and b"never replaced" in third[1]
     assert SECRET.encode() not in app.request("GET", "/release")[1]
 
+    app.process.kill()  # a killed page: the finished release, the files and the schema are there when it starts again
+    again = App(app.folder)
+    try:
+        status, page = again.request("GET", "/publish")
+        assert status == 200 and b"<option selected>twice</option>" in page and b"/download/twice.zip" in page
+        assert (app.folder / "runs" / "twice" / "privacy.json").is_file()
+        assert b"chosen:" in again.request("GET", "/data")[1]
+        assert b"Every private row fits the schema." in again.request("GET", "/schema")[1]
+    finally:
+        again.close()
+
 
 def _finished(app, key: str) -> dict:
     """The job's state once it has ended (polled twice a second; the bound only stops a hang)."""

@@ -72,6 +72,21 @@ class Workspace:
         for path in self.readable:
             if not path.is_dir():
                 raise ValueError(f"--read {path}: no such folder")
+        self._restore()
+
+    def _restore(self) -> None:
+        """What a page started again on the same folder finds: its uploads and its schema.json (where it reads)."""
+        for role in ROLES:
+            found = [self.folder / "uploads" / f"{role}{suffix}" for suffix in TABLE_SUFFIXES]
+            self.files.update({role: path for path in found if path.is_file()})
+        if self.schema_path.is_file():
+            try:
+                from ..tables import Schema
+
+                self.schema = json.loads(self.schema_path.read_text())
+                Schema.from_json(self.schema)
+            except ValueError:  # the owner edits it by hand too: the page starts without it, and says nothing
+                self.schema = None
 
     # -- paths -------------------------------------------------------------------------------------------------
     def inside(self, path: str | Path, *, write: bool = False) -> Path:

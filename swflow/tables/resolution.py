@@ -15,8 +15,9 @@ Here the cells come from the column's fine one-way histogram, released first at 
    noise of empty leaves out of a number's empty tails) zeroed true mass at small n·ε and cost more than it saved
    on the tuning tables (mean 3-way TVD at ε = 1, clipped / thresholded at 2σ: medexp 0.315 / 0.387, k401ksubs
    0.126 / 0.159, diamonds 0.172 / 0.179, cps1988 0.065 / 0.062; equal at ε = 10; docs/tables-design.md).
-2. :func:`column_cells`: a number's m cells start at the weights' quantiles k/m (a fine cell that holds more than
-   1/m of the column is a cell of its own, so fewer cells may result); a category column with more categories than
+2. :func:`column_cells`: a number's m cells start at the weights' quantiles k/m; a fine cell that holds more than
+   1/m of the column (a pile: a censoring value, zero amounts, a code) is a cell of its own, cut on both sides, so
+   its neighbours below and above keep cells of their own; a category column with more categories than
    its cells keeps its largest but one as cells and merges the rest into one; a declared missing number keeps its
    own cell.
 3. Decoding draws a fine cell inside a cell by the weights (:class:`~swflow.tables.cells.ColumnCells`).
@@ -194,8 +195,11 @@ def column_cells(column: Column, weights: np.ndarray | None, cells: int,
                            weights=None)
     cdf = np.cumsum(values) / total
     ends = np.searchsorted(cdf, np.arange(1, cells) / cells, side="left") + 1
-    return ColumnCells(grid, np.unique(np.concatenate([[0], np.clip(ends, 1, grid.values), [grid.values]])),
-                       weights=weights)
+    # a pile (a fine cell of more than 1/m of the column) is a cell of its own, cut on both sides: the quantiles
+    # alone cut after it, and merged every value below it into its cell (a class beside it lost its link)
+    piles = np.flatnonzero(values > total / cells)
+    cuts = np.concatenate([[0], np.clip(ends, 1, grid.values), piles, piles + 1, [grid.values]])
+    return ColumnCells(grid, np.unique(np.clip(cuts, 0, grid.values)), weights=weights)
 
 
 #: a linear numeric column whose released mass, all but 5 %, lies in under this share of its fine cells is warned of
