@@ -168,3 +168,21 @@ def test_a_long_fit_says_so_even_when_quiet(monkeypatch, capsys):
                 bar.step()
         said = capsys.readouterr()
         assert ("about 4 min" in said.out + said.err) == shown and ("fitting" in said.out + said.err) == shown
+
+
+def test_a_target_keeps_its_pair_with_every_column_of_a_wide_table():
+    """Issue 94: past 496 pairs the schema's neighbours were the only pairs, and a target at column 50 of 60 was
+    measured with 16 columns of 59; it now keeps all 59, wherever it sits, and the run says so."""
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables import Schema
+
+    assert sum(50 in pair for pair in schema_pairs([2] * 60)) == 16
+    for target in (0, 50, 59):
+        pairs = schema_pairs([2] * 60, target=target)
+        assert {j for pair in pairs if target in pair for j in pair} == set(range(60))
+        assert set(schema_pairs([2] * 60)) <= set(pairs)
+    schema = Schema.from_json({"columns": [{"name": f"c{i}", "type": "categorical", "categories": ["a", "b"]}
+                                           for i in range(60)]})
+    syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-9, target="c50")
+    assert "'c50' (the target) with every column" in syn.pairs_chosen_by
+    assert sum(49 in pair for pair in syn.pairs) >= 16

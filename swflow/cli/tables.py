@@ -206,7 +206,9 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "numeric bounds (never read from the private rows)")
     g.add_argument("--public-table", metavar="PUBLIC", help="PUBLIC rows under the same schema (.csv or .parquet), "
                    "never private ones: release only the pairs of columns they show worth their noise (wide tables: "
-                   "fewer pairs, less noise on each; docs/tables-design.md). Default: every pair. Under "
+                   "fewer pairs, less noise on each; docs/tables-design.md). Without them: every pair up to 496 "
+                   "of them; past that (about 32 columns) each column with its next ones in the schema's order "
+                   "(write related columns side by side), and --target with every column. Under "
                    "--privacy-unit each column also keeps its table with its rows' class, and the public rows' own "
                    "unit column, if any, is dropped unread")
     g.add_argument("--resolution", choices=("release", "public", "uniform"), default=None,
@@ -229,7 +231,8 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "with); the marginals' error rises a little (docs/tables-design.md, \"Shrinkage\")")
     g.add_argument("--target", metavar="COLUMN", default=None,
                    help="a column a classifier trained on the records will predict (fraud, default, a diagnosis): "
-                   "its tables are fitted as released, never shrunk toward independence, since shrinkage erases a "
+                   "its pair with every column is released (past 496 pairs too), and fitted as released, never "
+                   "shrunk toward independence, since shrinkage erases a "
                    "rare class's links first (the example at eps 1: AUC 0.66-0.69 -> 0.69-0.70, 3-way TVD alike; "
                    "not on medexp at eps 1: docs/tables-design.md, \"Rare classes\")")
     g.add_argument("--repeated-values", action=argparse.BooleanOptionalAction, default=None,

@@ -24,11 +24,15 @@ class TablePublicRows:
         chosen = choose_pairs(cells[:, :columns], sizes[:columns], dataset_size=n,
                               noise_multiplier=one_release_multiplier(self.privacy) * self._contribution,
                               moved=1 if self.privacy.adjacency == "add-remove" else 2, fixed_tables=columns * unit)
+        target = None if self.flow.target is None else self.schema.names.index(self.flow.target)
+        with_target = [] if target is None else [tuple(sorted((j, target))) for j in range(columns) if j != target]
+        chosen = [*chosen, *(pair for pair in with_target if pair not in chosen)]  # a classifier's links, always
         self.pairs = [*chosen, *((j, columns) for j in range(columns * unit))]
-        self.pairs_chosen_by = (f"{len(public)} public rows: the {len(chosen)} most dependent pairs that "
-                                "minimise their tables' error once shrunk plus the dependence left out "
-                                "(swflow.tables.pairs)"
-                                + (", and each column with its rows' class" if unit else ""))
+        self.pairs_chosen_by = (f"{len(public)} public rows: the most dependent pairs that minimise their tables' "
+                                "error once shrunk plus the dependence left out (swflow.tables.pairs)"
+                                + (f", and {self.flow.target!r} (the target) with every column" if with_target else "")
+                                + (", and each column with its rows' class" if unit else "")
+                                + f": {len(chosen)} pairs")
 
     def _public_frame(self):
         """The public rows, checked against the schema (once)."""

@@ -117,8 +117,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         self.codec = TableCodec(self.schema, numeric_bins=numeric_bins)  # the released schema (a unit adds a column)
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
-        self.pairs, self.public = self._pairs(pairs), public
-        self.pairs_chosen_by = self._chosen_by(given=pairs is not None)
+        self.pairs, self.public = self._pairs(pairs, target), public
+        self.pairs_chosen_by = self._chosen_by(given=pairs is not None, target=target)
         self.resolution, self.resolution_share = resolution_setting(resolution, resolution_share, public)
         self._check_cells(cells)
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
@@ -130,7 +130,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                                        target=target)
         self._particles = self._report = self._counts = None
 
-    def _chosen_by(self, *, given: bool) -> str:
+    def _chosen_by(self, *, given: bool, target: str | None) -> str:
         """What chose the pairs, in words (privacy.json; said at run time where it is not every pair)."""
         from ..tables.pairs import MAX_SCHEMA_PAIRS, MAX_TABLE_CELLS
 
@@ -138,8 +138,11 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         every = columns * (columns - 1) // 2
         if given or len(self.pairs) == every:
             return "given" if given else "every pair (the schema alone)"
-        width, widths = max(j - i for i, j in self.pairs), self._widths()
-        rules = [f"each column with its next {width} in the schema's order"] if every > MAX_SCHEMA_PAIRS else []
+        widths = self._widths()
+        width = max(j - i for i, j in self.pairs if target not in (self.schema.names[i], self.schema.names[j]))
+        rules = [f"each column with its next {width} in the schema's order"
+                 + (f", and {target!r} (the target) with every column" if target else "")] \
+            if every > MAX_SCHEMA_PAIRS else []
         if any(widths[i] * widths[j] > MAX_TABLE_CELLS for i in range(columns) for j in range(i)):
             rules.append(f"leaving out a table of more than {MAX_TABLE_CELLS:,} cells where its columns are in others")
         return (f"the schema alone: {', '.join(rules)} ({len(self.pairs)} of the {every} pairs; "
@@ -149,10 +152,10 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         """Each column's most cells, from the schema: a category column's categories, a number's MAX_CELLS."""
         return [len(c.categories) if c.kind == "categorical" else MAX_CELLS for c in self.schema.columns]
 
-    def _pairs(self, pairs) -> list[tuple[int, int]]:
+    def _pairs(self, pairs, target: str | None) -> list[tuple[int, int]]:
         names = self.schema.names
         if pairs is None:
-            return schema_pairs(self._widths())
+            return schema_pairs(self._widths(), target=None if target is None else names.index(target))
         if self.unit is not None:  # every column with its unit's rows, which samples read (table_units.py)
             pairs = [*pairs, *((a, names[-1]) for a in names[:-1] if (a, names[-1]) not in map(tuple, pairs))]
         out = []

@@ -49,13 +49,15 @@ MAX_SCHEMA_PAIRS = 496
 MAX_TABLE_CELLS = 256 * 256
 
 
-def schema_pairs(widths: list[int]) -> list[tuple[int, int]]:
+def schema_pairs(widths: list[int], *, target: int | None = None) -> list[tuple[int, int]]:
     """The pairs released without public rows, from the schema alone (``widths``: each column's most cells, a
     category column's categories): every pair while there are at most MAX_SCHEMA_PAIRS of them; beyond (a wide
     table: 200 columns have 19 900 pairs, each costing every other its precision and the fit its time), each column
     with the next w columns in the schema's order, w = ⌊496 / C⌋ ≥ 1: about 496 tables, every column in up to 2w
     of them. The schema's order is the only public hint of which columns belong together (owners write related
-    columns side by side); public rows choose better (choose_pairs).
+    columns side by side); public rows choose better (choose_pairs). A ``target`` column (a classifier's, by its
+    index) keeps its pair with every column: beyond the neighbours, its links were the ones a classifier needs, and
+    the schema's order left most of them out (an 86-column table whose target was measured with 10 columns of 85).
 
     A pair whose table could hold more than MAX_TABLE_CELLS cells (two columns of many categories: insteval's 2 972
     students by 2 160 lecturers, 6.4 million cells over 36 710 private rows) is left out where both of its columns
@@ -66,7 +68,7 @@ def schema_pairs(widths: list[int]) -> list[tuple[int, int]]:
     pairs = list(itertools.combinations(range(columns), 2))
     if len(pairs) > MAX_SCHEMA_PAIRS:
         width = max(1, MAX_SCHEMA_PAIRS // columns)
-        pairs = [(i, j) for i, j in pairs if j - i <= width]
+        pairs = [(i, j) for i, j in pairs if j - i <= width or target in (i, j)]
     for pair in sorted(pairs, key=lambda p: -widths[p[0]] * widths[p[1]]):
         held = [sum(c in other for other in pairs) for c in pair]
         if widths[pair[0]] * widths[pair[1]] > MAX_TABLE_CELLS and min(held) > 1:
