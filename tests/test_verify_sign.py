@@ -262,3 +262,47 @@ def test_an_unsigned_read_back_says_what_it_cannot_prove_each_time(made, tmp_pat
     assert main(["evaluate", str(run), "--against", str(made / "heldout.csv"), "--owner-out",
                  str(tmp_path / "owner")]) == 0
     assert "note: unsigned" in capsys.readouterr().err
+
+
+# -- samples without a refit (issue 96, item 3) ------------------------------------------------------------------------
+def _sample(run, out, *extra):
+    return main(["sample", str(run), "--n", "50", "--seed", "4", "--out", str(out), "--quiet", *extra])
+
+
+def test_sample_reads_the_stored_particles_once_verify_has_checked_them(made, tmp_path, monkeypatch, capsys):
+    """Before verify: refitted (and said); after this machine's verify: read from model.pt, the same records."""
+    monkeypatch.setenv("SWFLOW_CACHE", str(tmp_path / "cache"))
+    run = _copy(made, tmp_path)
+    assert _sample(run, tmp_path / "refit") == 0
+    assert "fitted again" in capsys.readouterr().err
+    assert main(["verify", str(run), "--quiet"]) == 0
+    assert "equal bit for bit to those model.pt stores" in capsys.readouterr().out
+    assert _sample(run, tmp_path / "stored") == 0
+    assert "fitted again" not in capsys.readouterr().err
+    assert (tmp_path / "stored" / "samples.csv").read_bytes() == (tmp_path / "refit" / "samples.csv").read_bytes()
+
+
+def test_sample_reads_a_signed_runs_particles_with_its_owners_key(made, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SWFLOW_CACHE", str(tmp_path / "cache"))
+    run = _signed_copy(made, tmp_path)
+    assert _sample(run, tmp_path / "more", "--public-key", str(made / "owner.pem.pub")) == 0
+    assert "fitted again" not in capsys.readouterr().err
+
+
+def test_forged_particles_are_never_sampled(made, tmp_path, monkeypatch, capsys):
+    """model.pt's particles replaced by one record repeated (what a forger would put there: a private row): no
+    verify or signature vouches for the edited file, so verify and sample each fit the particles again and refuse
+    the file whose stored ones differ."""
+    monkeypatch.setenv("SWFLOW_CACHE", str(tmp_path / "cache"))
+    run = _copy(made, tmp_path)
+    assert main(["verify", str(run), "--quiet"]) == 0  # the genuine model.pt is remembered, not a forged one
+    blob = torch.load(run / "model.pt", weights_only=True)
+    blob["particles"] = [torch.nn.functional.one_hot(torch.zeros(len(p), dtype=torch.long), p.shape[1]).float()
+                         for p in blob["particles"]]
+    torch.save(blob, run / "model.pt")
+    capsys.readouterr()
+    assert main(["verify", str(run), "--quiet", "--no-samples"]) == 2
+    assert "stores particles its release does not give" in capsys.readouterr().err
+    assert _sample(run, tmp_path / "more") == 2
+    assert "stores particles its release does not give" in capsys.readouterr().err
+    assert not (tmp_path / "more").exists()

@@ -323,27 +323,29 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
 
     # -- persistence -------------------------------------------------------------------------------
     def save(self, path: str | Path) -> Path:
-        """Everything released (the noisy tables and levels), the settings and the report: no private row, and no
-        particles (load refits them from the release); loads with ``torch.load(weights_only=True)``."""
+        """Everything released (the noisy tables and levels), the settings, the report and the fitted particles (read
+        back only where vouched for: table_particles.py); no private row; loads with ``weights_only=True``."""
         self._fitted()
         path = Path(path)
         torch.save({"format": FORMAT, "method": self.method, "schema": self.user_schema.to_json(),
-                    "privacy": asdict(self.privacy), "clip": self.clip,
-                    "pairs": [list(p) for p in self.pairs], "numeric_bins": self.codec.numeric_bins,
-                    "flow": asdict(self.flow), "report": self._report.to_json(), "noisy_counts": self._counts,
+                    "privacy": asdict(self.privacy), "clip": self.clip, "pairs": [list(p) for p in self.pairs],
+                    "numeric_bins": self.codec.numeric_bins, "flow": asdict(self.flow),
+                    "report": self._report.to_json(), "noisy_counts": self._counts, "particles": self._particles,
                     "resolution": self._resolution_state(), "size": self._size, "unit": self._unit_state()}, path)
         return path
 
     @classmethod
-    def load(cls, path: str | Path, *, blob: dict | None = None, progress: bool | str = False) -> "TableSynthesizer":
+    def load(cls, path: str | Path, *, blob: dict | None = None, progress: bool | str = False,
+             stored: bool = False) -> "TableSynthesizer":
         """A saved table Synthesizer, its claim re-derived from the ledger and the released tables tested against it
         (:func:`swflow.privacy.verify.verify_tables`), refused when anything disagrees; its particles refitted to
-        the release, never read from the file (one of an earlier release carries some: they are ignored)."""
+        the release, or, with ``stored`` (the caller vouches for the file: table_particles.py), read from it."""
         from ..io.hdf5 import load_tensors
         from ..privacy import PrivacyReport
         from ..privacy.units import ROWS_COLUMN
         from ..privacy.verify import ClaimMismatch, verify_report, verify_tables
         from .table_ledger import check_ledger
+        from .table_particles import stored_particles
 
         blob = blob if blob is not None else load_tensors(path, what="saved Synthesizer")
         try:
@@ -376,7 +378,9 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                           unit_weighted=syn.unit is not None)
         syn._report, syn._counts = syn._state_unit(report), counts
         syn._note_noise_check()
-        syn._particles = syn._fit_to_release(progress=progress)
+        syn._stored = blob.get("particles")
+        syn._particles = (stored_particles(syn._stored, syn.codec.sizes, str(path)) if stored
+                          else syn._fit_to_release(progress=progress))
         return syn
 
 

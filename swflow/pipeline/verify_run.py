@@ -44,14 +44,19 @@ PARSED = frozenset({"privacy.json", "model.pt", "model.h5", "samples.csv", "samp
 
 
 def verify_run(run_dir: str | Path, *, public_key: str | Path | None = None, regenerate: bool = True,
-               progress: bool | str = False) -> Verified:
+               progress: bool | str = False, refit: bool = True) -> Verified:
     """Run every check on ``run_dir`` (module docstring); the first that fails raises (ClaimMismatch,
     SignatureRefused, or a ValueError that names the file). ``regenerate``: make the samples again and compare.
 
     Every file is read once (swflow.io.signing.read_run_files): hashed, and the ones parsed copied as they are read
     into a private folder; with ``public_key`` the signature is checked first, over those digests, and everything
     after reads the copy, so no file swapped in the folder meanwhile is parsed. Links, special files and nested
-    signature files are refused."""
+    signature files are refused.
+
+    A table run's particles are fitted again from its release and compared with those model.pt stores; a run that
+    passes every check is remembered by its model.pt's digest (swflow.io.verified). ``refit=False`` (what `sample`
+    asks) reads the stored particles instead where the owner's signature or that memory vouches for model.pt, and
+    refits elsewhere."""
     from ..io.signing import SIGNATURE, check_signed, read_run_files
 
     run_dir = Path(run_dir)
@@ -63,8 +68,10 @@ def verify_run(run_dir: str | Path, *, public_key: str | Path | None = None, reg
         if public_key is not None:
             signed = check_signed(files, public_key, source=run_dir)
             signature = f"signature: {len(signed)} files signed by {public_key}'s key, none changed, none added"
+        digest = files.digests.get("model.pt")
+        vouched = None if refit else _vouched(digest, signed=signature is not None)
         try:
-            verified = _verify_copy(copy, regenerate=regenerate, progress=progress)
+            verified = _verify_copy(copy, regenerate=regenerate, progress=progress, vouched=vouched, digest=digest)
         except (ValueError, FileNotFoundError) as err:
             raise _named(err, copy, run_dir) from None
     if signature is not None:
@@ -75,14 +82,28 @@ def verify_run(run_dir: str | Path, *, public_key: str | Path | None = None, reg
     return verified
 
 
-def _verify_copy(copy: Path, *, regenerate: bool, progress) -> Verified:
+def _vouched(digest: str | None, *, signed: bool) -> str | None:
+    """Why model.pt's stored particles may be read (its owner's signature, or this machine's full verify), or None."""
+    from ..io.verified import recall_verified
+
+    if digest is None:
+        return None
+    if signed:
+        return "model.pt is signed by the owner's key"
+    recalled = recall_verified(digest)
+    return None if recalled is None else f"`swflow verify` checked this model.pt in full here ({recalled.get('when')})"
+
+
+def _verify_copy(copy: Path, *, regenerate: bool, progress, vouched: str | None, digest: str | None) -> Verified:
     from ..privacy.verify import read_verified_report
 
     verified = Verified(read_verified_report(copy))
     verified.checks.append("privacy.json: epsilon, delta, the accountant, the statement and every derived field "
                            "re-derived from its own ledger")
     if _is_table_run(copy):
-        _verify_table(copy, verified, regenerate=regenerate, progress=progress)
+        _verify_table(copy, verified, regenerate=regenerate, progress=progress, vouched=vouched)
+        if vouched is None and regenerate and not verified.unchecked:
+            _remember(digest, verified)
     else:
         _verify_flow(copy, verified)
     return verified
@@ -103,12 +124,22 @@ def _is_table_run(run_dir: Path) -> bool:
     return (run_dir / MODEL).exists()
 
 
-def _verify_table(run_dir: Path, verified: Verified, *, regenerate: bool, progress) -> None:
+def _remember(digest: str | None, verified: Verified) -> None:
+    import datetime
+
+    from ..io.verified import remember_verified
+
+    if digest is not None:
+        remember_verified(digest, {"when": datetime.date.today().isoformat(), "checks": verified.checks})
+
+
+def _verify_table(run_dir: Path, verified: Verified, *, regenerate: bool, progress, vouched: str | None) -> None:
     from ..privacy.verify import ClaimMismatch
     from .tables import MODEL, TableSynthesizer
 
-    syn = TableSynthesizer.load(run_dir / MODEL, progress=progress)
+    syn = TableSynthesizer.load(run_dir / MODEL, progress=progress, stored=vouched is not None)
     verified.synthesizer = syn
+    _check_particles(syn, verified, vouched, run_dir)
     model = syn.privacy_report().to_json()
     verified.checks.append(f"{MODEL}: its ledger derived again from its settings event for event; its released "
                            f"counts tested against the claimed noise ({model.get('noise_check', 'no noise')})")
@@ -126,6 +157,30 @@ def _verify_table(run_dir: Path, verified: Verified, *, regenerate: bool, progre
                                   "of an earlier swflow)")
         return
     _compare_samples(run_dir, syn, record, verified)
+
+
+def _check_particles(syn, verified: Verified, vouched: str | None, run_dir: Path) -> None:
+    """The particles: read from model.pt where ``vouched``; else refitted, and the stored ones (a run of an earlier
+    swflow has none) compared with them bit for bit where this machine's torch and swflow are the run's."""
+    from ..privacy.verify import ClaimMismatch
+    from .run_samples import made_here
+    from .table_particles import same_particles
+
+    if vouched is not None:
+        verified.checks.append(f"particles: read from model.pt, not refitted: {vouched}")
+        return
+    if syn._stored is None:
+        verified.unchecked.append("particles: model.pt stores none (a run of an earlier swflow): refitted each time")
+        return
+    record = verified.report.run_config.get("samples") or {}
+    if any(record.get(k) != v for k, v in made_here().items()):
+        verified.unchecked.append(f"particles: made with {_made(record)}, this machine has {_made(made_here())}; "
+                                  "refitted here, compared with the stored ones only there")
+        return
+    if not same_particles(syn._stored, syn._particles):
+        raise ClaimMismatch(f"{run_dir}/model.pt stores particles its release does not give: the file was edited; "
+                            "regenerate the run")
+    verified.checks.append("particles: fitted again from the release, equal bit for bit to those model.pt stores")
 
 
 def _compare_samples(run_dir: Path, syn, record: dict, verified: Verified) -> None:
