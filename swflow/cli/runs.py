@@ -58,20 +58,19 @@ def cmd_compare(args) -> int:
 
 
 def cmd_sample(args) -> int:
+    from .tables import is_table_run, sample_table_run
+
+    if is_table_run(args.run_dir):  # before the flow's imports: a table's samples take seconds
+        return sample_table_run(args)
     from dataclasses import replace
 
+    import numpy as np
+
+    from ..io.resources import check_device, check_fits
     from ..methods.model import FlowModel
     from ..pipeline.run import write_outputs
 
     t0 = time.perf_counter()
-    from ..io.resources import check_device, check_fits
-
-    import numpy as np
-
-    from .tables import is_table_run, sample_table_run
-
-    if is_table_run(args.run_dir):
-        return sample_table_run(args)
     if args.where:
         raise ValueError("--where conditions the records of a table run (swflow generate --table)")
     if args.public_key is not None:
