@@ -554,3 +554,24 @@ def test_verify_passes_a_unit_run_at_epsilon_10(tmp_path, capsys):
                  "--privacy-unit", "person", "--epsilon", "10", "--delta", "1e-7", "--steps", "30", "--out", str(out),
                  "--quiet"]) == 0
     assert main(["verify", str(out)]) == 0, capsys.readouterr().err
+
+
+def test_the_command_line_refuses_a_typed_adjacency_or_noise_a_unit_cannot_honour(tmp_path, capsys):
+    """Issue 96: `--adjacency replace-one` or `--count-noise discrete-gaussian` with a unit ran add/remove and the
+    float Gaussian without a word; now each is refused as Python refuses it, and the run's release text states the
+    unit's sensitivity, k x sqrt(K)."""
+    from swflow.cli import main
+
+    frame, schema = example_table(600)
+    _units(frame, units=100).to_csv(tmp_path / "visits.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_json()))
+    base = ["generate", "--table", str(tmp_path / "visits.csv"), "--schema", str(tmp_path / "schema.json"),
+            "--privacy-unit", "person", "--epsilon", "1", "--delta", "1e-7", "--steps", "20", "--quiet"]
+    for flag, value, words in (("--adjacency", "replace-one", "adding or removing"),
+                               ("--count-noise", "discrete-gaussian", "discrete Gaussian")):
+        capsys.readouterr()
+        assert main([*base, flag, value, "--out", str(tmp_path / "refused")]) == 2
+        assert words in capsys.readouterr().err
+    assert main([*base, "--out", str(tmp_path / "run")]) == 0
+    release = json.loads((tmp_path / "run" / "privacy.json").read_text())["release"]
+    assert "4 x sqrt(K)" in release and "n stays fixed and public" not in release

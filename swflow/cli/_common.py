@@ -24,7 +24,11 @@ def privacy_args(p: argparse.ArgumentParser) -> None:
                         "(the papers' eps = inf column; swf is always that)")
     budget.add_argument("--noise-multiplier", type=float,
                         help="noise std / sensitivity; the epsilon it buys is reported instead")
-    add_options(g, PrivacySpec)  # delta, adjacency, accountant, sensitivity bound, secure noise
+    # delta, adjacency, accountant, sensitivity bound, secure noise; adjacency and count noise left unset when not
+    # typed, so that a table run under --privacy-unit can refuse a typed value it cannot honour
+    add_options(g, PrivacySpec, defaults={"adjacency": None, "count_noise": None},
+                notes={"adjacency": "(default replace-one; add-remove under --privacy-unit)",
+                       "count_noise": "(default discrete-gaussian; gaussian under --privacy-unit)"})
 
 
 def shape_args(p: argparse.ArgumentParser, *, with_data_shape: bool) -> None:

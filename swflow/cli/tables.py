@@ -37,12 +37,12 @@ def cmd_generate_table(args) -> int:
     unit = {}
     if args.privacy_unit is not None:  # the unit sets these unless one was asked otherwise (refused then)
         unit = dict(privacy_unit=args.privacy_unit, max_rows_per_unit=args.max_rows_per_unit,
-                    adjacency=None if args.adjacency == "replace-one" else args.adjacency,
-                    count_noise=None if args.count_noise == "discrete-gaussian" else args.count_noise,
-                    secure_noise=None if not args.secure_noise else True)
+                    adjacency=args.adjacency, count_noise=args.count_noise,  # a typed value the unit cannot honour
+                    secure_noise=None if not args.secure_noise else True)     # is refused, never overridden
     elif args.max_rows_per_unit is not None:
         raise UsageError("--max-rows-per-unit bounds the rows of a privacy unit: name its column with --privacy-unit")
-    budget = dict(adjacency=args.adjacency, count_noise=args.count_noise, secure_noise=args.secure_noise)
+    budget = dict(adjacency=args.adjacency or "replace-one", count_noise=args.count_noise or "discrete-gaussian",
+                  secure_noise=args.secure_noise)
     syn = TableSynthesizer(args.method, schema=args.schema, epsilon=args.epsilon, delta=args.delta,
                            noise_multiplier=args.noise_multiplier, **{**budget, **unit}, clip=args.clip,
                            public=args.public_table, resolution=args.resolution, cells=parse_cells(args.cells),

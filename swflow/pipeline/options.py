@@ -48,6 +48,10 @@ def add_options(group, cls, *, defaults: dict | None = None, notes: dict | None 
 
 
 def values(cls, namespace: argparse.Namespace | dict, **overrides) -> dict:
-    """Keyword arguments for ``cls`` from parsed options (a Namespace or a dict), with overrides."""
+    """Keyword arguments for ``cls`` from parsed options (a Namespace or a dict), with overrides. An option left
+    None whose field has a default of its own (one that ``add_options`` was told to leave unset, so that a caller
+    can tell a typed value from the default) takes the field's default."""
     source = vars(namespace) if isinstance(namespace, argparse.Namespace) else namespace
-    return {**{f.name: source[f.name] for f in option_fields(cls) if f.name in source}, **overrides}
+    unset = {f.name for f in option_fields(cls) if source.get(f.name) is None and f.default not in (MISSING, None)}
+    return {**{f.name: source[f.name] for f in option_fields(cls) if f.name in source and f.name not in unset},
+            **overrides}

@@ -19,13 +19,28 @@ from torch import Tensor
 
 from .histogram import CountTarget, ShardedCounts
 
-__all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE"]
+__all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE",
+           "marginal_release"]
 
 MARGINAL_RELEASE = (
     "one release of the K = {k} two-way tables of counts of the private records' cells, for the column pairs "
-    "{pairs} of the public schema, plus noise of std noise_std on every count. L2 sensitivity sqrt(2K): a changed "
-    "record moves one count between two cells of each table (n stays fixed and public). Calibrated once; the "
+    "{pairs} of the public schema, plus noise of std noise_std on every count. {sensitivity}. Calibrated once; the "
     "particles' fit to the released tables and every sample after it are free")
+#: MARGINAL_RELEASE's sensitivity, by adjacency and by what one unit adds (a row: 1; a privacy unit: k)
+MARGINAL_SENSITIVITY = {
+    "replace-one": "L2 sensitivity sqrt(2K): a changed record moves one count between two cells of each table (n "
+                   "stays fixed and public)",
+    "add-remove": "L2 sensitivity sqrt(K): an added or removed record changes one count of each table (n is "
+                  "private)",
+    "unit": "L2 sensitivity {c} x sqrt(K): an added or removed unit moves each table's counts by at most {c} in L2, "
+            "its rows weighted by their spread (the number of units and of rows is private)"}
+
+
+def marginal_release(pairs, *, adjacency: str, contribution: int) -> str:
+    """MARGINAL_RELEASE for ``pairs`` under ``adjacency``, one unit adding at most ``contribution`` to a table."""
+    kind = "unit" if contribution > 1 else adjacency
+    sensitivity = MARGINAL_SENSITIVITY.get(kind, MARGINAL_SENSITIVITY["replace-one"]).format(c=contribution)
+    return MARGINAL_RELEASE.format(k=len(pairs), pairs=[list(p) for p in pairs], sensitivity=sensitivity)
 
 
 def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]], weights: Tensor | None = None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .accountants import accountant_for
 from .histogram import HistogramTarget
-from .marginals import MARGINAL_RELEASE, MarginalTarget
+from .marginals import MarginalTarget, marginal_release
 from .noise import SECURE_CAVEAT
 from .release import LocallyReleasedTarget, PrivateTarget
 
@@ -163,7 +163,8 @@ def privacy_report(method: str, target: PrivateTarget, *, diffusion_gamma: float
                             "directions (sensitivity 2R); the same (epsilon, delta) holds per record as local "
                             "DP, and the flow is post-processing")
     if isinstance(target, MarginalTarget):
-        notes["release"] = MARGINAL_RELEASE.format(k=len(target.pairs), pairs=[list(p) for p in target.pairs])
+        notes["release"] = marginal_release(target.pairs, adjacency=spec.adjacency,
+                                            contribution=getattr(target, "contribution", 1))
     elif isinstance(target, HistogramTarget):
         notes["release"] = HISTOGRAM_RELEASE.format(k=cal.plan.n_projections, b=target.bins, r=spec.norm_bound)
         if spec.secure_noise and cal.plan.noise == "discrete-gaussian":  # float Gaussian counts keep SECURE_CAVEAT
