@@ -186,3 +186,25 @@ def test_a_target_keeps_its_pair_with_every_column_of_a_wide_table():
     syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-9, target="c50")
     assert "'c50' (the target) with every column" in syn.pairs_chosen_by
     assert sum(49 in pair for pair in syn.pairs) >= 16
+
+
+def test_a_rule_the_release_cannot_keep_keeps_the_release(tmp_path, capsys):
+    """Issue 96: a rule no sample can keep ('age > 79' where few ages are) was found after the budget was spent,
+    and the run wrote nothing: a rerun spent ε again. Now the release is written (privacy.json, model.pt, no
+    samples), verifies, and records are drawn from it with --ignore-rules."""
+    import json
+
+    from swflow.cli import main
+    from swflow.tables import example_table
+
+    frame, schema = example_table(1500, seed=2)
+    frame.to_csv(tmp_path / "private.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps({**schema.to_json(), "rules": ["age > 79"]}))
+    out = tmp_path / "run"
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--epsilon", "1", "--delta", "1e-7", "--steps", "30", "--out", str(out), "--quiet"]) == 2
+    assert "The release is kept" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) == ["model.pt", "privacy.json"]
+    assert main(["verify", str(out), "--quiet"]) == 0
+    assert main(["sample", str(out), "--n", "40", "--out", str(tmp_path / "drawn"), "--ignore-rules", "--quiet"]) == 0
+    assert len(pd.read_csv(tmp_path / "drawn" / "samples.csv")) == 40

@@ -160,6 +160,9 @@ def _register_sample(sub) -> None:
     p.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                    help="table runs: every record holds this value (repeat for several), e.g. --where sex=Female; "
                    "the other columns follow the release given it (post-processing, no privacy spent)")
+    p.add_argument("--ignore-rules", action="store_true", help="table runs: draw records without keeping the "
+                   "schema's rules (a run whose rules its release cannot keep writes no samples: draw them so, then "
+                   "keep what your rules allow)")
     p.add_argument("--public-key", metavar="PUB", help="the data owner's public key: the run must carry their "
                    "signature over every file, checked before anything is read from it (without it, the run is "
                    "checked for consistency only, and the command says so)")

@@ -92,7 +92,8 @@ def sample_table_run(args) -> int:
     with staged(args.out, overwrite=args.overwrite, inputs=(run / MODEL,), resumable=False) as out:
         write_report(syn.privacy_report(), out)
         conditions = parse_conditions(args.where, syn.schema)
-        write_table(syn.sample(args.n, seed=args.seed, conditions=conditions), out / f"samples{suffix}")
+        write_table(syn.sample(args.n, seed=args.seed, conditions=conditions, rules=not args.ignore_rules),
+                    out / f"samples{suffix}")
     check = syn.privacy_report().notes.get("noise_check", "")
     if check.startswith("pair tables: UNTESTED"):
         print(f"warning: {run}: {check}", file=sys.stderr)

@@ -18,23 +18,39 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
     from ..io.outdir import staged
     from ..privacy import write_report
     from ..tables.files import write_table
+    from ..tables.rules import RulesUnkept
     from .run_samples import samples_record, with_samples
 
     suffix = ".parquet" if str(table).lower().endswith(".parquet") else ".csv"
+    unkept = []
 
     def write(out: Path) -> None:
+        """The release (privacy.json, model.pt), then the samples; where the rules cannot be kept, the release alone:
+        the budget is spent, and the owner draws records from it once the rules are mended."""
         report, samples = syn.privacy_report(), out / f"samples{suffix}"
         n = n_samples or report.dataset_size
-        write_report(with_samples(report, samples_record(samples, n, seed)), out)
         syn.save(out / MODEL)
-        write_table(syn.sample(n, seed=seed), samples)
+        try:
+            frame = syn.sample(n, seed=seed)
+        except RulesUnkept as err:
+            write_report(report, out)
+            unkept.append(err)
+            return
+        write_report(with_samples(report, samples_record(samples, n, seed)), out)
+        write_table(frame, samples)
 
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
             syn.fit(table, progress="auto" if request.quiet else True)  # read in chunks: memory flat in the file's length
             write(out)
-        return syn.privacy_report()
-    return _generate_table_on_ranks(syn, table, request, write)
+        report = syn.privacy_report()
+    else:
+        report = _generate_table_on_ranks(syn, table, request, write)
+    if unkept:
+        raise RulesUnkept(f"{unkept[0]}. The release is kept in {request.out}/ (privacy.json, model.pt; no samples): "
+                          f"its budget is not spent again. Draw records from it with `swflow sample {request.out} "
+                          "--n N --out DIR --ignore-rules`, and keep what your rules allow")
+    return report
 
 
 def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write):

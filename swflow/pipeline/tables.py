@@ -273,7 +273,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         if self._particles is None:
             raise RuntimeError("fit the Synthesizer first: fit(table)")
 
-    def sample(self, n: int, *, seed: int = 0, conditions: dict | None = None):
+    def sample(self, n: int, *, seed: int = 0, conditions: dict | None = None, rules: bool = True):
         """``n`` new records (a DataFrame with the schema's columns, in its order; every row valid): post-processing
         of the released tables, no privacy spent.
 
@@ -281,8 +281,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         columns follow the particles' law given the conditioned values' cells (swflow.tables.flow.sample_cells).
         A value must be valid under the schema; a condition the release gives no support is refused.
 
-        The schema's rules (swflow.tables.rules) hold in every record: records that break one are drawn again, and
-        the share drawn again is kept in ``self.rejected``."""
+        The schema's rules (swflow.tables.rules) hold in every record (``rules=False``: none is kept): records that
+        break one are drawn again, and the share drawn again is kept in ``self.rejected``."""
         import numpy as np
         import pandas as pd
 
@@ -313,7 +313,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                                       np.array([value] * count, dtype=object))
             return frame
 
-        frame, self.rejected = keep_rules(draw, n, self.user_schema, seed=seed)  # the share that broke a rule
+        kept = self.user_schema if rules else replace(self.user_schema, rules=())
+        frame, self.rejected = keep_rules(draw, n, kept, seed=seed)  # the share that broke a rule
         return frame
 
     def privacy_report(self):
@@ -376,9 +377,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         if report.private:
             verify_tables(report, counts, syn.codec.sizes, syn.pairs, source=str(path), size=size,
                           unit_weighted=syn.unit is not None)
-        syn._report, syn._counts = syn._state_unit(report), counts
+        syn._report, syn._counts, syn._stored = syn._state_unit(report), counts, blob.get("particles")
         syn._note_noise_check()
-        syn._stored = blob.get("particles")
         syn._particles = (stored_particles(syn._stored, syn.codec.sizes, str(path)) if stored
                           else syn._fit_to_release(progress=progress))
         return syn

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Rule", "parse_rule", "check_consistent"]
+__all__ = ["Rule", "parse_rule", "check_consistent", "RulesUnkept"]
 
 _OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
               "!=": operator.ne}
@@ -88,6 +88,10 @@ def parse_rule(text, columns: dict) -> Rule:
 MAX_REJECTION = 0.99
 
 
+class RulesUnkept(ValueError):
+    """The released law gives the schema's rules almost no support: samples cannot keep them."""
+
+
 def keep_rules(draw, n: int, schema, *, seed: int):
     """(n records keeping every rule of ``schema``, the share of the records drawn that broke a rule): ``draw(k,
     seed)`` returns k records (a DataFrame); records breaking a rule are drawn again with new public seeds. The share
@@ -107,7 +111,7 @@ def keep_rules(draw, n: int, schema, *, seed: int):
     kept, drawn, broken, attempt = [frame[holds]], n, int((~holds).sum()), 0
     while (missing := n - sum(len(part) for part in kept)) > 0:
         if drawn >= 100 * n and broken / drawn > MAX_REJECTION:
-            raise ValueError(f"{broken / drawn:.1%} of the records drawn break the schema's rules "
+            raise RulesUnkept(f"{broken / drawn:.1%} of the records drawn break the schema's rules "
                              f"{[rule.text for rule in schema.rules]}: the released tables give them almost no "
                              "support; loosen or drop a rule")
         attempt += 1
