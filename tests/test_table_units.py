@@ -575,3 +575,28 @@ def test_the_command_line_refuses_a_typed_adjacency_or_noise_a_unit_cannot_honou
     assert main([*base, "--out", str(tmp_path / "run")]) == 0
     release = json.loads((tmp_path / "run" / "privacy.json").read_text())["release"]
     assert "4 x sqrt(K)" in release and "n stays fixed and public" not in release
+
+
+def test_an_ignored_column_and_held_out_rows_with_the_unit_column_work_under_a_unit(tmp_path, capsys):
+    """Issue 96: a column the proposer marked "ignore" was refused as undeclared under a unit, and evaluate refused
+    held-out rows that still hold the unit column, without naming the file."""
+    from swflow.cli import main
+
+    frame, schema = example_table(1600)
+    frame = _units(frame, units=200).assign(comment=[f"free text {i}" for i in range(1600)])
+    frame[:1200].to_csv(tmp_path / "visits.csv", index=False)
+    frame[1200:].to_csv(tmp_path / "heldout.csv", index=False)
+    data = schema.to_json()
+    data["columns"].append({"name": "comment", "type": "ignore"})
+    (tmp_path / "schema.json").write_text(json.dumps(data))
+    out = tmp_path / "run"
+    assert main(["generate", "--table", str(tmp_path / "visits.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--privacy-unit", "person", "--epsilon", "1", "--delta", "1e-7", "--steps", "20", "--out", str(out),
+                 "--quiet"]) == 0
+    assert main(["evaluate", str(out), "--against", str(tmp_path / "heldout.csv"), "--owner-out",
+                 str(tmp_path / "owner")]) == 0
+    (tmp_path / "bad.csv").write_text(frame[1200:].assign(extra=1).to_csv(index=False))
+    capsys.readouterr()
+    assert main(["evaluate", str(out), "--against", str(tmp_path / "bad.csv"), "--owner-out",
+                 str(tmp_path / "owner2")]) == 2
+    assert "bad.csv" in capsys.readouterr().err

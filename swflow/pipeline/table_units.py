@@ -81,7 +81,7 @@ class TableUnits:
         if ROWS_COLUMN in schema.names:
             raise ValueError(f"{ROWS_COLUMN!r} is the name a unit run gives a column of its own: rename that column")
         rows = Column(ROWS_COLUMN, "categorical", categories=tuple(row_class_labels(self.unit.max_rows)))
-        return Schema((*schema.columns, rows), schema.rules)
+        return Schema((*schema.columns, rows), schema.rules, schema.ignored)  # ignored columns stay ignored
 
     @property
     def _contribution(self) -> int:

@@ -353,7 +353,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             if blob.get("format") != FORMAT:
                 raise ValueError(f"format {blob.get('format')!r}, not {FORMAT}")
             privacy, unit = dict(blob["privacy"]), blob.get("unit")  # files of earlier releases: one row
-            names = [c["name"] for c in blob["schema"]["columns"]] + [ROWS_COLUMN] * (unit is not None)
+            names = Schema.from_json(blob["schema"]).names + [ROWS_COLUMN] * (unit is not None)  # ignored: none
             syn = cls(blob["method"], schema=blob["schema"], clip=blob["clip"], numeric_bins=blob["numeric_bins"],
                       privacy_unit=None if unit is None else unit["column"],
                       max_rows_per_unit=None if unit is None else unit["max_rows_per_unit"],
