@@ -133,7 +133,9 @@ def test_the_guides_example_from_upload_to_a_signed_download_by_clicks_alone(pag
         zipped = tmp_path / "release.zip"
         download.value.save_as(zipped)
         page.screenshot(path=shots / "7-publish.png", full_page=True)
-        _keyboard_reaches_every_control(page)
+        for step in ("/data", "/schema", "/privacy", "/preview", "/release", "/report", "/publish"):
+            page.goto(app.url.split("/?")[0] + step)
+            _keyboard_reaches_every_control(page)
     finally:
         app.close()
     _the_download_verifies_and_the_command_reproduces_the_claim(tmp_path, zipped, command, app.folder)
