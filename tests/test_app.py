@@ -93,12 +93,14 @@ def test_private_problems_name_columns_and_rules_never_a_value_and_one_writer_a_
             column["max"] = 100
     body, kind = _multipart("x", "schema.json", json.dumps(schema).encode())
     assert app.request("POST", "/schema/load", body=body, headers={"Content-Type": kind})[0] == 303
-    assert app.form("/privacy/save", {"epsilon": "1", "delta": "1e-9"})[0] == 303
+    assert app.form("/privacy/save", {"epsilon": "1", "delta": "1e-9", "adjacency": "add-remove"})[0] == 303
     first = app.form("/release/start", {"run": "twice"})
     second = app.form("/release/start", {"run": "twice"})
     assert first[0] == 303 and second[0] == 409 and b"already running" in second[1]
     state = _finished(app, "run:twice")
     assert state["state"] == "done", state
+    assert "--adjacency add-remove" in state["commands"][0]
+    assert json.loads((app.folder / "runs" / "twice" / "privacy.json").read_text())["adjacency"] == "add-remove"
     third = app.form("/release/start", {"run": "twice"})
     assert third[0] == 400 and b"never replaced" in third[1]
     assert SECRET.encode() not in app.request("GET", "/release")[1]

@@ -143,7 +143,8 @@ def test_the_guides_example_from_upload_to_a_signed_download_by_clicks_alone(pag
 
 def _keyboard_reaches_every_control(page) -> None:
     """Tab alone visits every link, button, input and select of the page."""
-    selector = "a[href], button, input:not([type=hidden]), select, textarea"
+    selector = ("a[href], button:not([disabled]), input:not([type=hidden]):not([disabled]), select:not([disabled]), "
+                "textarea:not([disabled])")
     controls = page.evaluate("(selector) => Array.from(document.querySelectorAll(selector))"
                              ".map((e, i) => { e.dataset.probe = i; return i; })", selector)
     reached = set()

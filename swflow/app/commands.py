@@ -54,9 +54,11 @@ def release_step(workspace) -> Step:
     rows = ("--max-rows-per-unit", str(s.max_rows_per_unit)) if s.max_rows_per_unit else ()
     public = ("--public-table", str(files["public"])) if "public" in files else ()
     target = ("--target", s.target) if s.target else ()
+    adjacency = ("--adjacency", s.adjacency) if s.adjacency != "replace-one" and not s.privacy_unit else ()
     args = ("generate", "--table", str(files["private"]), "--schema", str(workspace.schema_path), "--epsilon",
-            f"{s.epsilon:g}", "--delta", f"{s.delta:g}", *unit, *rows, *public, *target, "--out", str(out))
+            f"{s.epsilon:g}", "--delta", f"{s.delta:g}", *adjacency, *unit, *rows, *public, *target, "--out", str(out))
     keywords = [f"epsilon={s.epsilon!r}", f"delta={s.delta!r}"]
+    keywords += [f"adjacency={s.adjacency!r}"] if adjacency else []
     keywords += [f"privacy_unit={s.privacy_unit!r}"] if s.privacy_unit else []
     keywords += [f"max_rows_per_unit={s.max_rows_per_unit!r}"] if s.max_rows_per_unit else []
     keywords += [f"public={str(files['public'])!r}"] if "public" in files else []

@@ -95,7 +95,7 @@ def _schema_step(workspace):
 
 
 async def propose(request):
-    """The schema proposed from the public rows (`swflow schema PUBLIC`), or an empty one to fill in."""
+    """The schema proposed from the public rows (`swflow schema PUBLIC`); without them the owner loads one."""
     from ..tables import Schema
     from ..tables.files import read_table
 
@@ -247,7 +247,8 @@ async def save_privacy(request):
     except ValueError:
         raise ValueError("Epsilon (ε), Delta (δ) and Rows per unit are numbers") from None
     workspace.set_settings(epsilon=epsilon, delta=delta, privacy_unit=form.get("privacy_unit") or None,
-                           max_rows_per_unit=rows, target=form.get("target") or None)
+                           max_rows_per_unit=rows, target=form.get("target") or None,
+                           adjacency=form.get("adjacency") or "replace-one")
     rules = [line.strip() for line in str(form.get("rules", "")).splitlines() if line.strip()]
     if workspace.schema is not None and rules != workspace.schema.get("rules", []):
         workspace.save_schema({**{k: v for k, v in workspace.schema.items() if k != "rules"},

@@ -34,6 +34,7 @@ class Settings:
     delta: float = 1e-9
     privacy_unit: str | None = None
     max_rows_per_unit: int | None = None
+    adjacency: str = "replace-one"
     target: str | None = None
     run: str = "release-1"
 
@@ -45,6 +46,8 @@ class Settings:
             raise ValueError("Delta (δ) must lie in (0, 0.001): far below 1 / the number of people (1e-9 is usual)")
         if self.max_rows_per_unit is not None and (self.privacy_unit is None or self.max_rows_per_unit < 1):
             raise ValueError("Rows per unit is a whole number ≥ 1, and needs a Privacy unit column")
+        if self.adjacency not in ("replace-one", "add-remove"):
+            raise ValueError("Adjacency is replace-one (a row changed; the number of rows public) or add-remove")
         if not _RUN_NAME.match(self.run):
             raise ValueError("a run's name is letters, digits, '-', '_' or '.', at most 64 of them")
         return self
