@@ -226,3 +226,36 @@ def test_the_owner_report_labels_value_ranges():
     edges = _split_piles(frame, decile_edges(rain, frame))
     assert _range_labels(rain.columns[0], edges["rain"]) == ["< 0", "0", "> 0"]
     assert np.bincount(discretize(rain, frame, edges)[:, 0], minlength=3).tolist() == [0, 950, 50]
+
+
+def test_low_defects_of_the_probe_say_what_to_do(tmp_path, capsys):
+    """Issue 96, item 12: "type": "integer" named min and max as the fault; an empty file named a reader's exception;
+    `swflow schema` counted 4 columns of an 8-column file; --where x=null listed None; a condition out of bounds
+    advised --clip, which sample lacks."""
+    import json
+
+    from swflow.cli import main
+    from swflow.tables import Schema, example_table
+
+    with pytest.raises(ValueError, match='"type": "numeric" with "integer": true'):
+        Schema.from_json({"columns": [{"name": "a", "type": "integer", "min": 0, "max": 3}]})
+    (tmp_path / "empty.csv").write_text("")
+    assert main(["schema", str(tmp_path / "empty.csv")]) == 2
+    assert "it is empty" in capsys.readouterr().err
+    frame, schema = example_table(300)
+    frame.assign(note=[f"text {i}" for i in range(300)]).to_csv(tmp_path / "public.csv", index=False)
+    assert main(["schema", str(tmp_path / "public.csv"), "--out", str(tmp_path / "s.json")]) == 0
+    assert "5 columns and 1 ignored" in capsys.readouterr().out
+    frame.to_csv(tmp_path / "private.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_json()))
+    run = tmp_path / "run"
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--epsilon", "1", "--delta", "1e-7", "--steps", "20", "--out", str(run), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["sample", str(run), "--n", "5", "--out", str(tmp_path / "a"), "--where", "sector=null"]) == 2
+    assert "None" not in capsys.readouterr().err
+    assert main(["sample", str(run), "--n", "5", "--out", str(tmp_path / "b"), "--where", "hours=150"]) == 2
+    err = capsys.readouterr().err
+    assert "outside" in err and "--clip" not in err
+    assert main(["sample", str(run), "--n", "5", "--out", str(tmp_path / "c"), "--where", "education=null",
+                 "--quiet"]) == 0

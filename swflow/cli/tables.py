@@ -130,9 +130,11 @@ def parse_conditions(where: list[str], schema) -> dict:
             raise ValueError(f"--where names {name} twice: a record holds one value of a column")
         column = schema.columns[schema.names.index(name)]
         if column.kind == "categorical":
-            matches = [c for c in column.categories if (c is None and text == "") or (c is not None and str(c) == text)]
+            matches = [c for c in column.categories
+                       if (c is None and text in ("", "null")) or (c is not None and str(c) == text)]
             if not matches:
-                raise ValueError(f"--where {item}: {name} declares the categories {list(column.categories)}")
+                raise ValueError(f"--where {item}: {name} declares the categories "
+                                 f"{['null' if c is None else c for c in column.categories]} (null: write {name}=)")
             conditions[name] = matches[0]
         elif column.temporal is not None:  # ISO 8601 text, read by the schema's check
             conditions[name] = None if text == "" else text
@@ -174,8 +176,9 @@ def cmd_schema(args) -> int:
         if Path(args.out).exists() and not args.overwrite:
             raise UsageError(f"{args.out} exists: pass --overwrite to replace it")
         Path(args.out).write_text(text + "\n")
-        print(f"wrote {args.out}: {len(schema.columns)} columns; read it, then edit bounds and categories to what "
-              "is publicly known")
+        ignored = f" and {len(schema.ignored)} ignored" if schema.ignored else ""
+        print(f"wrote {args.out}: {len(schema.columns)} columns{ignored}; read it, then edit bounds and categories "
+              "to what is publicly known")
     else:
         print(text)
     return 0

@@ -275,9 +275,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
 
     def sample(self, n: int, *, seed: int = 0, conditions: dict | None = None, rules: bool = True):
         """``n`` new records (a DataFrame with the schema's columns, in its order; every row valid): post-processing
-        of the released tables, no privacy spent.
-
-        ``conditions`` ({column: value}, e.g. ``{"sex": "Female"}``): every record holds those values; the other
+        of the released tables, no privacy spent. ``conditions`` ({column: value}, e.g. ``{"sex": "Female"}``): every record holds those values; the other
         columns follow the particles' law given the conditioned values' cells (swflow.tables.flow.sample_cells).
         A value must be valid under the schema; a condition the release gives no support is refused.
 
@@ -298,7 +296,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             try:  # the value as the schema reads it (a declared category, a number inside the bounds)
                 checked = Schema((self.schema.columns[j],)).check(pd.DataFrame({name: [value]}))[name]
             except ValueError as err:
-                raise ValueError(f"condition {name} = {value!r} is not a value the schema allows: {err}") from None
+                raise ValueError(f"condition {name} = {value!r} is not a value the schema allows: "
+                                 f"{str(err).split('; pass --clip')[0]}") from None  # a condition is never clipped
             places = self.schema.columns[j].decimals
             if places is not None and round(float(checked.iloc[0]), places) != float(checked.iloc[0]):
                 raise ValueError(f"condition {name} = {value!r}: {name} is written with {places} decimal places")

@@ -117,7 +117,11 @@ class Column:
     @classmethod
     def _from_json(cls, entry: dict) -> "Column":
         kind = entry.get("type")
-        allowed = _KEYS.get(kind, {"name", "type"}) | {"note"}
+        if kind not in _KEYS:  # before its keys: "integer" is no type, and its min and max are not the fault
+            raise SchemaError(f"column {entry.get('name')!r}: type must be one of {sorted(_KEYS)} or 'ignore', got "
+                              f"{kind!r}" + (' (a whole number is "type": "numeric" with "integer": true)'
+                                             if kind == "integer" else ""))
+        allowed = _KEYS[kind] | {"note"}
         unknown = set(entry) - allowed
         if unknown:
             raise SchemaError(f"column {entry.get('name')!r}: unknown keys {sorted(unknown)}; a {kind} column has "
@@ -153,7 +157,6 @@ class Column:
                     raise SchemaError(f"column {entry.get('name')!r}: {key!r} must be true or false, got {value!r}")
             return cls(entry.get("name"), "numeric", low=low, high=high, decimals=entry.get("decimals"),
                        scale=entry.get("scale", "linear"), **flags)
-        raise SchemaError(f"column {entry.get('name')!r}: type must be one of {sorted(_KEYS)}, got {kind!r}")
 
 
 #: the keys each type of column may have

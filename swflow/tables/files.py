@@ -72,7 +72,9 @@ def unreadable(path: Path, suffix: str, err: Exception) -> ValueError:
     a row, which may be private ("Expected 4 fields in line 51")."""
     import pandas as pd
 
-    if isinstance(err, pd.errors.ParserError):
+    if isinstance(err, pd.errors.EmptyDataError):
+        what = "it is empty: a table is a header row of column names, then one line a record"
+    elif isinstance(err, pd.errors.ParserError):
         what = ("a row has more or fewer fields than the header, or a quote is not closed: check the file's "
                 "delimiters and quotes with a CSV reader")
     elif isinstance(err, OSError):
