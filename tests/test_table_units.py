@@ -600,3 +600,13 @@ def test_an_ignored_column_and_held_out_rows_with_the_unit_column_work_under_a_u
     assert main(["evaluate", str(out), "--against", str(tmp_path / "bad.csv"), "--owner-out",
                  str(tmp_path / "owner2")]) == 2
     assert "bad.csv" in capsys.readouterr().err
+
+
+def test_a_unit_run_writes_as_many_records_as_its_release_tells_of():
+    """Issue 96: a unit run wrote its weighted count of records by default (917 of 3 000 rows at ε = 10, k = 4),
+    where the guide promises as many as the table has. The number of rows is private; the release tells of each
+    class of a unit's rows and what a row of it stands for, so the default is that estimate (1 747 here): nearer
+    the rows, never above them by more than the noise, and still below them where units hold far more than k rows."""
+    syn = _unit_run(10, 4)
+    weighted, estimate = syn.privacy_report().dataset_size, syn.estimated_rows()
+    assert 1.5 * weighted < estimate < 1.1 * 3000

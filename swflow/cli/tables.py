@@ -262,7 +262,8 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    help="with --privacy-unit: the rows a unit counts as at most (default 4: "
                    "swflow.privacy.units.DEFAULT_ROWS_PER_UNIT); a unit with more has each row weighted K / its rows")
     g.add_argument("--n-samples", type=int, default=None, help="synthetic records to write (default: as many as the "
-                   "private table has; n is public)")
+                   "private table has rows, n being public; under add-remove, its released count; under "
+                   "--privacy-unit, as many rows as the release tells of, the number of rows being private)")
 
 
 def register(sub) -> None:

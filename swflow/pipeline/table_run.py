@@ -28,7 +28,7 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
         """The release (privacy.json, model.pt), then the samples; where the rules cannot be kept, the release alone:
         the budget is spent, and the owner draws records from it once the rules are mended."""
         report, samples = syn.privacy_report(), out / f"samples{suffix}"
-        n = n_samples or report.dataset_size
+        n = n_samples or syn.estimated_rows()  # under a unit the rows' number is private: the release's estimate
         syn.save(out / MODEL)
         try:
             frame = syn.sample(n, seed=seed)

@@ -193,10 +193,26 @@ class TableUnits:
 
     def _released_classes(self):
         """(ROW_CLASSES,) float64, 1 for the classes of a unit's rows that samples draw at their factor, else 0
-        (privacy.units.drawn_classes). A class's count is every (column, rows) table's margin, pooled at inverse
-        variance (a table of c cells per class adds noise of variance c·σ² to it). Post-processing of the release."""
-        from ..privacy.marginals import split_tables
+        (privacy.units.drawn_classes). Post-processing of the release."""
         from ..privacy.units import drawn_classes
+
+        return drawn_classes(*self._class_counts())
+
+    def estimated_rows(self) -> int:
+        """The number of rows the release tells of (post-processing): the released size without a unit; under one
+        (the rows' number is private), each drawn class's pooled count times what a row of it stands for
+        (privacy.units.class_factors): what the samples' law stands for, and so the default number of samples."""
+        from ..privacy.units import class_factors
+
+        if self.unit is None:
+            return self._report.dataset_size
+        counts, _ = self._class_counts()
+        return max(1, round(float((counts.clamp(min=0) * class_factors() * self._released_classes()).sum())))
+
+    def _class_counts(self):
+        """(each class's count of a unit's rows, its noise std): every (column, rows) table's margin, pooled at
+        inverse variance (a table of c cells per class adds noise of variance c·σ² to it)."""
+        from ..privacy.marginals import split_tables
 
         sizes, last = self.codec.sizes, len(self.codec.sizes) - 1
         sigma = self._report.noise_std or 0.0
@@ -207,7 +223,7 @@ class TableUnits:
                 precisions.append(1.0 / max(sizes[i] * sigma ** 2, 1e-300))
         weights = torch.tensor(precisions, dtype=torch.float64)
         pooled = (weights[:, None] * torch.stack(margins)).sum(dim=0) / weights.sum()
-        return drawn_classes(pooled, float(weights.sum() ** -0.5))
+        return pooled, float(weights.sum() ** -0.5)
 
     def _values_per_unit(self) -> int:
         return 1 if self.unit is None else self.unit.max_values
