@@ -223,9 +223,8 @@ def _odds(epsilon: float) -> str:
 
 
 def _private_header(workspace) -> list[str]:
-    """The private table's column names (the unit is one of them): its header only, no row."""
-    from ..tables.files import read_table
-
+    """The private table's column names (the unit is one of them): its header only, no row (a .csv or .parquet
+    file: Workspace.choose takes no other)."""
     if "private" not in workspace.files:
         return []
     path = workspace.files["private"]
@@ -235,7 +234,7 @@ def _private_header(workspace) -> list[str]:
         return list(pq.read_schema(path).names)
     import pandas as pd
 
-    return list(pd.read_csv(path, nrows=0).columns) if path.suffix.lower() == ".csv" else list(read_table(path))
+    return list(pd.read_csv(path, nrows=0).columns)
 
 
 async def save_privacy(request):

@@ -39,10 +39,7 @@ def cmd_evaluate(args) -> int:
         return 0
     if args.against is not None or args.target is not None:
         raise ValueError("--against and --target score table runs (swflow generate --table)")
-    if args.public_key is not None:
-        from ..io.signing import check_signature
-
-        check_signature(args.run_dir, args.public_key)
+    _check_key(args)
     metrics = evaluate_run(args.run_dir, n_fid=args.n_fid, reference_file=args.reference, data_root=args.data_root,
                            device=args.device, seed=args.seed, progress=not args.quiet)
     print(json.dumps({k: v for k, v in metrics.items() if not k.endswith("_note")}, indent=2))
@@ -73,10 +70,7 @@ def cmd_sample(args) -> int:
     t0 = time.perf_counter()
     if args.where:
         raise ValueError("--where conditions the records of a table run (swflow generate --table)")
-    if args.public_key is not None:
-        from ..io.signing import check_signature
-
-        check_signature(args.run_dir, args.public_key)
+    _check_key(args)
     if args.device is not None:
         check_device(args.device)
     model = FlowModel.from_run_dir(args.run_dir)
@@ -133,6 +127,20 @@ def cmd_animate(args) -> int:
     return 0
 
 
+def _check_key(args) -> None:
+    """A flow run's signature, where the owner's key is given (a table run's is checked by verify_run)."""
+    if args.public_key is not None:
+        from ..io.signing import check_signature
+
+        check_signature(args.run_dir, args.public_key)
+
+
+def _public_key_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--public-key", metavar="PUB", help="the data owner's public key: the run must carry their "
+                   "signature over every file, checked before anything is read from it (without it, the run is "
+                   "checked for consistency only, and the command says so)")
+
+
 def register(sub) -> None:
     """Add this module's commands to the `swflow` parser."""
     _register_sample(sub)
@@ -163,9 +171,7 @@ def _register_sample(sub) -> None:
     p.add_argument("--ignore-rules", action="store_true", help="table runs: draw records without keeping the "
                    "schema's rules (a run whose rules its release cannot keep writes no samples: draw them so, then "
                    "keep what your rules allow)")
-    p.add_argument("--public-key", metavar="PUB", help="the data owner's public key: the run must carry their "
-                   "signature over every file, checked before anything is read from it (without it, the run is "
-                   "checked for consistency only, and the command says so)")
+    _public_key_arg(p)
     p.set_defaults(func=cmd_sample)
 
 
@@ -196,9 +202,7 @@ def _register_evaluate(sub) -> None:
                    "beside the run; never inside it)")
     p.add_argument("--target", help="table runs: a column a classifier trained on the synthetic rows predicts on the "
                    "held-out rows (accuracy, AUC)")
-    p.add_argument("--public-key", metavar="PUB", help="the data owner's public key: the run must carry their "
-                   "signature over every file, checked before anything is read from it (without it, the run is "
-                   "checked for consistency only, and the command says so)")
+    _public_key_arg(p)
     p.set_defaults(func=cmd_evaluate)
 
 

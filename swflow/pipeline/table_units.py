@@ -202,12 +202,13 @@ class TableUnits:
         """The number of rows the release tells of (post-processing): the released size without a unit; under one
         (the rows' number is private), each drawn class's pooled count times what a row of it stands for
         (privacy.units.class_factors): what the samples' law stands for, and so the default number of samples."""
-        from ..privacy.units import class_factors
+        from ..privacy.units import class_factors, drawn_classes
 
         if self.unit is None:
             return self._report.dataset_size
-        counts, _ = self._class_counts()
-        return max(1, round(float((counts.clamp(min=0) * class_factors() * self._released_classes()).sum())))
+        counts, noise_std = self._class_counts()
+        drawn = drawn_classes(counts, noise_std)
+        return max(1, round(float((counts.clamp(min=0) * class_factors() * drawn).sum())))
 
     def _class_counts(self):
         """(each class's count of a unit's rows, its noise std): every (column, rows) table's margin, pooled at

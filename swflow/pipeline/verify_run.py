@@ -166,7 +166,6 @@ def _check_particles(syn, verified: Verified, vouched: str | None, run_dir: Path
     """The particles: read from model.pt where ``vouched``; else refitted, and the stored ones (a run of an earlier
     swflow has none) compared with them bit for bit where this machine's torch and swflow are the run's."""
     from ..privacy.verify import ClaimMismatch
-    from .run_samples import made_here
     from .table_particles import same_particles
 
     if vouched is not None:
@@ -175,10 +174,9 @@ def _check_particles(syn, verified: Verified, vouched: str | None, run_dir: Path
     if syn._stored is None:
         verified.unchecked.append("particles: model.pt stores none (a run of an earlier swflow): refitted each time")
         return
-    record = verified.report.run_config.get("samples") or {}
-    if any(record.get(k) != v for k, v in made_here().items()):
-        verified.unchecked.append(f"particles: made with {_made(record)}, this machine has {_made(made_here())}; "
-                                  "refitted here, compared with the stored ones only there")
+    elsewhere = _made_elsewhere(verified.report.run_config.get("samples") or {})
+    if elsewhere:
+        verified.unchecked.append(f"particles: {elsewhere}; refitted here, compared with the stored ones only there")
         return
     if not same_particles(syn._stored, syn._particles):
         raise ClaimMismatch(f"{run_dir}/model.pt stores particles its release does not give: the file was edited; "
@@ -189,16 +187,14 @@ def _check_particles(syn, verified: Verified, vouched: str | None, run_dir: Path
 def _compare_samples(run_dir: Path, syn, record: dict, verified: Verified) -> None:
     from ..privacy.verify import ClaimMismatch
     from ..tables.files import write_table
-    from .run_samples import made_here
 
     path = run_dir / str(record["file"])
     if path.name not in ("samples.csv", "samples.parquet") or not path.is_file():
         raise ClaimMismatch(f"{run_dir}: privacy.json records the samples as {record['file']!r}, which the folder "
                             "does not hold: regenerate the run")
-    here = made_here()
-    if any(record.get(k) != v for k, v in here.items()):
-        verified.unchecked.append(f"{path.name}: made with {_made(record)}, this machine has {_made(here)}; the "
-                                  "samples are made again byte for byte only there")
+    elsewhere = _made_elsewhere(record)
+    if elsewhere:
+        verified.unchecked.append(f"{path.name}: {elsewhere}; the samples are made again byte for byte only there")
         return
     with tempfile.TemporaryDirectory() as tmp:
         again = Path(tmp) / path.name
@@ -210,6 +206,16 @@ def _compare_samples(run_dir: Path, syn, record: dict, verified: Verified) -> No
                             f"`swflow sample {run_dir} --n {record['n']} --seed {record['seed']} --out NEW`")
     verified.checks.append(f"{path.name}: made again from the model ({record['n']} records, seed {record['seed']}), "
                            "equal byte for byte")
+
+
+def _made_elsewhere(record: dict) -> str | None:
+    """Where ``record`` (privacy.json's samples record) names another swflow, torch or machine than this one: in
+    words; else None (only there do a refit and a resample come out bit for bit the same)."""
+    from .run_samples import made_here
+
+    here = made_here()
+    return None if all(record.get(k) == v for k, v in here.items()) else \
+        f"made with {_made(record)}, this machine has {_made(here)}"
 
 
 def _made(record: dict) -> str:
