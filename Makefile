@@ -12,7 +12,7 @@ $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN)
-	$(BIN)/pip install -q -e '.[dev,eval,app]'
+	$(BIN)/pip install -q -e '.[dev,eval,app,duckdb]'
 	touch $@
 
 env: $(BIN)/.installed

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import sys
 import time
@@ -50,11 +51,13 @@ def cmd_generate_table(args) -> int:
                            seed=args.seed, target=args.target,
                            privacy_seed=args.privacy_seed, **steps,
                            **({} if args.resolution_share is None else {"resolution_share": args.resolution_share}))
-    inputs = (args.table,) if args.public_table is None else (args.table, args.public_table)
+    private = tuple(glob.glob(args.table)) if glob.has_magic(args.table) else (args.table,)  # a folder holding
+    inputs = private + (() if args.public_table is None else (args.public_table,))      # one is never replaced
     request = RunRequest(out=args.out, inputs=inputs, overwrite=args.overwrite, quiet=args.quiet)
-    report = generate_table(syn, args.table, request, n_samples=args.n_samples, seed=args.seed)
+    report = generate_table(syn, args.table, request, n_samples=args.n_samples, seed=args.seed, engine=args.engine)
     if report is not None:  # rank 0, or the one process
         suffix = ".parquet" if str(args.table).lower().endswith(".parquet") else ".csv"
+        print(f"counted by {syn.engine}" + ("" if args.engine else " (--engine pandas|duckdb chooses)"))
         print(report.statement)
         print(f"wrote {request.out}/ (privacy.json, samples{suffix}, {MODEL}) in {time.perf_counter() - t0:.1f} s")
         if not syn.pairs_chosen_by.startswith("every pair"):  # a wide table's choice, or public rows': say it
@@ -205,12 +208,21 @@ def cmd_preview(args) -> int:
     return 0
 
 
+def _add_engine(g) -> None:
+    g.add_argument("--engine", choices=("pandas", "duckdb"), default=None,
+                   help="what reads and counts the private rows: 'pandas' in this process (a file read in chunks), "
+                   "'duckdb' where they are (files of any size, a glob such as 'visits/*.parquet' in quotes; only "
+                   "the exact counts come back). The release is the same, count for count. Default: duckdb for a "
+                   "glob or files of 2 GB or more, else pandas (docs/tables-engines.md)")
+
+
 def add_table_args(p: argparse.ArgumentParser) -> None:
     """generate's table flags (no import of torch: --help stays fast)."""
     g = p.add_argument_group("tables (--table; docs/tables.md)")
     g.add_argument("--table", metavar="PRIVATE", help="a private table (.csv or .parquet): its two-way tables on every "
                    "pair of columns are released once with --method dpswflow-hist; samples.csv (or .parquet) holds "
                    "the synthetic records")
+    _add_engine(g)
     g.add_argument("--schema", metavar="SCHEMA.json", help="the table's public schema: every column's categories or "
                    "numeric bounds (never read from the private rows)")
     g.add_argument("--public-table", metavar="PUBLIC", help="PUBLIC rows under the same schema (.csv or .parquet), "

@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from ..tables.codec import TableCodec
+from ..tables.engines import EngineTable
 from ..tables.schema import Schema
 
 __all__ = ["RESOLUTIONS", "TableCells", "resolution_setting"]
@@ -131,21 +132,29 @@ class TableCells:
         records; sets their atoms and returns the target."""
         import numpy as np
 
-        from ..privacy import PrivacyLedger
-        from ..privacy.values import ShardedValuesTarget, ValuesTarget
         from ..tables.cells import FineGrid
         from ..tables.files import TableRows
 
         columns = [self.schema.columns[j] for j in named]
         lo, hi, world = share
+        inside = [FineGrid(c).ends for c in columns]
+        if isinstance(table, EngineTable):  # counted where the rows live
+            return self._count_values(table.values([c.name for c in columns]), n, named, calibration, noise, inside)
         frames = (TableRows(table, _fine_codec(self.schema), clip=self.clip)[lo:hi].checked_frames()
                   if isinstance(table, (str, Path)) else [(0, self.schema.check(table.iloc[lo:hi], clip=self.clip))])
-        inside = [FineGrid(c).ends for c in columns]
         parts = [np.stack([np.nan_to_num(frame[c.name].to_numpy(dtype=float, na_value=np.nan), nan=low)
                            for c, (low, _) in zip(columns, inside)], axis=1) for _, frame in frames]
         values = self._unit_values(torch.from_numpy(np.concatenate(parts)), inside, noise)  # a missing value is a
         del parts  # bound: never named; under a unit, its value slots
-        kind = ShardedValuesTarget if world > 1 else ValuesTarget
+        return self._count_values(values, n, named, calibration, noise, inside, sharded=world > 1)
+
+    def _count_values(self, values, n: int, named: list[int], calibration, noise, inside, *, sharded=False):
+        """The repeated-values release of ``values`` (the named columns' checked values, in memory or counted
+        where they live); sets their atoms and returns the target."""
+        from ..privacy import PrivacyLedger
+        from ..privacy.values import ShardedValuesTarget, ValuesTarget
+
+        kind = ShardedValuesTarget if sharded else ValuesTarget
         target = kind(values, calibration, noise=noise, ledger=PrivacyLedger(), inside=inside,
                       delta=self._values_delta(), dataset_size=n, per_unit=self._values_per_unit())
         self._released_values = target.release_values()
@@ -172,6 +181,8 @@ class TableCells:
         fine_codec = _fine_codec(self.schema, self._atoms)
         if isinstance(table, (str, Path)):
             cells = TableRows(table, fine_codec, clip=self.clip)
+        elif isinstance(table, EngineTable):
+            cells = table.rows(fine_codec)
         else:
             cells = torch.from_numpy(fine_codec.cell_index(self.schema.check(table, clip=self.clip)))
         if calibration is not None:  # its plan's rows are the records' cells, one column each

@@ -9,10 +9,12 @@ from .tables import MODEL, TableSynthesizer
 __all__ = ["generate_table"]
 
 
-def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | None, seed: int):
+def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | None, seed: int,
+                   engine: str | None = None):
     """A table run into the folder ``request.out`` (a RunRequest): privacy.json, model.pt and samples.csv or
-    .parquet (as the input; ``n_samples`` records, default as many as the private table). Under torchrun every
-    rank calls this; rank 0 owns the folder and returns the report, the others return None."""
+    .parquet (as the input; ``n_samples`` records, default as many as the private table), the rows counted by
+    ``engine`` (TableSynthesizer.fit). Under torchrun every rank calls this; rank 0 owns the folder and returns the
+    report, the others return None."""
     import os
 
     from ..io.outdir import staged
@@ -41,11 +43,11 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
 
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
-            syn.fit(table, progress="auto" if request.quiet else True)  # read in chunks: memory flat in the file's length
+            syn.fit(table, progress="auto" if request.quiet else True, engine=engine)  # memory flat in the rows' number
             write(out)
         report = syn.privacy_report()
     else:
-        report = _generate_table_on_ranks(syn, table, request, write)
+        report = _generate_table_on_ranks(syn, table, request, write, engine)
     if unkept:
         raise RulesUnkept(f"{unkept[0]}. The release is kept in {request.out}/ (privacy.json, model.pt; no samples): "
                           f"its budget is not spent again. Draw records from it with `swflow sample {request.out} "
@@ -53,7 +55,7 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
     return report
 
 
-def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write):
+def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write, engine):
     import torch.distributed as dist
 
     from .distributed import open_group
@@ -61,7 +63,7 @@ def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write):
     run_dir, out = open_group("cpu", request, resumable=False)
     try:
         syn.fit(table, progress=(("auto" if request.quiet else True) if dist.get_rank() == 0 else False),
-                sharded=True)
+                sharded=True, engine=engine)
         if run_dir is not None:
             write(out)
         dist.barrier()

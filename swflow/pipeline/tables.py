@@ -168,9 +168,11 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         return out
 
     # -- fit ---------------------------------------------------------------------------------------
-    def fit(self, table, *, progress: bool | str = False, sharded: bool = False) -> "TableSynthesizer":
-        """Spend the budget once on the private ``table``: a DataFrame, or a CSV / Parquet file, which is read in
-        chunks (:class:`~swflow.tables.files.TableRows`: memory stays flat in the file's length).
+    def fit(self, table, *, progress: bool | str = False, sharded: bool = False,
+            engine: str | None = None) -> "TableSynthesizer":
+        """Spend the budget once on the private ``table``: a DataFrame, a CSV / Parquet file read in chunks (memory
+        flat in its length), or files (a glob) or a DuckDB relation that DuckDB counts where they are (``engine``
+        'pandas' or 'duckdb'; default: swflow.tables.engines.choose_engine); the release is the same on either.
 
         ``progress``: True shows the fit's bar; 'auto' only when its first steps say it takes over a minute (with
         an estimate), what the command line does under --quiet.
@@ -182,13 +184,17 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget
         from .distributed import rank_share
         from ..sources import SourceRequest, open_source
+        from ..tables.engines import engine_table
+        from ..tables.files import record_count
         from ..tables.source import TableSource
 
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
+        self.engine, table = engine_table(table, self.schema, engine=engine, clip=self.clip,
+                                          record_level=self.unit is None and not sharded)
         table = self._unit_split(table, sharded=sharded)  # a unit's rows weighted; its identifiers kept out
-        records = _records(table, self.codec, clip=self.clip)  # private under add-remove: counted, then released
+        records = record_count(table, self.codec, clip=self.clip)  # private under add-remove: counted, released
         share = rank_share(records) if sharded else (0, records, 1)
         noise = NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise)
         n, spent = self._public_size(self._records_mass(records), noise, sharded=sharded)  # all later steps read
@@ -387,13 +393,6 @@ def _clipped(clip: bool) -> str:
     """What privacy.json says of values outside the schema's bounds."""
     return ("clipped to the schema's bounds (--clip); how many were is private and not published" if clip else
             "none: a value outside the schema's bounds stops the run")
-
-
-def _records(table, codec: TableCodec, *, clip: bool) -> int:
-    """The number of records of a frame or a file (public under replace-one)."""
-    from ..tables.files import TableRows
-
-    return len(TableRows(table, codec, clip=clip)) if isinstance(table, (str, Path)) else len(table)
 
 
 MODEL = "model.pt"  # a table run's saved Synthesizer: the released tables, the fitted particles, the report

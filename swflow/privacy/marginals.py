@@ -18,6 +18,7 @@ import torch
 from torch import Tensor
 
 from .histogram import CountTarget, ShardedCounts
+from .rows import CountedRows
 
 __all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE",
            "marginal_release"]
@@ -96,6 +97,10 @@ class MarginalTarget(CountTarget):
         before it is counted; nothing is released before the last), record i counted with ``weights[i]``."""
         if isinstance(self._data, Tensor):
             return pair_counts(self.cells(), self.sizes, self.pairs, self.weights)
+        if isinstance(self._data, CountedRows):  # counted where the rows live (swflow/tables/engines.py)
+            if self.weights is not None:
+                raise ValueError("weighted records (a privacy unit's) are counted in memory, not by an engine")
+            return self._data.pair_counts(self.sizes, self.pairs)
         empty = torch.zeros((0, len(self.sizes)), dtype=torch.int64)
         total = pair_counts(empty, self.sizes, self.pairs, None if self.weights is None else self.weights[:0])
         for offset, cells in self._data.cell_chunks():  # each record's cells as the codec reads them: no one-hot rows

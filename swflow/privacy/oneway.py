@@ -30,6 +30,7 @@ from torch import Tensor
 
 from .counts import ClaimMismatch, _chi_square, check_integers
 from .histogram import CountTarget, ShardedCounts
+from .rows import CountedRows
 
 __all__ = ["Tree", "ONEWAY_RELEASE", "OneWayTarget", "ShardedOneWayTarget", "fit_tree", "level_counts", "split_levels", "verify_levels"]
 
@@ -124,6 +125,8 @@ class OneWayTarget(CountTarget):
             return level_counts(self._data[:, self.columns], self.trees, self.weights)
         if self.weights is not None:
             raise ValueError("weighted records are counted in memory, not read from disk in chunks")
+        if isinstance(self._data, CountedRows):  # counted where the rows live (swflow/tables/engines.py)
+            return self._data.level_counts(self.columns, self.trees)
         total = level_counts(torch.zeros((0, len(self.trees)), dtype=torch.int64), self.trees)
         for _, cells in self._data.cell_chunks():
             total = total + level_counts(cells[:, self.columns], self.trees)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["ChunkedRows", "StreamedRows"]
+__all__ = ["ChunkedRows", "CountedRows", "StreamedRows"]
 
 
 class ChunkedRows:
@@ -55,6 +55,26 @@ class ChunkedRows:
 
     def __str__(self) -> str:
         return f"{type(self).__name__} of {self.shape[0]} rows"
+
+
+class CountedRows(ChunkedRows):
+    """Rows that stay in an engine that counts them (swflow/tables/engines.py): a count release asks for its exact
+    counts, never for the rows. ``pair_counts(sizes, pairs)``: marginals.pair_counts' layout;
+    ``level_counts(columns, trees)``: oneway.level_counts'; ``distinct_values(columns, inside, at_least)``: each
+    column's values strictly inside its interval held by at least that many records, and their counts."""
+
+    def pair_counts(self, sizes: list[int], pairs: list[tuple[int, int]]) -> Tensor:
+        raise NotImplementedError
+
+    def level_counts(self, columns: list[int], trees) -> Tensor:
+        raise NotImplementedError
+
+    def distinct_values(self, columns: list[int], inside: list[tuple[float, float]], at_least: int) -> list:
+        raise NotImplementedError
+
+    def chunks(self):
+        raise TypeError(f"{self} is counted where it lives: only a count release (dpswflow-hist on a table) reads "
+                        "it, and never its rows")
 
 
 class StreamedRows(ChunkedRows):

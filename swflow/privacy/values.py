@@ -35,6 +35,7 @@ from torch import Tensor
 
 from .counts import ClaimMismatch, check_integers
 from .histogram import CountTarget, ShardedCounts
+from .rows import CountedRows
 
 __all__ = ["VALUES_RELEASE", "PRE_THRESHOLD", "ValuesTarget", "ShardedValuesTarget", "selection_threshold",
            "selection_delta", "verify_values"]
@@ -136,6 +137,8 @@ class ValuesTarget(CountTarget):
 
     def _distinct(self) -> list[tuple[Tensor, Tensor]]:
         """Each column's distinct candidate values (rising, float64) and their exact counts (int64)."""
+        if isinstance(self._data, CountedRows):  # counted where the rows live: the candidates only
+            return self._data.distinct_values(list(range(len(self.inside))), self.inside, PRE_THRESHOLD)
         distinct = []
         for j, (low, high) in enumerate(self.inside):
             column = self._data[:, j]

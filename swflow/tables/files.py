@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..privacy.rows import ChunkedRows
 
-__all__ = ["read_table", "write_table", "TableRows", "TABLE_SUFFIXES"]
+__all__ = ["read_table", "write_table", "TableRows", "TABLE_SUFFIXES", "record_count"]
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 
@@ -275,3 +275,8 @@ class TableRows(ChunkedRows):
         return f"the {self._rows} rows of {self.path}" + ("" if self._rows == self._total else
                                                            f" from record {self.start}")
 
+
+
+def record_count(table, codec, *, clip: bool = False) -> int:
+    """The number of records of a file, a frame or an engine's table (public under replace-one)."""
+    return len(TableRows(table, codec, clip=clip)) if isinstance(table, (str, Path)) else len(table)

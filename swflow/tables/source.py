@@ -9,6 +9,7 @@ import torch
 from ..core.sources import Records, SourceRequest
 from ..privacy.rows import ChunkedRows
 from .codec import TableCodec
+from .engines import EngineTable
 from .files import TableRows
 from .schema import Schema
 
@@ -76,6 +77,8 @@ class TableSource:
     def encode(self, table):
         if isinstance(table, (str, Path)):
             return TableRows(table, self.codec, clip=self.clip)
+        if isinstance(table, EngineTable):  # counted where the rows live
+            return table.rows(self.codec)
         return FrameCells(torch.from_numpy(self.codec.cell_index(self.codec.schema.check(table, clip=self.clip))),
                           self.codec)
 

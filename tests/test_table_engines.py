@@ -1,0 +1,182 @@
+"""Tables counted where they live (swflow/tables/engines.py, cell_sql.py): DuckDB's release is pandas', count for
+count, for the same rows, schema, settings and privacy seed; its refusals are pandas', word for word."""
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from swflow.pipeline.tables import TableSynthesizer
+from swflow.tables.cell_sql import ColumnSQL, count_at_or_below, thresholds
+from swflow.tables.cells import FineGrid
+from swflow.tables.example import example_table
+from swflow.tables.schema import Schema
+
+duckdb = pytest.importorskip("duckdb")
+
+RICH = Schema.from_json({"columns": [
+    {"name": "amount", "type": "numeric", "min": 0, "max": 200000, "scale": "log", "decimals": 2, "missing": True},
+    {"name": "rate", "type": "numeric", "min": 0, "max": 10, "decimals": 3},
+    {"name": "day", "type": "date", "min": "2019-01-01", "max": "2023-12-31", "missing": True},
+    {"name": "hour", "type": "datetime", "min": "2021-01-01T00:00", "max": "2022-01-01T00:00", "unit": "hour"},
+    {"name": "kind", "type": "categorical", "categories": ["a", "b", "c", None]},
+    {"name": "score", "type": "numeric", "min": -5, "max": 5},
+    {"name": "code", "type": "categorical", "categories": [1, 2, 3]}]})
+
+
+def rich_table(n: int = 3000, seed: int = 3) -> pd.DataFrame:
+    """Made-up rows with what a real table has: a log-scale amount with a pile and missing values, piles inside a
+    real column's bounds (named by the repeated-values release), values outside the bounds (clipped), dates with
+    missing ones, hourly times, a category with missing values, numeric categories."""
+    rng = np.random.default_rng(seed)
+    amount = np.clip(np.round(rng.lognormal(5, 2, n), 2), 0, 2e5)
+    amount[rng.uniform(size=n) < 0.2] = 1000.0
+    amount[rng.uniform(size=n) < 0.05] = np.nan
+    rate = np.round(rng.uniform(0, 10, n), 3)
+    rate[rng.uniform(size=n) < 0.2], rate[:30] = 5.0, 12.5
+    score = rng.normal(0, 1, n)
+    score[rng.uniform(size=n) < 0.2] = 1.25
+    day = pd.Series(pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, n), unit="D"))
+    day = day.astype("datetime64[us]").where(rng.uniform(size=n) >= 0.1)
+    hour = pd.Series(pd.Timestamp("2021-03-01") + pd.to_timedelta(rng.integers(0, 10**7, n), unit="s"))
+    return pd.DataFrame({"amount": amount, "rate": rate, "day": day, "hour": hour.astype("datetime64[us]"),
+                         "kind": rng.choice(["a", "b", "c", None], n, p=[.5, .3, .15, .05]), "score": score,
+                         "code": rng.choice([1, 2, 3], n)})
+
+
+def fitted(table, schema, engine, **settings):
+    syn = TableSynthesizer(schema=schema, epsilon=3.0, privacy_seed=7, count_noise="gaussian", steps=20,
+                           n_particles=200, **settings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a small table's little-to-learn warning: the same on every engine
+        return syn.fit(table, engine=engine)
+
+
+def assert_same_release(a, b):
+    assert b.engine != a.engine or a is b
+    assert torch.equal(a._counts, b._counts)
+    assert (a._released_levels is None) == (b._released_levels is None)
+    if a._released_levels is not None:
+        assert torch.equal(a._released_levels, b._released_levels)
+    assert a._atoms.keys() == b._atoms.keys() and all(np.array_equal(a._atoms[j], b._atoms[j]) for j in a._atoms)
+    assert json.dumps(a.privacy_report().to_json()) == json.dumps(b.privacy_report().to_json())
+    pd.testing.assert_frame_equal(a.sample(300, seed=2), b.sample(300, seed=2))
+
+
+def test_thresholds_give_the_codecs_cells_at_every_float():
+    """The SQL cell is first + the thresholds at or below the value: equal to the codec's index on random values,
+    on every threshold and on the float just below it, for log, decimal, signed, integer and datetime columns."""
+    rng = np.random.default_rng(0)
+    for column in RICH.columns:
+        if column.kind != "numeric":
+            continue
+        grid = FineGrid(column, (5.0,) if column.name == "rate" else ())  # an atom's one-value-wide cell too
+        low, high = ColumnSQL(column, "number").clip_bounds
+        first, steps = thresholds(lambda x: grid.index(pd.Series(x)), low, high)
+        x = np.concatenate([rng.uniform(low, high, 20000), steps, np.nextafter(steps, -np.inf), [low, high]])
+        x = np.clip(x, low, high)
+        assert np.array_equal(first + np.searchsorted(steps, x, side="right"), grid.index(pd.Series(x)))
+
+
+def test_sql_cells_count_like_searchsorted():
+    """count_at_or_below run by DuckDB: numpy's searchsorted on the same floats, at and between the edges."""
+    rng = np.random.default_rng(1)
+    edges = np.sort(rng.normal(size=300))
+    x = np.concatenate([rng.normal(size=5000), edges, np.nextafter(edges, -np.inf)])
+    con = duckdb.connect()
+    con.register("v", pd.DataFrame({"x": x}))
+    got = con.execute(f"SELECT {count_at_or_below('x', edges)} AS c FROM v").fetchnumpy()["c"]
+    assert np.array_equal(got, np.searchsorted(edges, x, side="right"))
+
+
+def test_duckdb_release_is_pandas_on_the_example(tmp_path):
+    frame, schema = example_table(2000, seed=1)
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    reference = fitted(frame, schema, None)
+    assert reference.engine == "pandas"
+    for path in ("t.parquet", "t.csv"):
+        assert_same_release(reference, fitted(str(tmp_path / path), schema, "duckdb"))
+    relation = duckdb.connect().sql(f"SELECT * FROM read_parquet('{tmp_path / 't.parquet'}')")
+    assert_same_release(reference, fitted(relation, schema, None))  # a relation: DuckDB by default
+
+
+def test_duckdb_release_is_pandas_on_dates_logs_piles_and_a_glob(tmp_path):
+    frame = rich_table()
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), 3)):
+        frame.iloc[part].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    reference = fitted(frame, RICH, "pandas", clip=True)
+    assert set(reference._atoms) and any(len(a) for a in reference._atoms.values())  # piles named
+    glob_run = fitted(str(tmp_path / "part-*.parquet"), RICH, None, clip=True)
+    assert glob_run.engine == "duckdb"  # a glob: DuckDB by default
+    assert_same_release(reference, glob_run)
+    assert_same_release(reference, fitted(str(tmp_path / "all.csv"), RICH, "duckdb", clip=True))
+    public = rich_table(800, seed=9)  # public rows set the cells and the pairs: the private counts still agree
+    assert_same_release(fitted(frame, RICH, "pandas", clip=True, public=public),
+                        fitted(str(tmp_path / "part-*.parquet"), RICH, "duckdb", clip=True, public=public))
+
+
+BAD = {"outside": lambda f: f.assign(age=f.age.where(f.index != 7, 300)),
+       "category": lambda f: f.assign(sector=f.sector.where(f.index != 9, "army")),
+       "missing": lambda f: f.assign(hours=f.hours.astype(float).where(f.index != 3, np.nan)),
+       "fraction": lambda f: f.assign(hours=f.hours.astype(float).where(f.index != 3, 2.5)),
+       "text": lambda f: f.assign(hours=f.hours.astype(str).where(f.index != 3, "12,000")),
+       "lacks": lambda f: f.drop(columns=["sector"]),
+       "extra": lambda f: f.assign(nhs="x")}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_refusals_are_pandas_word_for_word(tmp_path, case):
+    frame, schema = example_table(300, seed=1)
+    bad = BAD[case](frame)
+    for path in (tmp_path / "bad.parquet", tmp_path / "bad.csv"):
+        bad.to_parquet(path, index=False) if path.suffix == ".parquet" else bad.to_csv(path, index=False)
+        words = []
+        for engine in ("pandas", "duckdb"):
+            with pytest.raises(ValueError) as err:
+                fitted(str(path), schema, engine)
+            words.append(str(err.value))
+        assert words[0] == words[1]
+        assert "army" not in words[1] and "12,000" not in words[1] and "300" not in words[1].split("]")[-1]
+
+
+def test_what_an_engine_does_not_count_is_refused(tmp_path):
+    frame, schema = example_table(200, seed=1)
+    frame.assign(person=np.arange(len(frame)) // 2).to_parquet(tmp_path / "t.parquet", index=False)
+    frame.to_csv(tmp_path / "u.csv", index=False)
+    with pytest.raises(ValueError, match="engine='pandas'"):
+        TableSynthesizer(schema=schema, epsilon=1.0, privacy_unit="person").fit(str(tmp_path / "t.parquet"),
+                                                                                engine="duckdb")
+    with pytest.raises(ValueError, match="engine='duckdb'"):
+        TableSynthesizer(schema=schema, epsilon=1.0).fit(str(tmp_path / "*.parquet"), engine="pandas")
+    with pytest.raises(FileNotFoundError, match="no table file matches"):
+        TableSynthesizer(schema=schema, epsilon=1.0).fit(str(tmp_path / "none-*.parquet"))
+    with pytest.raises(ValueError, match="all of one kind"):
+        TableSynthesizer(schema=schema, epsilon=1.0).fit(str(tmp_path / "*.*"))
+    with pytest.raises(ValueError, match="engine is one of"):
+        TableSynthesizer(schema=schema, epsilon=1.0).fit(frame, engine="spark")
+
+
+def test_cli_glob_run_is_the_pandas_run(tmp_path, capsys):
+    from swflow.cli import main
+
+    frame, schema = example_table(1500, seed=4)
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_json()))
+    frame.iloc[:700].to_parquet(tmp_path / "a.parquet", index=False)
+    frame.iloc[700:].to_parquet(tmp_path / "b.parquet", index=False)
+    frame.to_parquet(tmp_path / "all.parquet", index=False)
+    common = ["generate", "--schema", str(tmp_path / "schema.json"), "--epsilon", "1", "--privacy-seed", "3",
+              "--count-noise", "gaussian", "--steps", "30", "--quiet"]
+    assert main([*common, "--table", str(tmp_path / "*.parquet").replace("*", "[ab]"), "--out",
+                 str(tmp_path / "glob")]) == 0
+    assert "counted by duckdb" in capsys.readouterr().out
+    assert main([*common, "--table", str(tmp_path / "all.parquet"), "--engine", "pandas", "--out",
+                 str(tmp_path / "one")]) == 0
+    claims = [json.loads((tmp_path / run / "privacy.json").read_text()) for run in ("glob", "one")]
+    for claim in claims:
+        claim.pop("samples", None)
+    assert claims[0] == claims[1]
+    assert main(["verify", str(tmp_path / "glob")]) == 0
