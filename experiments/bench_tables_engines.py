@@ -123,7 +123,14 @@ def main(argv=None) -> int:
     if args.smoke:
         import tempfile
 
-        args.rows, args.steps, args.data_dir = [10_000], 20, Path(tempfile.mkdtemp(prefix="bench-engines-"))
+        with tempfile.TemporaryDirectory(prefix="bench-engines-") as scratch:
+            args.rows, args.steps, args.data_dir, args.smoke = [10_000], 20, Path(scratch), False
+            return run(args)
+    return run(args)
+
+
+def run(args) -> int:
+    """One line per size and engine (main's arguments)."""
     print(f"{'rows':>12} {'engine':>7} {'seconds':>8} {'peak GB':>8}  same release")
     for rows in args.rows:
         folder = write_parts(rows, args.data_dir / f"rows-{rows}")

@@ -165,7 +165,7 @@ class EngineTable:
         except SchemaError as err:
             raise SchemaError(f"{self.name}: {err}") from None
         raise SchemaError(f"{self.name}: column {name!r}: some rows do not fit the schema as DuckDB reads them; "
-                          "check the file with engine='pandas' (swflow check)")
+                          "read it with engine='pandas' (--engine pandas) to see the rule it breaks")
 
     def counts(self, expressions: list[str], groups: list[tuple[int, ...]], sizes: list[int]) -> list[np.ndarray]:
         """Exact counts of the records by each group of the columns ``expressions`` (SQL of a cell each, < its
