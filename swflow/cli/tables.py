@@ -209,11 +209,12 @@ def cmd_preview(args) -> int:
 
 
 def _add_engine(g) -> None:
-    g.add_argument("--engine", choices=("pandas", "duckdb"), default=None,
+    g.add_argument("--engine", choices=("pandas", "duckdb", "spark"), default=None,
                    help="what reads and counts the private rows: 'pandas' in this process (a file read in chunks), "
-                   "'duckdb' where they are (files of any size, a glob such as 'visits/*.parquet' in quotes; only "
-                   "the exact counts come back). The release is the same, count for count. Default: duckdb for a "
-                   "glob or files of 2 GB or more, else pandas (docs/tables-engines.md)")
+                   "'duckdb' where they are (files of any size, a glob such as 'visits/*.parquet' in quotes), "
+                   "'spark' on the session's cluster (under spark-submit, or local); only the exact counts come "
+                   "back, and the release is the same, count for count. Default: duckdb for a glob or files of 2 "
+                   "GB or more, else pandas (docs/tables-engines.md)")
 
 
 def add_table_args(p: argparse.ArgumentParser) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from ..tables.codec import TableCodec
-from ..tables.engines import EngineTable
+from ..tables.counted import EngineTable
 from ..tables.schema import Schema
 
 __all__ = ["RESOLUTIONS", "TableCells", "resolution_setting"]

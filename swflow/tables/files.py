@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..privacy.rows import ChunkedRows
 
-__all__ = ["read_table", "write_table", "TableRows", "TABLE_SUFFIXES", "record_count"]
+__all__ = ["read_table", "write_table", "TableRows", "TABLE_SUFFIXES", "record_count", "csv_text_as_pandas_reads"]
 
 TABLE_SUFFIXES = (".csv", ".parquet")
 
@@ -280,3 +280,20 @@ class TableRows(ChunkedRows):
 def record_count(table, codec, *, clip: bool = False) -> int:
     """The number of records of a file, a frame or an engine's table (public under replace-one)."""
     return len(TableRows(table, codec, clip=clip)) if isinstance(table, (str, Path)) else len(table)
+
+
+def csv_text_as_pandas_reads(frame, schema):
+    """A CSV file's text values (``frame``) as swflow's pandas reader reads them (:func:`read_table`), in memory:
+    what an engine that read a CSV file as text hands to the schema's check."""
+    import io
+
+    import pandas as pd
+
+    from .schema import Schema
+
+    kept = Schema(tuple(c for c in schema.columns if c.name in frame.columns))
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False)
+    buffer.seek(0)
+    return _missing_markers(_no_trailing(pd.read_csv(buffer, dtype=_text_columns(kept), skipinitialspace=True,
+                                                     index_col=False, **_markers(kept))), kept)

@@ -9,7 +9,7 @@ import torch
 from ..core.sources import Records, SourceRequest
 from ..privacy.rows import ChunkedRows
 from .codec import TableCodec
-from .engines import EngineTable
+from .counted import EngineTable
 from .files import TableRows
 from .schema import Schema
 

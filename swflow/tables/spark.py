@@ -1,0 +1,201 @@
+"""Spark counts a table run's releases where the rows are: a Spark DataFrame, or CSV and Parquet files read by
+Spark, on whatever cluster the session runs (``local[2]`` in the tests; ``spark-submit`` for a cluster:
+docs/tables-engines.md). Every partition is checked by the schema and counted by the run's own codec on its
+executor (``mapInPandas``): the same functions as pandas' (marginals.pair_counts, the codec's cells), so the release
+is pandas', count for count; only each partition's exact count vector comes back, and the driver sums them
+(swflow/tables/engines.py).
+
+Executors need swflow installed (the same version as the driver): they unpickle the codec and run it.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+import numpy as np
+
+from .counted import EngineTable, files_of, files_sha256
+from .schema import Schema, SchemaError
+
+__all__ = ["SparkTable"]
+
+
+class SparkTable(EngineTable):
+    """The private rows of a Spark DataFrame, or of files (a path or a glob) that Spark reads, checked against
+    ``schema`` once, then counted by Spark on demand (``spark``: the session for files; default the active one,
+    or a new local one)."""
+
+    def __init__(self, source, schema: Schema, *, clip: bool = False, spark=None):
+        from pyspark.sql import DataFrame, SparkSession
+
+        self.schema, self.clip = schema, clip
+        if isinstance(source, DataFrame):
+            self.frame, self.files, self.name, self.csv = source, [], "the Spark DataFrame", False
+        else:
+            spark = spark or SparkSession.getActiveSession() or _local_session()
+            self.files, self.name = files_of(source), str(source)
+            self.csv = self.files[0].suffix.lower() == ".csv"
+            paths = [str(Path(f).resolve()) for f in self.files]
+            self.frame = (spark.read.csv(paths, header=True, inferSchema=False) if self.csv
+                          else spark.read.parquet(*paths))
+        self._check_names()
+        self._records = self._check()
+
+    def __len__(self) -> int:
+        return self._records
+
+    def __str__(self) -> str:
+        return f"the {self._records} rows of {self.name} (Spark)"
+
+    def _check_names(self) -> None:
+        import pandas as pd
+
+        try:  # the same refusal as pandas' for missing or undeclared columns
+            self.schema._check_names(pd.DataFrame(columns=[str(n).rstrip() for n in self.frame.columns]))
+        except SchemaError as err:
+            raise SchemaError(f"{self.name}: {err}") from None
+
+    def _run(self, job, out_schema: str):
+        """``job`` on every partition (mapInPandas, under a UTC session time zone: Spark's timestamps reach pandas
+        as UTC, as pandas reads them), its rows collected."""
+        spark = self.frame.sparkSession
+        with _utc(spark):
+            return self.frame.select(*self.schema.names).mapInPandas(job, out_schema).collect()
+
+    def _check(self) -> int:
+        """The number of records, once every row fits the schema: a partition's first refused column (in the
+        schema's order) is refused in pandas' words, the lowest of every partition's."""
+        job = _Job(self.schema, self.clip, self.csv, "check")
+        rows = self._run(job, "records long, column int, words string")
+        records = sum(int(r["records"]) for r in rows)
+        refused = sorted((int(r["column"]), r["words"]) for r in rows if r["column"] >= 0)
+        if refused:
+            raise SchemaError(f"{self.name}: {refused[0][1]}")
+        if records == 0:
+            raise ValueError(f"{self.name} holds no records: a table run needs at least one")
+        return records
+
+    def _summed(self, job, size: int) -> np.ndarray:
+        total = np.zeros(size, dtype=np.int64)
+        for row in self._run(job, "counts binary"):
+            total += np.frombuffer(row["counts"], dtype=np.int64)
+        return total
+
+    def pair_counts(self, codec, pairs: list[tuple[int, int]]) -> np.ndarray:
+        sizes = codec.sizes
+        return self._summed(_Job(self.schema, self.clip, self.csv, "pairs", codec=codec, pairs=pairs),
+                            sum(sizes[i] * sizes[j] for i, j in pairs))
+
+    def fine_counts(self, codec, columns: list[int]) -> list[np.ndarray]:
+        sizes = [codec.sizes[j] for j in columns]
+        flat = self._summed(_Job(self.schema, self.clip, self.csv, "fine", codec=codec, columns=columns), sum(sizes))
+        return list(np.split(flat, np.cumsum(sizes)[:-1]))
+
+    def distinct(self, name: str, low: float, high: float, at_least: int) -> tuple[np.ndarray, np.ndarray]:
+        from pyspark.sql import functions as F
+
+        job = _Job(self.schema, self.clip, self.csv, "values", name=name, inside=(low, high))
+        spark = self.frame.sparkSession
+        with _utc(spark):
+            found = (self.frame.select(*self.schema.names).mapInPandas(job, "value double, n long")
+                     .groupBy("value").agg(F.sum("n").alias("n")).where(F.col("n") >= at_least)
+                     .orderBy("value").collect())
+        return (np.array([r["value"] for r in found], dtype=np.float64),
+                np.array([r["n"] for r in found], dtype=np.int64))
+
+    def sha256(self) -> str:
+        """A fingerprint of the files' bytes (of a DataFrame: of its rows' count and plan; never the rows)."""
+        if not hasattr(self, "_digest"):
+            plan = "" if self.files else self.frame._jdf.queryExecution().analyzed().toString()
+            self._digest = files_sha256(self.files, repr((self._records, self.frame.columns, plan)))
+        return self._digest
+
+
+class _Job:
+    """What one partition does, on an executor (pickled there): check its rows, count them by the codec's cells,
+    or list its candidate values; ``kind`` 'check', 'pairs', 'fine' or 'values'."""
+
+    def __init__(self, schema: Schema, clip: bool, csv: bool, kind: str, **settings):
+        self.schema, self.clip, self.csv, self.kind, self.settings = schema.to_json(), clip, csv, kind, settings
+
+    def __call__(self, batches):
+        import pandas as pd
+
+        from .files import csv_text_as_pandas_reads
+
+        schema = Schema.from_json(self.schema)
+        counts, records, refused, values = None, 0, None, []
+        for frame in batches:
+            if self.csv:
+                frame = csv_text_as_pandas_reads(frame, schema)
+            records += len(frame)
+            if self.kind == "check":
+                refused = refused or _first_refusal(schema, frame, self.clip)
+                continue
+            checked = schema.check(frame, clip=self.clip)
+            if self.kind == "values":
+                values.append(self._inside(schema, checked))
+                continue
+            part = self._counts(checked)
+            counts = part if counts is None else counts + part
+        if self.kind == "check":
+            column, words = refused or (-1, "")
+            yield pd.DataFrame({"records": [records], "column": [column], "words": [words]})
+        elif self.kind == "values":
+            found, n = np.unique(np.concatenate(values or [np.zeros(0)]), return_counts=True)
+            yield pd.DataFrame({"value": found, "n": n.astype(np.int64)})
+        elif counts is not None:
+            yield pd.DataFrame({"counts": [counts.astype(np.int64).tobytes()]})
+
+    def _counts(self, checked) -> np.ndarray:
+        import torch
+
+        from ..privacy.marginals import pair_counts
+
+        codec = self.settings["codec"]
+        cells = codec.cell_index(checked)
+        if self.kind == "pairs":
+            return pair_counts(torch.from_numpy(cells), codec.sizes, self.settings["pairs"]).numpy()
+        return np.concatenate([np.bincount(cells[:, j], minlength=codec.sizes[j])
+                               for j in self.settings["columns"]])
+
+    def _inside(self, schema: Schema, checked) -> np.ndarray:
+        """The checked values of the column strictly inside its interval (a missing value never is)."""
+        low, high = self.settings["inside"]
+        x = checked[self.settings["name"]].to_numpy(dtype=float, na_value=np.nan)
+        return x[(x > low) & (x < high)]
+
+
+def _first_refusal(schema: Schema, frame, clip: bool) -> tuple[int, str] | None:
+    """(the position, pandas' words) of the first column of ``frame`` that the schema refuses, or None."""
+    for position, column in enumerate(schema.columns):
+        try:
+            Schema((column,)).check(frame[[column.name]], clip=clip)
+        except SchemaError as err:
+            return position, str(err)
+    return None
+
+
+def _local_session():
+    """A local Spark session of swflow's own, whose Python workers run this Python (where swflow is installed):
+    PySpark reads PYSPARK_PYTHON once, into the context, which is ours to set without touching the environment."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.appName("swflow").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark.sparkContext.pythonExec = sys.executable
+    return spark
+
+
+@contextlib.contextmanager
+def _utc(spark):
+    """The session's time zone set to UTC for one job, and restored after."""
+    key = "spark.sql.session.timeZone"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "UTC")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
