@@ -341,6 +341,7 @@ def test_a_second_writer_on_a_live_run_is_refused(tmp_path):
             assert second.returncode == 2, second.stderr
             assert f"another swflow process (pid {first.pid}) is writing" in second.stderr
             assert "pass --resume to continue" not in second.stderr
+            assert "a table run, one release, is simply run again" in second.stderr  # table runs refuse --resume
         assert first.poll() is None and checkpoint.exists()
     finally:
         os.killpg(first.pid, signal.SIGKILL)

@@ -230,3 +230,18 @@ def test_spark_refusals_are_pandas_word_for_word(tmp_path, spark, case):
             fitted(table, schema, engine)
         words.append(str(err.value).split(": ", 1)[1])  # after the source's name
     assert words[0] == words[1]
+
+
+def test_tab_and_semicolon_text_tables_read_by_their_header(tmp_path):
+    """.tsv (tabs) and .txt (';', read from the header) give the DataFrame's release on pandas and DuckDB."""
+    from swflow.tables.files import delimiter_of, read_table
+
+    frame, schema = example_table(800, seed=6)
+    frame.to_csv(tmp_path / "t.tsv", sep="\t", index=False)
+    frame.to_csv(tmp_path / "t.txt", sep=";", index=False)
+    assert delimiter_of(tmp_path / "t.tsv") == "\t" and delimiter_of(tmp_path / "t.txt") == ";"
+    assert list(read_table(tmp_path / "t.txt").columns) == list(frame.columns)
+    reference = fitted(frame, schema, None)
+    for name in ("t.tsv", "t.txt"):
+        assert torch.equal(fitted(str(tmp_path / name), schema, "pandas")._counts, reference._counts)
+        assert_same_release(reference, fitted(str(tmp_path / name), schema, "duckdb"))

@@ -153,7 +153,7 @@ def test_cells_are_chosen_per_column_and_re_derived_on_load(tmp_path):
 
 
 def test_a_long_fit_says_so_even_when_quiet(monkeypatch, capsys):
-    """progress='auto' (the command line's --quiet) opens a bar with an estimate when the first steps say the fit
+    """progress='auto' (quiet unless long) opens a bar with an estimate when the first steps say the fit
     takes over a minute, and stays silent otherwise: a clock that moves 1 s (or 1 ms) a reading, not a timed test
     (read after the first step and after the fifth: 4 steps in 1 s, so 1 000 steps in about 4 min)."""
     import time

@@ -90,7 +90,15 @@ def console() -> int:
     (:mod:`swflow.simulate.threads`). The library (import swflow) never does either: it changes no
     process-wide state."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    import warnings
+
+    warnings.showwarning = _show_warning  # a warning reads as the command's own line, not a source line
     return main()
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """A warning as the command prints it: ``swflow: warning: MESSAGE`` (no class, file or source line)."""
+    print(f"swflow: warning: {message}", file=file or sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -77,14 +77,14 @@ def sample_table_run(args) -> int:
     """`swflow sample RUN --n N --out DIR` on a table run: N new records from its saved release, no privacy spent."""
     from ..privacy import write_report
     from ..pipeline.tables import MODEL
+    from ..pipeline.table_samples import write_samples
     from ..pipeline.verify_run import verify_run
-    from ..tables.files import write_table
     from ._common import say_unchecked
 
     run = Path(args.run_dir)
     # `swflow verify`'s checks, but the samples file (not read here) made again; the particles read where vouched
     verified = verify_run(run, public_key=args.public_key, regenerate=False, refit=False,
-                          progress="auto" if getattr(args, "quiet", False) else True)
+                          progress=not getattr(args, "quiet", False))
     say_unchecked(verified)
     if not any(check.startswith("particles: read from model.pt") for check in verified.checks):
         print(f"note: the particles were fitted again from {run}'s release; once `swflow verify {run}` has passed on "
@@ -95,8 +95,8 @@ def sample_table_run(args) -> int:
     with staged(args.out, overwrite=args.overwrite, inputs=(run / MODEL,), resumable=False) as out:
         write_report(syn.privacy_report(), out)
         conditions = parse_conditions(args.where, syn.schema)
-        write_table(syn.sample(args.n, seed=args.seed, conditions=conditions, rules=not args.ignore_rules),
-                    out / f"samples{suffix}")
+        write_samples(syn, out / f"samples{suffix}", args.n, seed=args.seed, conditions=conditions,
+                      rules=not args.ignore_rules, progress=not getattr(args, "quiet", False))
     check = syn.privacy_report().notes.get("noise_check", "")
     if check.startswith("pair tables: UNTESTED"):
         print(f"warning: {run}: {check}", file=sys.stderr)
@@ -220,7 +220,8 @@ def _add_engine(g) -> None:
 def add_table_args(p: argparse.ArgumentParser) -> None:
     """generate's table flags (no import of torch: --help stays fast)."""
     g = p.add_argument_group("tables (--table; docs/tables.md)")
-    g.add_argument("--table", metavar="PRIVATE", help="a private table (.csv or .parquet): its two-way tables on every "
+    g.add_argument("--table", metavar="PRIVATE", help="a private table (.parquet, or text: .csv, .tsv or .txt, "
+                   "delimited by what its header uses, one of , ; tab |): its two-way tables on every "
                    "pair of columns are released once with --method dpswflow-hist; samples.csv (or .parquet) holds "
                    "the synthetic records")
     _add_engine(g)
@@ -296,7 +297,8 @@ def register(sub) -> None:
     p.add_argument("--max-categories", type=int, default=64,
                    help="a non-numeric column with more distinct values is proposed as ignored (free text, "
                    "identifiers)")
-    p.add_argument("--sep", default=",", help="the CSV file's delimiter (e.g. ';' or $'\\t')")
+    p.add_argument("--sep", default=None, help="the text file's delimiter (e.g. ';' or $'\\t'; default: read from its "
+                   "header, one of , ; tab |, and a tab for .tsv)")
     p.add_argument("--overwrite", action="store_true")
     p.set_defaults(func=cmd_schema)
     v = sub.add_parser("preview", help="the quality to expect at a few epsilons, from PUBLIC rows only",
@@ -312,6 +314,6 @@ def register(sub) -> None:
     v.add_argument("--delta", type=float, default=1e-9, help="delta of the preview's releases (capped below 1/n)")
     v.add_argument("--target", metavar="COLUMN", default=None, help="score a classifier's AUC on this column")
     v.add_argument("--seed", type=int, default=0, help="the split's and the releases' seed (public rows only)")
-    v.add_argument("--sep", default=",", help="the CSV file's delimiter")
+    v.add_argument("--sep", default=None, help="the text file's delimiter (default: read from its header)")
     v.add_argument("--json", action="store_true", help="print one JSON list")
     v.set_defaults(func=cmd_preview)

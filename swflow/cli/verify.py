@@ -8,7 +8,7 @@ def cmd_verify(args) -> int:
     from ..pipeline.verify_run import NOT_PROVABLE, verify_run
 
     verified = verify_run(args.run_dir, public_key=args.public_key, regenerate=not args.no_samples,
-                          progress="auto" if args.quiet else True)
+                          progress=not args.quiet)
     print(f"{args.run_dir}: {verified.report.statement}")
     for check in verified.checks:
         print(f"  checked: {check}")

@@ -67,7 +67,8 @@ def _lock(path: Path, final: Path):
         holder = handle.read().strip() or "unknown"
         handle.close()
         raise RunBusy(f"another swflow process (pid {holder}) is writing {final}; wait for it to finish, or stop "
-                      "it and then pass --resume") from None
+                      "it and start again (an interrupted flow run continues with --resume; a table run, one "
+                      "release, is simply run again)") from None
     handle.seek(0)
     handle.truncate()
     handle.write(f"{os.getpid()}\n")

@@ -19,9 +19,9 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
 
     from ..io.outdir import staged
     from ..privacy import write_report
-    from ..tables.files import write_table
     from ..tables.rules import RulesUnkept
     from .run_samples import samples_record, with_samples
+    from .table_samples import write_samples
 
     suffix = ".parquet" if str(table).lower().endswith(".parquet") else ".csv"
     unkept = []
@@ -33,17 +33,18 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
         n = n_samples or syn.estimated_rows()  # under a unit the rows' number is private: the release's estimate
         syn.save(out / MODEL)
         try:
-            frame = syn.sample(n, seed=seed)
+            write_samples(syn, out / f"drawing{suffix}", n, seed=seed, progress=not request.quiet)
         except RulesUnkept as err:
+            (out / f"drawing{suffix}").unlink(missing_ok=True)  # a chunk or more drawn before a rule gave out
             write_report(report, out)
             unkept.append(err)
             return
+        (out / f"drawing{suffix}").rename(samples)
         write_report(with_samples(report, samples_record(samples, n, seed)), out)
-        write_table(frame, samples)
 
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
-            syn.fit(table, progress="auto" if request.quiet else True, engine=engine)  # memory flat in the rows' number
+            syn.fit(table, progress=not request.quiet, engine=engine)  # memory flat in the rows' number
             write(out)
         report = syn.privacy_report()
     else:
@@ -62,7 +63,7 @@ def _generate_table_on_ranks(syn: "TableSynthesizer", table, request, write, eng
 
     run_dir, out = open_group("cpu", request, resumable=False)
     try:
-        syn.fit(table, progress=(("auto" if request.quiet else True) if dist.get_rank() == 0 else False),
+        syn.fit(table, progress=not request.quiet and dist.get_rank() == 0,
                 sharded=True, engine=engine)
         if run_dir is not None:
             write(out)

@@ -175,7 +175,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         'pandas' or 'duckdb'; default: swflow.tables.engines.choose_engine); the release is the same on either.
 
         ``progress``: True shows the fit's bar; 'auto' only when its first steps say it takes over a minute (with
-        an estimate), what the command line does under --quiet.
+        an estimate), for a caller that wants quiet unless it is long.
 
         ``sharded``: under torchrun (an initialized torch.distributed group), each rank counts its contiguous share
         of the records, the exact tables are summed over the ranks and rank 0 draws the noise: every rank holds the

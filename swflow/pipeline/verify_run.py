@@ -186,7 +186,7 @@ def _check_particles(syn, verified: Verified, vouched: str | None, run_dir: Path
 
 def _compare_samples(run_dir: Path, syn, record: dict, verified: Verified) -> None:
     from ..privacy.verify import ClaimMismatch
-    from ..tables.files import write_table
+    from .table_samples import write_samples
 
     path = run_dir / str(record["file"])
     if path.name not in ("samples.csv", "samples.parquet") or not path.is_file():
@@ -198,7 +198,7 @@ def _compare_samples(run_dir: Path, syn, record: dict, verified: Verified) -> No
         return
     with tempfile.TemporaryDirectory() as tmp:
         again = Path(tmp) / path.name
-        write_table(syn.sample(int(record["n"]), seed=int(record["seed"])), again)
+        write_samples(syn, again, int(record["n"]), seed=int(record["seed"]))
         same = again.read_bytes() == path.read_bytes()
     if not same:
         raise ClaimMismatch(f"{path} is not what {run_dir}'s model gives ({record['n']} records, seed "

@@ -179,7 +179,8 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
                          "count of records); choose delta far below 1 / (the number of records you expect)"
                          if plan.size_private else
                          f"delta={spec.delta} >= 1/n = {1.0 / n:.3g} allows releasing a whole record; "
-                         f"choose delta well below 1/n (e.g. {10 ** math.floor(math.log10(0.1 / n)):.0e})")
+                         f"choose delta well below 1/n (e.g. {min(1e-9, 10 ** math.floor(math.log10(0.1 / n))):.0e}, "
+                         "as the guides do)")
     if n > 1 and spec.delta > 1.0 / (n * math.log(n)):
         warnings.warn("delta is above 1/(n ln n) for the released count of records; the usual advice is delta << 1/n"
                       if plan.size_private else

@@ -23,8 +23,10 @@ def files_of(pattern) -> list[Path]:
         raise FileNotFoundError(f"table file {text} is missing" if not glob.has_magic(text) else
                                 f"no table file matches {text}")
     suffixes = {f.suffix.lower() for f in files}
-    if len(suffixes) != 1 or suffixes - {".csv", ".parquet"}:
-        raise ValueError(f"{text}: a table is .csv or .parquet files, all of one kind, got {sorted(suffixes)}")
+    kinds = {".parquet" if s == ".parquet" else ".csv" if s in (".csv", ".tsv", ".txt") else s for s in suffixes}
+    if len(kinds) != 1 or kinds - {".csv", ".parquet"}:
+        raise ValueError(f"{text}: a table is text (.csv, .tsv, .txt) or .parquet files, all of one kind, got "
+                         f"{sorted(suffixes)}")
     return files
 
 

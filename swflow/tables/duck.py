@@ -7,7 +7,7 @@ import numpy as np
 
 from .cell_sql import ColumnSQL, quote
 from .counted import EngineTable, files_of, files_sha256
-from .files import csv_text_as_pandas_reads
+from .files import csv_text_as_pandas_reads, delimiter_of
 from .schema import Schema, SchemaError
 
 __all__ = ["DuckDBTable", "MEMORY_LIMIT"]
@@ -34,9 +34,10 @@ class DuckDBTable(EngineTable):
         else:
             self.connection = _connection(self, threads=threads, memory_limit=memory_limit)
             self.files, self.name = files_of(source), str(source)
-            self.csv = self.files[0].suffix.lower() == ".csv"
+            self.csv = self.files[0].suffix.lower() != ".parquet"
             paths = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in self.files) + "]"
-            self.source = (f"read_csv({paths}, header = true, all_varchar = true, delim = ',', quote = '\"')"
+            delim = delimiter_of(self.files[0]).replace("'", "''")
+            self.source = (f"read_csv({paths}, header = true, all_varchar = true, delim = '{delim}', quote = '\"')"
                            if self.csv else f"read_parquet({paths})")
         self.columns = {c.name: ColumnSQL(c, self._kind(c.name), clip=clip) for c in schema.columns}
         self.inputs = [self.columns[c.name].inputs() for c in schema.columns]  # each column's, selected once

@@ -9,30 +9,51 @@ from pathlib import Path
 
 from ..privacy.rows import ChunkedRows
 
-__all__ = ["read_table", "write_table", "TableRows", "TABLE_SUFFIXES", "record_count", "csv_text_as_pandas_reads"]
+__all__ = ["read_table", "write_table", "TableRows", "TABLE_SUFFIXES", "record_count", "csv_text_as_pandas_reads",
+           "delimiter_of"]
 
-TABLE_SUFFIXES = (".csv", ".parquet")
+TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")
+#: the delimiters a text table's header is read for, where none is named (delimiter_of)
+DELIMITERS = (",", ";", "\t", "|")
 
 
 def _suffix(path: Path) -> str:
+    """The file's kind: '.parquet', or '.csv' for delimited text (.csv, .tsv, .txt)."""
     suffix = path.suffix.lower()
     if suffix not in TABLE_SUFFIXES:
-        raise ValueError(f"{path}: a table is a .csv or .parquet file, got {suffix or 'no suffix'!r}")
-    return suffix
+        raise ValueError(f"{path}: a table is a .csv, .tsv, .txt or .parquet file, got {suffix or 'no suffix'!r}")
+    return ".parquet" if suffix == ".parquet" else ".csv"
 
 
-def read_table(path: str | Path, *, schema=None, sep: str = ","):
+def delimiter_of(path: str | Path, sep: str | None = None) -> str:
+    """A text table's delimiter: ``sep`` where named; a tab for .tsv; else the first of DELIMITERS that its header
+    holds (',' when it holds none: one column)."""
+    if sep is not None:
+        return sep
+    path = Path(path)
+    if path.suffix.lower() == ".tsv":
+        return "\t"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            header = f.readline()
+    except OSError:
+        return ","
+    return next((d for d in DELIMITERS if d in header), ",")
+
+
+def read_table(path: str | Path, *, schema=None, sep: str | None = None):
     """The DataFrame of a CSV or Parquet file. With ``schema``, a CSV's categorical columns whose categories are all
     strings are read as strings (a category "1" stays "1", not the number 1). Without one (public rows for the
     schema proposer), a CSV column is read as numbers only when every value is one and none is written with a
     leading zero: codes such as zip code 02134 stay text. A CSV whose header repeats a name, or looks delimited by
-    something other than ``sep``, is refused with what to do."""
+    something other than ``sep`` (default: :func:`delimiter_of`), is refused with what to do."""
     import pandas as pd
 
     path = Path(path)
     suffix = _suffix(path)
     if not path.exists():
         raise FileNotFoundError(f"table file {path} is missing")
+    sep = delimiter_of(path, sep)
     if suffix == ".csv":
         check_header(path, sep)  # its own errors say what to do, and name no row
     try:
@@ -99,8 +120,7 @@ def check_header(path: Path, sep: str = ",") -> None:
         for other in (";", "\t", "|"):
             if other != sep and other in header[0]:
                 raise ValueError(f"its header is one column {header[0]!r} that looks delimited by {other!r}: "
-                                 f"swflow reads {sep!r}-separated files (swflow schema --sep {other!r}; for "
-                                 "generate, write it comma-separated or as Parquet)")
+                                 f"swflow read it as {sep!r}-separated: name the delimiter with --sep {other!r}")
 
 
 def _markers(schema) -> dict:
@@ -148,10 +168,10 @@ def _numbers_where_plain(frame):
 
 
 def write_table(frame, path: str | Path) -> Path:
-    """``frame`` as a CSV (no index column) or Parquet file, by the path's suffix."""
+    """``frame`` as a CSV (no index column; tab-separated for .tsv) or Parquet file, by the path's suffix."""
     path = Path(path)
     if _suffix(path) == ".csv":
-        frame.to_csv(path, index=False)
+        frame.to_csv(path, index=False, sep="\t" if path.suffix.lower() == ".tsv" else ",")
     else:
         frame.to_parquet(path, index=False)
     return path
@@ -202,11 +222,12 @@ class TableRows(ChunkedRows):
         import pandas as pd
 
         schema = self.codec.schema
+        sep = delimiter_of(self.path)
         if self._suffix == ".csv":
-            check_header(self.path)  # its own errors say what to do, and name no row
+            check_header(self.path, sep)  # its own errors say what to do, and name no row
         try:
             if self._suffix == ".csv":
-                for chunk in pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True,
+                for chunk in pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True, sep=sep,
                                          chunksize=self.chunk_rows, index_col=False, **_markers(schema)):
                     yield _missing_markers(_no_trailing(chunk), schema)
             else:

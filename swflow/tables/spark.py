@@ -34,10 +34,12 @@ class SparkTable(EngineTable):
         else:
             spark = spark or SparkSession.getActiveSession() or _local_session()
             self.files, self.name = files_of(source), str(source)
-            self.csv = self.files[0].suffix.lower() == ".csv"
+            from .files import delimiter_of
+
+            self.csv = self.files[0].suffix.lower() != ".parquet"
             paths = [str(Path(f).resolve()) for f in self.files]
-            self.frame = (spark.read.csv(paths, header=True, inferSchema=False) if self.csv
-                          else spark.read.parquet(*paths))
+            self.frame = (spark.read.csv(paths, header=True, inferSchema=False, sep=delimiter_of(self.files[0]))
+                          if self.csv else spark.read.parquet(*paths))
         self._check_names()
         self._records = self._check()
 
