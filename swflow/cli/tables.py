@@ -208,7 +208,12 @@ def cmd_preview(args) -> int:
     return 0
 
 
-def _add_engine(g) -> None:
+def _add_source(g) -> None:
+    """--table, and the engine that counts it."""
+    g.add_argument("--table", metavar="PRIVATE", help="a private table (.parquet, or text: .csv, .tsv or .txt, "
+                   "delimited by what its header uses, one of , ; tab |): its two-way tables on every "
+                   "pair of columns are released once with --method dpswflow-hist; samples.csv (or .parquet) holds "
+                   "the synthetic records")
     g.add_argument("--engine", choices=("pandas", "duckdb", "spark"), default=None,
                    help="what reads and counts the private rows: 'pandas' in this process (a file read in chunks), "
                    "'duckdb' where they are (files of any size, a glob such as 'visits/*.parquet' in quotes), "
@@ -220,11 +225,7 @@ def _add_engine(g) -> None:
 def add_table_args(p: argparse.ArgumentParser) -> None:
     """generate's table flags (no import of torch: --help stays fast)."""
     g = p.add_argument_group("tables (--table; docs/tables.md)")
-    g.add_argument("--table", metavar="PRIVATE", help="a private table (.parquet, or text: .csv, .tsv or .txt, "
-                   "delimited by what its header uses, one of , ; tab |): its two-way tables on every "
-                   "pair of columns are released once with --method dpswflow-hist; samples.csv (or .parquet) holds "
-                   "the synthetic records")
-    _add_engine(g)
+    _add_source(g)
     g.add_argument("--schema", metavar="SCHEMA.json", help="the table's public schema: every column's categories or "
                    "numeric bounds (never read from the private rows)")
     g.add_argument("--public-table", metavar="PUBLIC", help="PUBLIC rows under the same schema (.csv or .parquet), "
