@@ -245,3 +245,36 @@ def test_tab_and_semicolon_text_tables_read_by_their_header(tmp_path):
     for name in ("t.tsv", "t.txt"):
         assert torch.equal(fitted(str(tmp_path / name), schema, "pandas")._counts, reference._counts)
         assert_same_release(reference, fitted(str(tmp_path / name), schema, "duckdb"))
+
+
+def test_utc_marked_times_are_read_as_utc_on_every_engine(tmp_path):
+    """"Z" and +00:00 are UTC (issue 96, 7): pandas and DuckDB read them as the same instants; another zone is
+    refused, in the same words."""
+    from swflow.tables.schema import Schema
+
+    schema = Schema.from_json({"columns": [
+        {"name": "at", "type": "datetime", "min": "1960-01-01T00:00", "max": "2030-01-01T00:00", "unit": "hour"},
+        {"name": "kind", "type": "categorical", "categories": ["a", "b"]}]})
+    rng = np.random.default_rng(0)
+    stamps = pd.Timestamp("1965-01-01") + pd.to_timedelta(rng.integers(0, 5 * 10**8, 600), unit="s")
+    text = [s.isoformat() + ("Z" if i % 2 else "+00:00") for i, s in enumerate(stamps)]
+    frame = pd.DataFrame({"at": text, "kind": rng.choice(["a", "b"], 600)})
+    frame.to_csv(tmp_path / "z.csv", index=False)
+    reference = fitted(str(tmp_path / "z.csv"), schema, "pandas")
+    assert_same_release(reference, fitted(str(tmp_path / "z.csv"), schema, "duckdb"))
+    frame.assign(at=[t.replace("Z", "+02:00") for t in text]).to_csv(tmp_path / "paris.csv", index=False)
+    words = []
+    for engine in ("pandas", "duckdb"):
+        with pytest.raises(ValueError, match="other than UTC") as err:
+            fitted(str(tmp_path / "paris.csv"), schema, engine)
+        words.append(str(err.value))
+    assert words[0] == words[1]
+
+
+def test_proposer_reads_utc_marked_times_as_datetimes():
+    from swflow.tables.schema import Schema
+
+    public = pd.DataFrame({"at": ["1969-01-01T00:00:00Z", "1970-06-01T12:00:00Z", "2001-02-03T04:00:00+00:00"],
+                           "kind": ["a", "b", "a"]})
+    column = Schema.propose(public).columns[0]
+    assert (column.kind, column.temporal, column.unit) == ("numeric", "datetime", "hour")

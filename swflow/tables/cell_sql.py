@@ -138,7 +138,7 @@ class ColumnSQL:
         if c.temporal is None:
             return {"csv": f"TRY_CAST({self.text} AS DOUBLE)", "number": f"CAST({self.raw} AS DOUBLE)"}.get(
                 self.kind, "CAST(NULL AS DOUBLE)")
-        stamp = {"csv": f"TRY_CAST({self.text} AS TIMESTAMP)", "text": f"TRY_CAST({self.raw} AS TIMESTAMP)",
+        stamp = {"csv": self._stamp(self.text), "text": self._stamp(self.raw),
                  "date": f"CAST({self.raw} AS TIMESTAMP)", "timestamp": self.raw}.get(self.kind)
         if stamp is None:
             return "CAST(NULL AS DOUBLE)"
@@ -147,12 +147,21 @@ class ColumnSQL:
         micros = unit_seconds(c.temporal, c.unit) * 1_000_000
         return f"floor(CAST(epoch_us({stamp}) AS DOUBLE) / {micros})"
 
+    @staticmethod
+    def _stamp(text: str) -> str:
+        """SQL TIMESTAMP of ISO 8601 ``text``, a UTC mark ("Z", +00:00) dropped as pandas' reading drops it; NULL
+        (refused) where a time carries another offset."""
+        zoned = rf"regexp_matches({text}, '\d:\d\d(:\d\d(\.\d+)?)?[+-]\d\d:?\d\d$')"
+        utc = rf"regexp_matches({text}, '[+-]00:?00$')"
+        return (f"CASE WHEN {zoned} AND NOT {utc} THEN NULL ELSE "
+                f"TRY_CAST(regexp_replace({text}, '(Z|[+-]00:?00)$', '') AS TIMESTAMP) END")
+
     def _whole_day(self) -> str:
         """SQL: a date column's value has no time of day (pandas refuses one)."""
         if self.column.temporal != "date" or self.kind == "date":
             return "TRUE"
-        stamp = self.text if self.kind == "csv" else self.raw
-        return f"(CAST(TRY_CAST({stamp} AS TIMESTAMP) AS DATE) = TRY_CAST({stamp} AS TIMESTAMP))"
+        stamp = self.raw if self.kind == "timestamp" else self._stamp(self.text if self.kind == "csv" else self.raw)
+        return f"(CAST({stamp} AS DATE) = {stamp})"
 
     @property
     def clip_bounds(self) -> tuple[float, float]:

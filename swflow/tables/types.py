@@ -26,7 +26,7 @@ _DAY = 86_400
 UNITS = {"second": 1, "minute": 60, "hour": 3_600}
 _EPOCH = dt.datetime(1970, 1, 1)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
+_DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]00:?00)?$")  # UTC: Z or +00:00
 
 
 def unit_seconds(kind: str, unit: str = "second") -> int:
@@ -74,22 +74,26 @@ def instants(values, kind: str, unit: str = "second") -> np.ndarray:
     """(n,) float: each value (datetime64, ``datetime.date``, ``pd.Timestamp`` or ISO 8601 text) as days or ``unit``s
     since 1970-01-01, NaN where missing; a datetime between two units falls in the earlier (10:59 in 10:00 when
     counted in hours). Raises ValueError (naming the rule, never a value or a row) on values that
-    are not dates, carry a time zone, or (date) a time of day."""
+    are not dates, carry a time zone other than UTC ("Z" and +00:00 are read as UTC), or (date) a time of day."""
     import pandas as pd
 
     values = pd.Series(values)
     absent = values.isna().to_numpy()
     if isinstance(values.dtype, pd.DatetimeTZDtype):
-        raise ValueError("its values carry a time zone: convert them to UTC without one (tz_convert(None))")
+        values = _utc_naive(values)
     if pd.api.types.is_numeric_dtype(values) and not absent.all():
         raise ValueError("its values are numbers, not dates: write them as ISO 8601 dates or datetime64 values")
     try:
         stamps = values if pd.api.types.is_datetime64_dtype(values) else pd.to_datetime(
             values, errors="coerce", format="ISO8601")
     except (ValueError, TypeError):  # mixed time zones, objects pandas cannot read
+        text = values.dropna().astype(str)
+        if text.str.contains(r"\d:\d\d(?::\d\d(?:\.\d+)?)?[+-]\d\d:?\d\d$").any() and not text.str.contains(
+                r"[+-]00:?00$|Z$").all():
+            raise ValueError(_OTHER_ZONE) from None
         raise ValueError("some values are not dates without a time zone") from None
     if isinstance(stamps.dtype, pd.DatetimeTZDtype):
-        raise ValueError("its values carry a time zone: convert them to UTC without one (tz_convert(None))")
+        stamps = _utc_naive(stamps)
     if (stamps.isna().to_numpy() & ~absent).any():
         raise ValueError("some values are not ISO 8601 dates")
     seconds = (stamps - pd.Timestamp(_EPOCH)).dt.total_seconds().to_numpy(dtype=float, na_value=np.nan)
@@ -99,6 +103,20 @@ def instants(values, kind: str, unit: str = "second") -> np.ndarray:
     if kind == "datetime":
         numbers = np.floor(numbers)  # whole units: finer instants fall in their unit
     return numbers
+
+
+_OTHER_ZONE = ("its values carry a time zone other than UTC: convert them to UTC (tz_convert('UTC')), then drop the "
+               "zone (tz_localize(None))")
+
+
+def _utc_naive(stamps):
+    """Zoned ``stamps`` (a Series) without their zone where every one is in UTC (written with "Z" or +00:00: the
+    instant and its wall time agree); other zones are refused, as a date's day depends on them."""
+    naive = stamps.dt.tz_localize(None)
+    present = stamps.notna().to_numpy()
+    if not (naive[present] == stamps.dt.tz_convert(None)[present]).all():
+        raise ValueError(_OTHER_ZONE)
+    return naive
 
 
 def present(column, values: np.ndarray):
