@@ -278,3 +278,29 @@ def test_proposer_reads_utc_marked_times_as_datetimes():
                            "kind": ["a", "b", "a"]})
     column = Schema.propose(public).columns[0]
     assert (column.kind, column.temporal, column.unit) == ("numeric", "datetime", "hour")
+
+
+def test_times_of_day_on_every_engine(tmp_path):
+    """A time-of-day column (issue 96, 7): proposed from HH:MM text, counted in minutes since midnight, sampled as
+    times; the same release from a CSV file's text and a Parquet file's time values, on pandas and DuckDB."""
+    import datetime as dt
+
+    from swflow.tables.schema import Schema
+
+    rng = np.random.default_rng(1)
+    minutes = np.clip(rng.normal(13 * 60, 150, 1200), 0, 1439).astype(int)
+    frame = pd.DataFrame({"opened": [f"{m // 60}:{m % 60:02d}" for m in minutes],
+                          "kind": np.where(minutes < 12 * 60, "morning", "later")})
+    schema = Schema.propose(frame)
+    column = schema.columns[schema.names.index("opened")]
+    assert (column.temporal, column.unit, column.low, column.high) == ("time", "minute", 0.0, 1439.0)
+    frame.to_csv(tmp_path / "t.csv", index=False)
+    frame.assign(opened=[dt.time(m // 60, m % 60) for m in minutes]).to_parquet(tmp_path / "t.parquet", index=False)
+    reference = fitted(frame, schema, "pandas")
+    for name in ("t.csv", "t.parquet"):
+        assert torch.equal(fitted(str(tmp_path / name), schema, "pandas")._counts, reference._counts)
+        assert_same_release(reference, fitted(str(tmp_path / name), schema, "duckdb"))
+    drawn = reference.sample(200, seed=3)["opened"]
+    assert all(isinstance(t, dt.time) and t.second == 0 for t in drawn)  # whole minutes
+    with pytest.raises(ValueError, match="not times of day"):
+        fitted(frame.assign(opened="25:00"), schema, "pandas")

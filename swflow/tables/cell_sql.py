@@ -25,13 +25,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .column import Column
+from .types import UNITS
 
 __all__ = ["thresholds", "count_at_or_below", "ColumnSQL", "SOURCE_KINDS", "quote"]
 
 #: what a column of the engine's table holds, as far as the checks go: text read from a CSV file (every column of
 #: one is read as text, and converted here as pandas' reader converts it), text, numbers, booleans, dates, times
-#: without a zone, times with one
-SOURCE_KINDS = ("csv", "text", "number", "boolean", "date", "timestamp", "timestamptz")
+#: without a zone, times with one, times of day
+SOURCE_KINDS = ("csv", "text", "number", "boolean", "date", "timestamp", "timestamptz", "time")
 
 
 def quote(name: str) -> str:
@@ -138,6 +139,11 @@ class ColumnSQL:
         if c.temporal is None:
             return {"csv": f"TRY_CAST({self.text} AS DOUBLE)", "number": f"CAST({self.raw} AS DOUBLE)"}.get(
                 self.kind, "CAST(NULL AS DOUBLE)")
+        if c.temporal == "time":
+            seconds = {"csv": self._day_seconds(self.text), "text": self._day_seconds(f"trim({self.raw})"),
+                       "time": f"(hour({self.raw}) * 3600 + minute({self.raw}) * 60 + second({self.raw}) + "
+                               f"(microsecond({self.raw}) % 1000000) / 1e6)"}.get(self.kind, "CAST(NULL AS DOUBLE)")
+            return f"floor({seconds} / {UNITS[c.unit]})"
         stamp = {"csv": self._stamp(self.text), "text": self._stamp(self.raw),
                  "date": f"CAST({self.raw} AS TIMESTAMP)", "timestamp": self.raw}.get(self.kind)
         if stamp is None:
@@ -146,6 +152,16 @@ class ColumnSQL:
 
         micros = unit_seconds(c.temporal, c.unit) * 1_000_000
         return f"floor(CAST(epoch_us({stamp}) AS DOUBLE) / {micros})"
+
+    @staticmethod
+    def _day_seconds(text: str) -> str:
+        """SQL DOUBLE: seconds since midnight of "H:MM" or "HH:MM:SS(.f)" ``text`` (NULL where it is none), in
+        the order of operations of swflow.tables.types._day_seconds (the same float64)."""
+        part = [f"TRY_CAST(NULLIF(split_part({text}, ':', {k}), '') AS DOUBLE)" for k in (1, 2, 3)]
+        h, m, sec = part[0], part[1], f"coalesce({part[2]}, 0.0)"
+        shaped = rf"regexp_matches({text}, '^\d{{1,2}}:\d{{2}}(:\d{{2}}(\.\d+)?)?$')"
+        return (f"(CASE WHEN {shaped} AND {h} < 24 AND {m} < 60 AND {sec} < 60 THEN {h} * 3600 + {m} * 60 + {sec} "
+                "END)")
 
     @staticmethod
     def _stamp(text: str) -> str:
@@ -206,7 +222,8 @@ class ColumnSQL:
         if c.kind == "categorical":
             return f"({self.category(list(range(len(c.categories))), self.absent(), self._key()[0])} < 0)"
         if self.kind == "boolean" or self.kind == "timestamptz" or (
-                c.temporal is not None and self.kind == "number"):
+                c.temporal is not None and self.kind == "number") or ((self.kind == "time") != (c.temporal == "time")
+                                                                     and self.kind not in ("csv", "text")):
             return f"NOT {self.absent()}" if c.temporal is not None else "TRUE"
         value = self.number()
         bad = [f"{value} IS NULL", f"isinf({value})", f"NOT {self._whole_day()}"]

@@ -30,8 +30,9 @@ class Column:
     """One column: ``kind`` 'categorical' (``categories``, in their declared order; None is the missing value;
     ``dtype`` 'category': records come back as a pandas category) or 'numeric' (``low`` ≤ value ≤ ``high``;
     ``integer``: whole numbers; ``decimals``: values written with that many decimal places, so they come back so;
-    ``missing``: a value may be missing; ``temporal`` 'date' or 'datetime': the numbers are days, or a datetime's
-    ``unit`` ('second', 'minute' or 'hour'), since 1970-01-01, and records hold dates or datetimes; ``scale``
+    ``missing``: a value may be missing; ``temporal`` 'date', 'datetime' or 'time': the numbers are days, or a
+    datetime's ``unit`` ('second', 'minute' or 'hour'), since 1970-01-01, or a time of day's units since midnight,
+    and records hold dates, datetimes or times of day; ``scale``
     'linear' or 'log': how its fine cells are cut; ``note``: free text for the owner, never read)."""
 
     name: str
@@ -77,9 +78,9 @@ class Column:
                                   f"column that is not integer; got {self.decimals!r}")
             if self.temporal is not None and (self.temporal not in TEMPORAL or not self.integer
                                               or self.decimals is not None):
-                raise SchemaError(f"column {self.name!r}: a temporal column is a 'date' or a 'datetime', counted in "
-                                  "whole days or units")
-            if self.unit not in UNITS or (self.unit != "second" and self.temporal != "datetime"):
+                raise SchemaError(f"column {self.name!r}: a temporal column is a 'date', a 'datetime' or a 'time', "
+                                  "counted in whole days or units")
+            if self.unit not in UNITS or (self.unit != "second" and self.temporal not in ("datetime", "time")):
                 raise SchemaError(f"column {self.name!r}: a datetime's unit is one of {list(UNITS)} (a date counts "
                                   f"days), got {self.unit!r}")
             if self.scale not in SCALES or (self.scale != "linear" and self.temporal is not None):
@@ -134,7 +135,7 @@ class Column:
         if kind in TEMPORAL:
             unit = entry.get("unit", "second")
             if unit not in UNITS:
-                raise SchemaError(f"column {entry.get('name')!r}: a datetime's unit is one of {list(UNITS)}, got "
+                raise SchemaError(f"column {entry.get('name')!r}: a {kind}'s unit is one of {list(UNITS)}, got "
                                   f"{unit!r}")
             try:
                 low, high = (instant_number(entry[key], kind, unit) for key in ("min", "max"))
@@ -163,7 +164,8 @@ class Column:
 _KEYS = {"categorical": {"name", "type", "categories", "dtype"},
          "numeric": {"name", "type", "min", "max", "integer", "missing", "decimals", "scale"},
          "date": {"name", "type", "min", "max", "missing"},
-         "datetime": {"name", "type", "min", "max", "missing", "unit"}}
+         "datetime": {"name", "type", "min", "max", "missing", "unit"},
+         "time": {"name", "type", "min", "max", "missing", "unit"}}
 
 
 def _bound(column: Column, number: float) -> str:

@@ -74,7 +74,7 @@ class DuckDBTable(EngineTable):
             return "csv"
         if kind.startswith("TIMESTAMP WITH TIME ZONE") or kind == "TIMESTAMPTZ":
             return "timestamptz"
-        for prefix, found in (("VARCHAR", "text"), ("BOOL", "boolean"), ("DATE", "date"), ("TIMESTAMP", "timestamp"),
+        for prefix, found in (("VARCHAR", "text"), ("BOOL", "boolean"), ("DATE", "date"), ("TIMESTAMP", "timestamp"), ("TIME", "time"),
                               ("DOUBLE", "number"), ("FLOAT", "number"), ("DECIMAL", "number"), ("REAL", "number")):
             if kind.startswith(prefix):
                 return found

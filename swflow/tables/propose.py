@@ -114,6 +114,12 @@ def _numeric(name: str, values, missing: bool, seen: str) -> Column:
 
 
 def _temporal(name: str, values, temporal: str, missing: bool, seen: str) -> Column:
+    if temporal == "time":  # the whole day: a time of day's bounds are public
+        present = instants(values, "time", "second")
+        unit = coarsest_unit(present[np.isfinite(present)])
+        return Column(name, "numeric", low=0.0, high=float(_DAY // UNITS[unit] - 1), integer=True, missing=missing,
+                      temporal="time", unit=unit, note=f"{seen}; times of day counted in {unit}s; bounds the whole "
+                      "day: narrow them to what is publicly known (opening hours)")
     seconds = instants(values, "datetime") if temporal == "datetime" else instants(values, "date") * _DAY
     present = seconds[np.isfinite(seconds)]
     if temporal == "datetime" and np.all(present % _DAY == 0):

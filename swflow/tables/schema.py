@@ -13,10 +13,11 @@ A missing value (an empty field in CSV files, NaN, NaT, None or ``pd.NA``) is al
 it: ``null`` among a categorical column's ``categories``, or ``"missing": true`` on a numeric, date or datetime
 column (it then has a cell of its own, and comes back missing). Dates and times are declared with ISO 8601 bounds,
 and counted like integer columns (days, or a datetime's ``unit``: seconds unless declared "minute" or "hour", since
-1970-01-01; swflow/tables/types.py), so hourly readings come back on the hour:
+1970-01-01, or since midnight for a time of day; swflow/tables/types.py), so hourly readings come back on the hour:
 
     {"name": "admitted", "type": "date", "min": "2000-01-01", "max": "2030-12-31", "missing": true}
     {"name": "read_at", "type": "datetime", "min": "2013-01-01T00:00", "max": "2014-01-01T00:00", "unit": "hour"}
+    {"name": "opened", "type": "time", "min": "06:00", "max": "22:00", "unit": "minute"}
 
 A count or an amount whose values spread over decades (votes, a budget, expenses, net worth) is declared
 ``"scale": "log"``: its fine cells are then cut evenly in log(1 + |x|/unit) rather than in x (swflow/tables/cells.py),

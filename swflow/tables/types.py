@@ -19,18 +19,20 @@ import numpy as np
 __all__ = ["TEMPORAL", "UNITS", "unit_seconds", "instant_number", "instant_text", "instants", "present",
            "looks_temporal", "coarsest_unit"]
 
-#: the temporal types
-TEMPORAL = ("date", "datetime")
+#: the temporal types: a day, an instant, a time of day (seconds, minutes or hours since midnight)
+TEMPORAL = ("date", "datetime", "time")
 _DAY = 86_400
 #: a datetime column's units: seconds in each
 UNITS = {"second": 1, "minute": 60, "hour": 3_600}
 _EPOCH = dt.datetime(1970, 1, 1)
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_TIME = re.compile(r"^\d{1,2}:\d{2}(:\d{2}(\.\d+)?)?$")
 _DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]00:?00)?$")  # UTC: Z or +00:00
 
 
 def unit_seconds(kind: str, unit: str = "second") -> int:
-    """Seconds in one of a temporal column's numbers: a day for a date, the declared ``unit`` for a datetime."""
+    """Seconds in one of a temporal column's numbers: a day for a date, the declared ``unit`` for a datetime or a
+    time of day."""
     return _DAY if kind == "date" else UNITS[unit]
 
 
@@ -49,6 +51,14 @@ def instant_number(value, kind: str, unit: str = "second") -> float:
 
     if not isinstance(value, str):
         raise ValueError(f"a {kind} bound is an ISO 8601 string such as '2024-05-31', got {value!r}")
+    if kind == "time":
+        seconds = _day_seconds(value)
+        if seconds is None:
+            raise ValueError(f"{value!r} is not a time of day (HH:MM or HH:MM:SS, 00:00 to 23:59:59)")
+        if seconds % unit_seconds(kind, unit):
+            raise ValueError(f"{value!r} is not a whole {unit}: the bounds of a time counted in {unit}s are whole "
+                             f"{unit}s")
+        return seconds / unit_seconds(kind, unit)
     try:
         stamp = pd.Timestamp(value)
     except ValueError:
@@ -67,7 +77,40 @@ def instant_number(value, kind: str, unit: str = "second") -> float:
 def instant_text(number: float, kind: str, unit: str = "second") -> str:
     """The ISO 8601 text of a column's number (instant_number's inverse)."""
     moment = _EPOCH + dt.timedelta(seconds=float(number) * unit_seconds(kind, unit))
+    if kind == "time":
+        return moment.time().isoformat(timespec="seconds" if unit == "second" else "minutes")
     return moment.date().isoformat() if kind == "date" else moment.isoformat()
+
+
+def _day_seconds(text: str) -> float | None:
+    """Seconds since midnight of "HH:MM" or "HH:MM:SS(.f)" text (None where it is no time of day)."""
+    if not _TIME.match(text.strip()):
+        return None
+    parts = [float(p) for p in text.strip().split(":")]
+    hours, minutes, seconds = (parts + [0.0])[:3]
+    if hours >= 24 or minutes >= 60 or seconds >= 60:
+        return None
+    return hours * 3600 + minutes * 60 + seconds
+
+
+def _times(values, unit: str) -> np.ndarray:
+    """(n,) float: times of day (``datetime.time`` or "HH:MM[:SS]" text) as whole ``unit``s since midnight, NaN
+    where missing; a value between two units falls in the earlier."""
+    import pandas as pd
+
+    values = pd.Series(values)
+    absent = values.isna().to_numpy()
+    seconds = np.full(len(values), np.nan)
+    for i, value in enumerate(values.to_numpy(dtype=object)):
+        if absent[i]:
+            continue
+        if isinstance(value, dt.time) and value.tzinfo is None:
+            seconds[i] = value.hour * 3600 + value.minute * 60 + value.second + value.microsecond / 1e6
+        elif isinstance(value, str) and (found := _day_seconds(value)) is not None:
+            seconds[i] = found
+        else:
+            raise ValueError("some values are not times of day: write them as HH:MM or HH:MM:SS (00:00 to 23:59:59)")
+    return np.floor(seconds / UNITS[unit])
 
 
 def instants(values, kind: str, unit: str = "second") -> np.ndarray:
@@ -77,6 +120,8 @@ def instants(values, kind: str, unit: str = "second") -> np.ndarray:
     are not dates, carry a time zone other than UTC ("Z" and +00:00 are read as UTC), or (date) a time of day."""
     import pandas as pd
 
+    if kind == "time":
+        return _times(values, unit)
     values = pd.Series(values)
     absent = values.isna().to_numpy()
     if isinstance(values.dtype, pd.DatetimeTZDtype):
@@ -139,6 +184,9 @@ def present(column, values: np.ndarray):
             return pd.Series(list(values))
         return pd.Series(values, dtype=object)
     numbers = np.asarray(values, dtype=np.float64)
+    if column.temporal == "time":
+        return pd.Series([None if np.isnan(x) else (dt.datetime(2000, 1, 1) + dt.timedelta(
+            seconds=float(x) * UNITS[column.unit])).time() for x in numbers], dtype=object)
     if column.temporal is not None:
         stamps = pd.Series(pd.to_datetime(numbers * unit_seconds(column.temporal, column.unit), unit="s"))
         if column.temporal == "datetime":
@@ -150,7 +198,7 @@ def present(column, values: np.ndarray):
 
 
 def looks_temporal(values) -> str | None:
-    """'date' or 'datetime' when every present value of a public column is one (datetime64 values, ``datetime.date``
+    """'date', 'datetime' or 'time' when every present value of a public column is one (datetime64 values, ``datetime.date``
     objects, or ISO 8601 text), else None: what the schema proposer calls a date."""
     import pandas as pd
 
@@ -160,6 +208,8 @@ def looks_temporal(values) -> str | None:
     present_values = values.dropna()
     if len(present_values) == 0 or pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         return None
+    if all(isinstance(v, dt.time) for v in present_values):
+        return "time"
     if all(isinstance(v, dt.date) and not isinstance(v, dt.datetime) for v in present_values):
         return "date"
     if all(isinstance(v, dt.datetime) for v in present_values):
@@ -168,4 +218,6 @@ def looks_temporal(values) -> str | None:
         return None
     if all(_DATE.match(v) for v in present_values):
         return "date"
+    if all(_TIME.match(v.strip()) and _day_seconds(v) is not None for v in present_values):
+        return "time"
     return "datetime" if all(_DATETIME.match(v) for v in present_values) else None
