@@ -339,6 +339,34 @@ def test_the_owners_report_is_written_apart_and_says_it_is_not_private(tmp_path,
                       .sub(binned(held, c).value_counts(normalize=True), fill_value=0).abs().sum())
                for c in schema.names]
     assert metrics["tvd_1way"] == pytest.approx(np.mean(one_way))
+    assert metrics["tvd_1way_by_column"] == pytest.approx(dict(zip(schema.names, one_way)), abs=1e-6)
+    worst = [entry["tvd"] for entry in metrics["tvd_2way_worst_pairs"]]
+    assert len(worst) == 10 and worst == sorted(worst, reverse=True)  # 10 pairs of 5 columns, largest first
+    assert np.mean(worst) == pytest.approx(metrics["tvd_2way"], abs=1e-6)  # every pair: their mean is the mean
+
+
+def test_a_wide_tables_marginals_show_the_columns_that_differ_most(tmp_path):
+    from PIL import Image
+
+    from swflow.tables.report import MAX_PANELS, _marginals_picture, _scores, _worst_columns
+    from swflow.tables.metrics import decile_edges
+    from swflow.tables.schema import Schema
+
+    rng = np.random.default_rng(0)
+    schema = Schema.from_json({"columns": [{"name": f"x{j}", "type": "numeric", "min": 0, "max": 1}
+                                           for j in range(30)]})
+    held = pd.DataFrame(rng.uniform(size=(500, 30)), columns=schema.names)
+    synthetic = held.copy()
+    synthetic[["x3", "x17"]] = rng.uniform(size=(500, 2)) ** 4  # two columns far off
+    scores = _scores(schema, schema.check(synthetic), schema.check(held))
+    assert set(scores["tvd_1way_by_column"]) == set(schema.names)
+    assert {tuple(p["columns"]) for p in scores["tvd_2way_worst_pairs"][:2]} <= {
+        (f"x{i}", f"x{j}") for i in range(30) for j in range(i + 1, 30) if {3, 17} & {i, j}}
+    shown = _worst_columns(scores["tvd_1way_by_column"])
+    assert len(shown) == MAX_PANELS and {"x3", "x17"} <= set(shown)
+    _marginals_picture(schema, synthetic, held, decile_edges(schema, held), tmp_path / "m.png", shown=shown)
+    width, height = Image.open(tmp_path / "m.png").size
+    assert height <= 100 * (2.6 * MAX_PANELS / 4 + 0.6) + 1  # 6 rows of panels, not 8
 
 
 def test_a_file_is_counted_chunk_by_chunk_as_it_would_be_in_memory(tmp_path):

@@ -1,8 +1,8 @@
 """The data owner's report on a table run: `swflow evaluate RUN --against HELDOUT.csv`.
 
 It compares the run's synthetic records with held-out rows the run never saw, and writes, beside the run's folder
-and never inside what a user publishes, into RUN.owner/ (or a folder the owner names): metrics.json (mean TVD of the 1-, 2- and 3-way marginals; with a target, a
-classifier's accuracy and AUC), marginals.png (each column, synthetic beside held-out) and associations.png
+and never inside what a user publishes, into RUN.owner/ (or a folder the owner names): metrics.json (mean TVD of the 1-, 2- and 3-way marginals, each
+column's, the pairs that differ most; with a target, a classifier's accuracy and AUC), marginals.png (each column, synthetic beside held-out) and associations.png
 (Cramér's V of every pair of columns, synthetic beside held-out). The held-out rows are shown without noise: the
 folder is for the owner, and says so in every file.
 """
@@ -55,7 +55,7 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
                "epsilon": report.epsilon, "delta": report.delta, "against": str(against),
                "synthetic_rows": len(synthetic), "held_out_rows": len(held_out),
                "protocol": "numbers in 10 bins at the held-out rows' deciles; categories as declared",
-               **marginal_tvd(schema, synthetic, held_out)}
+               **marginal_tvd(schema, synthetic, held_out), **_scores(schema, synthetic, held_out)}
     if target is not None:
         metrics.update(efficacy(schema, synthetic, held_out, target), target=target)
     edges = decile_edges(schema, held_out)
@@ -68,12 +68,36 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
         tmp = Path(tmp)
         (tmp / "metrics.json").write_text(json.dumps(_strict(metrics), indent=2, allow_nan=False) + "\n")
         with _label_fonts():
-            _marginals_picture(schema, synthetic, held_out, edges, tmp / "marginals.png")
+            _marginals_picture(schema, synthetic, held_out, edges, tmp / "marginals.png",
+                               shown=_worst_columns(metrics["tvd_1way_by_column"]))
             _associations_picture(schema, synthetic, held_out, edges, tmp / "associations.png")
         (tmp / "OWNER_ONLY.txt").write_text(OWNER_NOTE + "\n")
         for name in ("metrics.json", "marginals.png", "associations.png", "OWNER_ONLY.txt"):
             os.replace(tmp / name, out / name)
     return metrics
+
+
+#: the column pairs metrics.json lists by their 2-way TVD, largest first; the columns marginals.png draws at most
+WORST_PAIRS, MAX_PANELS = 20, 24
+
+
+def _scores(schema, synthetic, held_out) -> dict:
+    """Each column's 1-way TVD, and the WORST_PAIRS pairs of columns with the largest 2-way TVD: what a mean
+    hides."""
+    from .metrics import marginal_errors
+
+    columns = {names[0]: round(tvd, 6) for names, tvd in marginal_errors(schema, synthetic, held_out, 1).items()}
+    pairs = sorted(marginal_errors(schema, synthetic, held_out, 2).items(), key=lambda item: -item[1])[:WORST_PAIRS]
+    return {"tvd_1way_by_column": columns,
+            "tvd_2way_worst_pairs": [{"columns": list(names), "tvd": round(tvd, 6)} for names, tvd in pairs]}
+
+
+def _worst_columns(by_column: dict) -> list[str] | None:
+    """The MAX_PANELS columns with the largest 1-way TVD (in the schema's order), or None for every column."""
+    if len(by_column) <= MAX_PANELS:
+        return None
+    worst = set(sorted(by_column, key=lambda name: -by_column[name])[:MAX_PANELS])
+    return [name for name in by_column if name in worst]
 
 
 def _strict(value):
@@ -123,9 +147,20 @@ def _figure(width: float, height: float):
     return figure
 
 
-def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> None:
+def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path, *, shown: list[str] | None = None
+                       ) -> None:
+    """Each column's marginal, synthetic beside held-out; of a wide table, the ``shown`` columns only (the largest
+    differences), said in the title."""
     from .metrics import discretize
+    from .schema import Schema
 
+    title = "OWNER ONLY: synthetic vs held-out marginals (held-out rows shown without noise)"
+    if shown is not None:
+        title += (f"\n{len(shown)} of {len(schema.columns)} columns: those whose marginals differ most "
+                  "(metrics.json, tvd_1way_by_column, has every column)")
+        schema = Schema(tuple(c for c in schema.columns if c.name in shown))
+        synthetic, held_out = synthetic[schema.names], held_out[schema.names]
+        edges = {name: e for name, e in edges.items() if name in shown}
     edges = _split_piles(held_out, edges)
     count = len(schema.columns)
     cols = min(4, count)
@@ -153,9 +188,8 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path) -> 
         ax.tick_params(axis="y", labelsize=7)
     # one legend for every panel, above them: never over a bar
     figure.legend(*figure.axes[0].get_legend_handles_labels(), loc="upper right", ncol=2, fontsize=8, frameon=False)
-    figure.suptitle("OWNER ONLY: synthetic vs held-out marginals (held-out rows shown without noise)", fontsize=10,
-                    x=0.02, ha="left")
-    figure.tight_layout(rect=(0, 0, 1, 0.95))
+    figure.suptitle(title, fontsize=10, x=0.02, ha="left")
+    figure.tight_layout(rect=(0, 0, 1, 0.95 if shown is None else 0.93))
     figure.savefig(path)
 
 
