@@ -208,3 +208,41 @@ def test_a_rule_the_release_cannot_keep_keeps_the_release(tmp_path, capsys):
     assert main(["verify", str(out), "--quiet"]) == 0
     assert main(["sample", str(out), "--n", "40", "--out", str(tmp_path / "drawn"), "--ignore-rules", "--quiet"]) == 0
     assert len(pd.read_csv(tmp_path / "drawn" / "samples.csv")) == 40
+
+
+def test_a_category_only_with_those_of_another_column():
+    """`if ... then ...` rules (issue 96, 11): a breed only with its species; samples keep them, the JSON form
+    round-trips, a comparison with a missing value does not meet a condition, and bad rules are refused."""
+    import warnings
+
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.tables.schema import Schema, SchemaError
+
+    rng = np.random.default_rng(0)
+    species = rng.choice(["dog", "cat"], 2000)
+    breed = np.where(species == "dog", rng.choice(["poodle", "beagle"], 2000), rng.choice(["siamese", "persian"], 2000))
+    weight = np.where(rng.uniform(size=2000) < 0.1, np.nan, rng.uniform(1, 40, 2000))
+    frame = pd.DataFrame({"species": species, "breed": breed, "weight": weight})
+    columns = [{"name": "species", "type": "categorical", "categories": ["dog", "cat"]},
+               {"name": "breed", "type": "categorical", "categories": ["poodle", "beagle", "siamese", "persian"]},
+               {"name": "weight", "type": "numeric", "min": 0, "max": 50, "missing": True}]
+    rules = ["if breed in {poodle, 'beagle'} then species == dog", "if species == dog then breed in {poodle, beagle}",
+             "if weight > 30 then species != cat"]
+    schema = Schema.from_json({"columns": columns, "rules": rules})
+    assert Schema.from_json(schema.to_json()).rules == schema.rules
+    checked = schema.check(pd.DataFrame({"species": ["cat", "cat", "dog"], "breed": ["persian"] * 3,
+                                         "weight": [35.0, np.nan, 2.0]}))
+    assert schema.rules[2].holds(checked).tolist() == [False, True, True]  # missing weight: the rule does not apply
+    assert schema.rules[1].holds(checked).tolist() == [True, True, False]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        syn = TableSynthesizer(schema=schema, epsilon=0.3, steps=60, n_particles=400).fit(frame)
+    free, kept = syn.sample(4000, seed=1, rules=False), syn.sample(4000, seed=1)
+    mixed = lambda f: ((f.species == "dog") != f.breed.isin(["poodle", "beagle"])).mean()  # noqa: E731
+    assert mixed(free) > 0.01 and mixed(kept) == 0  # the noise mixes them; the rules keep them apart
+    assert not ((kept.species == "cat") & (kept.weight > 30)).any()
+    for bad, words in (("if breed in {labrador} then species == dog", "labrador"),
+                       ("if weight in {1, 2} then species == dog", "not a categorical column"),
+                       ("if breed in {} then species == dog", "nothing")):
+        with pytest.raises(SchemaError, match=words):
+            Schema.from_json({"columns": columns, "rules": [bad]})

@@ -1,6 +1,8 @@
 """Rules between columns, declared in the schema and kept by the samples: ``{"rules": ["start <= end"]}``.
 
-A rule compares a column with another column or with a number: ``LEFT OP RIGHT``, OP one of ``<= < >= > == !=``.
+A rule compares a column with another column or with a number: ``LEFT OP RIGHT``, OP one of ``<= < >= > == !=``;
+or ties two conditions: ``if CONDITION then CONDITION``, a condition a comparison or a categorical column's values
+(``if breed in {poodle, beagle} then species in {dog}``, ``if age < 16 then marital == never``).
 Numbers, dates and datetimes compare by value (dates and datetimes as the instants they are, whatever unit each
 column counts in: a date is its midnight, so ``admitted <= discharged_at`` reads as it is written); a date or a
 datetime only with another date or datetime; categorical columns only by ``==`` and ``!=`` with another column. A
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Rule", "parse_rule", "check_consistent", "RulesUnkept"]
+__all__ = ["Rule", "Among", "Implication", "parse_rule", "check_consistent", "RulesUnkept"]
 
 _OPERATORS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt, "==": operator.eq,
               "!=": operator.ne}
@@ -55,13 +57,95 @@ class Rule:
                                            right[present].to_numpy() * self.scales[1])
         return out
 
+    def applies(self, checked) -> np.ndarray:
+        """(n,) bool: where the records meet this comparison as a condition (both sides present, and it holds)."""
+        import pandas as pd
 
-def parse_rule(text, columns: dict) -> Rule:
-    """The Rule written as ``text``, checked against ``columns`` ({name: Column}). Raises ValueError saying what a
-    rule may be."""
+        right = checked[self.right] if isinstance(self.right, str) else pd.Series(self.right, index=checked.index)
+        return self.holds(checked) & (checked[self.left].notna() & right.notna()).to_numpy()
+
+
+@dataclass(frozen=True)
+class Among:
+    """``column in {values}`` (``negated``: not in): a categorical column's value among some of its categories (None:
+    the missing value, written ``null``)."""
+
+    column: str
+    values: tuple
+    negated: bool = False
+
+    @property
+    def text(self) -> str:
+        shown = ", ".join("null" if v is None else str(v) for v in self.values)
+        return f"{self.column} {'not in' if self.negated else 'in'} {{{shown}}}"
+
+    def holds(self, checked) -> np.ndarray:
+        """(n,) bool: where the value is (not) among ``values``."""
+        column = checked[self.column]
+        inside = column.isin([v for v in self.values if v is not None]).to_numpy()
+        if None in self.values:
+            inside |= column.isna().to_numpy()
+        return ~inside if self.negated else inside
+
+    applies = holds  # as a condition: the same
+
+
+@dataclass(frozen=True)
+class Implication:
+    """``if CONDITION then CONSEQUENCE``: a record that meets the condition keeps the consequence ("this breed only
+    with that species": ``if breed in {poodle, beagle} then species in {dog}``). Each side is a comparison
+    (:class:`Rule`) or a membership (:class:`Among`); a comparison with a missing value does not meet a condition."""
+
+    condition: object
+    consequence: object
+
+    @property
+    def text(self) -> str:
+        return f"if {self.condition.text} then {self.consequence.text}"
+
+    def holds(self, checked) -> np.ndarray:
+        return ~self.condition.applies(checked) | self.consequence.holds(checked)
+
+
+_IMPLIES = re.compile(r"^\s*if\s+(.+?)\s+then\s+(.+?)\s*$", re.IGNORECASE)
+_AMONG = re.compile(r"^\s*(.+?)\s+(not\s+in|in)\s*\{(.*)\}\s*$", re.IGNORECASE)
+_EQUALS = re.compile(r"^\s*(.+?)\s*(==|!=)\s*(.+?)\s*$")
+
+
+def parse_rule(text, columns: dict):
+    """The rule written as ``text`` (a :class:`Rule`, or an :class:`Implication` ``if ... then ...``), checked
+    against ``columns`` ({name: Column}). Raises ValueError saying what a rule may be."""
+    implied = _IMPLIES.match(text) if isinstance(text, str) else None
+    if implied:
+        return Implication(*(_condition(part, columns, text) for part in implied.groups()))
+    return _comparison(text, columns)
+
+
+def _condition(part: str, columns: dict, text: str):
+    """One side of an implication: ``COLUMN in {...}``, ``COLUMN == VALUE`` on a categorical column, or a
+    comparison."""
+    among, equals = _AMONG.match(part), _EQUALS.match(part)
+    if among or (equals and equals.group(1) in columns and columns[equals.group(1)].kind == "categorical"
+                 and equals.group(3) not in columns):
+        name, word, values = among.groups() if among else (equals.group(1), equals.group(2), equals.group(3))
+        if name not in columns or columns[name].kind != "categorical":
+            raise ValueError(f"rule {text!r}: {name!r} is not a categorical column of the schema (a membership "
+                             "names one)")
+        declared = {"null" if c is None else str(c): c for c in columns[name].categories}
+        found = [v.strip().strip("'\"") for v in values.split(",") if v.strip()]
+        unknown = [v for v in found if v not in declared]
+        if unknown or not found:
+            raise ValueError(f"rule {text!r}: {unknown or 'nothing'} among {name!r}'s values, whose categories are "
+                             f"{sorted(declared)}")
+        return Among(name, tuple(declared[v] for v in found), negated=word.lower().startswith("not") or word == "!=")
+    return _comparison(part, columns)
+
+
+def _comparison(text, columns: dict) -> Rule:
     if not isinstance(text, str) or not (match := _PATTERN.match(text)):
         raise ValueError(f"a rule is text 'COLUMN OP COLUMN' or 'COLUMN OP NUMBER', OP one of "
-                         f"{' '.join(_OPERATORS)}; got {text!r}")
+                         f"{' '.join(_OPERATORS)}, or 'if CONDITION then CONDITION' (a condition such as "
+                         "'species in {cat, dog}'); got {text!r}")
     left, op, right = match.groups()
     if left not in columns:
         raise ValueError(f"rule {text!r}: {left!r} is not a column of the schema")
@@ -131,6 +215,7 @@ def check_consistent(rules, columns: dict) -> None:
     value keeps every rule); integrality is ignored, so the check refuses only what is certainly empty."""
     import math
 
+    rules = [rule for rule in rules if isinstance(rule, Rule)]  # an implication never empties the set alone
     nodes = ["0"] + [name for name, c in columns.items() if c.kind != "categorical" and not c.missing]
     index = {name: i for i, name in enumerate(nodes)}
     size = len(nodes)

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .column import MISSING, Column, Ignored, SchemaError, _bound, not_numbers
-from .rules import Rule, check_consistent, parse_rule
+from .rules import Implication, Rule, check_consistent, parse_rule
 from .types import instants
 
 __all__ = ["Column", "Schema", "SchemaError", "MISSING", "IGNORE", "category_codes"]
@@ -60,7 +60,7 @@ class Schema:
         names = [c.name for c in self.columns] + [i.name for i in self.ignored]
         if len(set(names)) != len(names):
             raise SchemaError(f"column names repeat: {sorted({n for n in names if names.count(n) > 1})}")
-        if any(not isinstance(rule, Rule) for rule in self.rules):
+        if any(not isinstance(rule, (Rule, Implication)) for rule in self.rules):
             raise SchemaError("rules are swflow.tables.rules.Rule (from JSON text: Schema.from_json)")
         try:
             check_consistent(self.rules, {c.name: c for c in self.columns})
