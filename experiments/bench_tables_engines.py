@@ -2,13 +2,15 @@
 pandas (this process, a file in chunks) and by DuckDB (where they are), on a made-up table of 12 columns written
 as Parquet files: categories, skewed numbers on a log scale, missing values, a pile, dates, and an identifier
 column the schema ignores. One line per size: seconds and the child process's peak memory per engine, and whether
-the two releases are the same count for count (with a privacy seed and float noise, which a test checks too).
+the releases are the same count for count (with a privacy seed and float noise, which a test checks too).
 
     python experiments/bench_tables_engines.py --rows 1000000 10000000 [--engines pandas duckdb] [--data-dir D]
     python experiments/bench_tables_engines.py --rows 100000000 --engines duckdb
+    python experiments/bench_tables_engines.py --rows 10000000 --engines spark
     python experiments/bench_tables_engines.py --smoke
 
-Each fit runs in a child process of its own (its peak resident memory is ru_maxrss); the files are written once
+Each fit runs in a child process of its own (its peak resident memory is ru_maxrss; Spark's: the largest of the
+process, its JVM and its Python workers); the files are written once
 per size, a million rows at a time, and kept in --data-dir for the next run. No figure is asserted by a test: run
 it on a quiet machine and read it.
 """
@@ -89,9 +91,14 @@ def child(args) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         syn.fit(table, engine=args.engine)
+    seconds = time.perf_counter() - start
     digest = hashlib.sha256(syn._counts.numpy().tobytes()).hexdigest()[:16]
-    print(json.dumps({"seconds": time.perf_counter() - start, "peak_gb": resource.getrusage(
-        resource.RUSAGE_SELF).ru_maxrss / 2**20, "counts": digest}))
+    if args.engine == "spark":  # its JVM and Python workers are child processes: stopped, their peak is counted
+        from pyspark.sql import SparkSession
+
+        SparkSession.getActiveSession().stop()
+    peak = max(resource.getrusage(who).ru_maxrss for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    print(json.dumps({"seconds": seconds, "peak_gb": peak / 2**20, "counts": digest}))
     return 0
 
 
@@ -111,11 +118,12 @@ def whole(folder: Path) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
-    p.add_argument("--engines", nargs="+", default=["pandas", "duckdb"], choices=["pandas", "duckdb"])
+    p.add_argument("--engines", nargs="+", default=["pandas", "duckdb"], choices=["pandas", "duckdb", "spark"],
+                   help="spark: a local session on every core (Java 17 and pyspark: make env, make java)")
     p.add_argument("--steps", type=int, default=1000, help="the particles' fit (the same on every engine)")
     p.add_argument("--data-dir", type=Path, default=Path("data/bench_engines"))
     p.add_argument("--smoke", action="store_true", help="10 000 rows, 20 steps, into a scratch folder")
-    p.add_argument("--child", choices=["pandas", "duckdb"], dest="engine", help=argparse.SUPPRESS)
+    p.add_argument("--child", choices=["pandas", "duckdb", "spark"], dest="engine", help=argparse.SUPPRESS)
     p.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.engine is not None:
