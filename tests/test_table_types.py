@@ -71,7 +71,7 @@ def test_a_bad_date_declaration_says_what_is_wrong(entry, words):
 @pytest.mark.parametrize("values, words", [
     (["2024-02-30"], "not ISO 8601 dates"),
     (["2024-02-03 10:00"], "time of day"),
-    (pd.to_datetime(["2024-02-03"]).tz_localize("UTC"), "time zone"),
+    (pd.to_datetime(["2024-02-03"]).tz_localize("Europe/Paris"), "time zone other than UTC"),  # UTC is read
     ([20240203], "numbers, not dates"),
 ])
 def test_private_dates_that_are_not_dates_are_refused_without_the_value(values, words):
@@ -135,8 +135,9 @@ def test_the_proposer_reads_public_rows_as_a_person_would(tmp_path):
 
 def test_the_proposer_refuses_what_it_cannot_read_with_what_to_do(tmp_path):
     (tmp_path / "semi.csv").write_text("a;b\n1;2\n3;4\n")
-    with pytest.raises(ValueError, match="--sep ';'"):
-        read_table(tmp_path / "semi.csv")
+    with pytest.raises(ValueError, match="--sep ';'"):  # a delimiter named that the header does not use
+        read_table(tmp_path / "semi.csv", sep=",")
+    assert read_table(tmp_path / "semi.csv")["b"].tolist() == [2, 4]  # read from the header
     assert read_table(tmp_path / "semi.csv", sep=";")["b"].tolist() == [2, 4]
     (tmp_path / "dup.csv").write_text("a,b,a\n1,2,3\n")
     with pytest.raises(ValueError, match=r"repeats the column names \['a'\]"):
