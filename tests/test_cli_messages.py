@@ -41,3 +41,24 @@ def test_quiet_draws_no_bar_and_warnings_read_as_the_commands(table_files):
     assert "swflow: warning: the released tables count about" in run.stderr
     assert "UserWarning" not in run.stderr and "warnings.warn" not in run.stderr
     assert "fitting" not in run.stderr and "it/s" not in run.stderr  # no progress bar
+
+
+def test_a_big_file_shows_a_bar_each_time_it_is_read(tmp_path, monkeypatch, capsys):
+    """Issue 96, 8: minutes of reading a big file show a bar (in bytes, to the file's size), where asked and only
+    there; the records read are the same."""
+    import swflow.tables.files as files
+    from swflow.tables.codec import TableCodec
+
+    frame, schema = example_table(3000, seed=1)
+    frame.to_csv(tmp_path / "big.csv", index=False)
+    monkeypatch.setattr(files, "READ_BAR_BYTES", 1)  # every file is big
+    rows = files.TableRows(tmp_path / "big.csv", TableCodec(schema), chunk_rows=500)
+    capsys.readouterr()
+    with files.reading_shown():
+        shown = sum(len(cells) for _, cells in rows.cell_chunks())
+    err = capsys.readouterr().err
+    assert shown == 3000 and "reading big.csv" in err
+    size = (tmp_path / "big.csv").stat().st_size
+    assert f"{size / 1000:.1f}k" in err.replace("kB", "k") or "100%" in err
+    assert sum(len(cells) for _, cells in rows.cell_chunks()) == 3000
+    assert "reading big.csv" not in capsys.readouterr().err  # outside the block: no bar

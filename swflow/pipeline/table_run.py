@@ -19,6 +19,7 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
 
     from ..io.outdir import staged
     from ..privacy import write_report
+    from ..tables.files import reading_shown
     from ..tables.rules import RulesUnkept
     from .run_samples import samples_record, with_samples
     from .table_samples import write_samples
@@ -44,7 +45,8 @@ def generate_table(syn: "TableSynthesizer", table, request, *, n_samples: int | 
 
     if int(os.environ.get("WORLD_SIZE", "1")) == 1:
         with staged(request.out, overwrite=request.overwrite, inputs=request.inputs, resumable=False) as out:
-            syn.fit(table, progress=not request.quiet, engine=engine)  # memory flat in the rows' number
+            with reading_shown(not request.quiet):  # a big file's passes show their bars
+                syn.fit(table, progress=not request.quiet, engine=engine)  # memory flat in the rows' number
             write(out)
         report = syn.privacy_report()
     else:

@@ -5,12 +5,14 @@ as they are written, and the schema check that follows (swflow/tables/schema.py)
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from pathlib import Path
 
 from ..privacy.rows import ChunkedRows
 
 __all__ = ["read_table", "write_table", "TableRows", "TABLE_SUFFIXES", "record_count", "csv_text_as_pandas_reads",
-           "delimiter_of"]
+           "delimiter_of", "reading_shown"]
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet")
 #: the delimiters a text table's header is read for, where none is named (delimiter_of)
@@ -226,15 +228,20 @@ class TableRows(ChunkedRows):
         if self._suffix == ".csv":
             check_header(self.path, sep)  # its own errors say what to do, and name no row
         try:
-            if self._suffix == ".csv":
-                for chunk in pd.read_csv(self.path, dtype=_text_columns(schema), skipinitialspace=True, sep=sep,
-                                         chunksize=self.chunk_rows, index_col=False, **_markers(schema)):
-                    yield _missing_markers(_no_trailing(chunk), schema)
-            else:
-                import pyarrow.parquet as pq
+            with _reading_bar(self.path) as bar, open(self.path, "rb") as handle:
+                if self._suffix == ".csv":
+                    for chunk in pd.read_csv(handle, dtype=_text_columns(schema), skipinitialspace=True, sep=sep,
+                                             chunksize=self.chunk_rows, index_col=False, **_markers(schema)):
+                        bar.update(handle.tell() - bar.n)
+                        yield _missing_markers(_no_trailing(chunk), schema)
+                else:
+                    import pyarrow.parquet as pq
 
-                for batch in pq.ParquetFile(self.path).iter_batches(batch_size=self.chunk_rows):
-                    yield batch.to_pandas()
+                    parquet = pq.ParquetFile(handle)
+                    share = bar.total / max(parquet.metadata.num_rows, 1)
+                    for batch in parquet.iter_batches(batch_size=self.chunk_rows):
+                        bar.update(min(bar.total - bar.n, round(batch.num_rows * share)))
+                        yield batch.to_pandas()
         except (ValueError, OSError, pd.errors.ParserError) as err:
             raise unreadable(self.path, self._suffix, err) from None
 
@@ -296,6 +303,30 @@ class TableRows(ChunkedRows):
         return f"the {self._rows} rows of {self.path}" + ("" if self._rows == self._total else
                                                            f" from record {self.start}")
 
+
+
+#: a file this large shows a bar each time it is read, where the caller asked (:func:`reading_shown`)
+READ_BAR_BYTES = 64 << 20
+_SHOW_READING = contextvars.ContextVar("swflow_show_reading", default=False)
+
+
+@contextlib.contextmanager
+def reading_shown(show: bool = True):
+    """Within the block: a table file of READ_BAR_BYTES or more shows a bar (in bytes) each time it is read (a 48
+    million-row CSV file takes minutes a pass). Scoped: restored after."""
+    token = _SHOW_READING.set(bool(show))
+    try:
+        yield
+    finally:
+        _SHOW_READING.reset(token)
+
+
+def _reading_bar(path: Path):
+    from tqdm.auto import tqdm
+
+    size = path.stat().st_size
+    return tqdm(total=size, unit="B", unit_scale=True, desc=f"reading {path.name}", leave=False,
+                disable=not (_SHOW_READING.get() and size >= READ_BAR_BYTES))
 
 
 def record_count(table, codec, *, clip: bool = False) -> int:
