@@ -315,7 +315,8 @@ def test_the_owners_report_is_written_apart_and_says_it_is_not_private(tmp_path,
     released = sorted(p.name for p in run.iterdir())
     assert main(["evaluate", str(run)]) == 2
     assert "--against" in capsys.readouterr().err
-    assert main(["evaluate", str(run), "--against", str(tmp_path / "held.csv"), "--target", "income"]) == 0
+    assert main(["evaluate", str(run), "--against", str(tmp_path / "held.csv"), "--target", "income", "--private",
+                 str(tmp_path / "private.csv")]) == 0
     assert sorted(p.name for p in run.iterdir()) == released  # issue 59: nothing added to what a user publishes
     owner = tmp_path / "run.owner"  # beside the run
     assert main(["evaluate", str(run), "--against", str(tmp_path / "held.csv"), "--owner-out", str(run / "o")]) == 2
@@ -324,6 +325,8 @@ def test_the_owners_report_is_written_apart_and_says_it_is_not_private(tmp_path,
                                                        "metrics.json"]
     metrics = json.loads((owner / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     assert "OWNER ONLY" in metrics["owner_only"] and 0 <= metrics["accuracy"] <= 1
+    closest = metrics["closest_records"]  # a release at eps 2 copies no more private rows than held-out rows match
+    assert closest["synthetic_identical_to_a_private_row"] <= closest["held_out_identical_to_a_private_row"] + 0.1
     # the TVD is the same function of the two files (checked against a recount by pandas)
     synthetic = pd.read_csv(run / "samples.csv")
     held = pd.read_csv(tmp_path / "held.csv")
@@ -467,3 +470,26 @@ def test_a_release_whose_noise_swamps_what_it_counts_says_so():
         many = TableSynthesizer(schema=schema, epsilon=10.0, delta=1e-7, steps=10).fit(frame)
     assert many.privacy_report().dataset_size > LITTLE_TO_LEARN_STDS * many.privacy_report().noise_std
     assert not [w for w in caught if "holds little" in str(w.message)]
+
+
+def test_closest_records_against_a_brute_force_count():
+    """closest_records (the owner's --private): every share and median recounted by plain loops over the coded
+    rows; a sample that copies the private rows is all identical, held-out rows far less."""
+    from swflow.tables import example_table
+    from swflow.tables.metrics import closest_records, decile_edges, discretize
+
+    private, schema = example_table(300, seed=1)
+    held = example_table(300, seed=2)[0]
+    synthetic = pd.concat([private.iloc[:100], example_table(200, seed=3)[0]], ignore_index=True)
+    got = closest_records(schema, schema.check(synthetic), schema.check(private), schema.check(held))["closest_records"]
+    edges = decile_edges(schema, schema.check(held))
+    s, p, h = (discretize(schema, schema.check(f), edges) for f in (synthetic, private, held))
+    nearest = lambda a, b: np.array([min(int((x != y).sum()) for y in b) for x in a])  # noqa: E731
+    to_private, to_held, held_to_private = nearest(s, p), nearest(s, h), nearest(h, p)
+    assert got["synthetic_identical_to_a_private_row"] == pytest.approx(np.mean(to_private == 0))
+    assert got["held_out_identical_to_a_private_row"] == pytest.approx(np.mean(held_to_private == 0))
+    assert got["synthetic_median_distance_to_private"] == np.median(to_private)
+    assert got["synthetic_closer_to_private_than_to_held_out"] == pytest.approx(np.mean(to_private < to_held))
+    assert got["synthetic_identical_to_a_private_row"] >= 100 / 300  # the copied third at least
+    copies = closest_records(schema, schema.check(private), schema.check(private), schema.check(held))
+    assert copies["closest_records"]["synthetic_identical_to_a_private_row"] == 1.0

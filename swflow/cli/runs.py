@@ -32,13 +32,13 @@ def cmd_evaluate(args) -> int:
         verified = verify_run(args.run_dir, public_key=args.public_key, progress="auto")  # `swflow verify`'s checks
         say_unchecked(verified)
         out = args.owner_out or owner_dir(args.run_dir)
-        metrics = owner_report(args.run_dir, args.against, target=args.target, out=out)
+        metrics = owner_report(args.run_dir, args.against, target=args.target, out=out, private=args.private)
         print(json.dumps({k: v for k, v in metrics.items() if k != "owner_only"}, indent=2))
         print(f"wrote {out}/ (metrics.json, marginals.png, associations.png): OWNER ONLY, it shows the held-out rows "
               "without noise; never publish it with the run")
         return 0
-    if args.against is not None or args.target is not None:
-        raise ValueError("--against and --target score table runs (swflow generate --table)")
+    if args.against is not None or args.target is not None or args.private is not None:
+        raise ValueError("--against, --target and --private score table runs (swflow generate --table)")
     _check_key(args)
     metrics = evaluate_run(args.run_dir, n_fid=args.n_fid, reference_file=args.reference, data_root=args.data_root,
                            device=args.device, seed=args.seed, progress=not args.quiet)
@@ -202,6 +202,10 @@ def _register_evaluate(sub) -> None:
                    "beside the run; never inside it)")
     p.add_argument("--target", help="table runs: a column a classifier trained on the synthetic rows predicts on the "
                    "held-out rows (accuracy, AUC)")
+    p.add_argument("--private", metavar="PRIVATE", help="table runs: the run's private rows (the owner's own file, "
+                   "read here, written nowhere): how close the synthetic records come to them, beside the held-out "
+                   "rows' closeness (metrics.json, closest_records: shares identical to a private row, median "
+                   "distances, closer to private than to held-out)")
     _public_key_arg(p)
     p.set_defaults(func=cmd_evaluate)
 

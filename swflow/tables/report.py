@@ -2,7 +2,8 @@
 
 It compares the run's synthetic records with held-out rows the run never saw, and writes, beside the run's folder
 and never inside what a user publishes, into RUN.owner/ (or a folder the owner names): metrics.json (mean TVD of the 1-, 2- and 3-way marginals, each
-column's, the pairs that differ most; with a target, a classifier's accuracy and AUC), marginals.png (each column, synthetic beside held-out) and associations.png
+column's, the pairs that differ most; with a target, a classifier's accuracy and AUC; with the private rows, how
+close the records come to them beside held-out rows), marginals.png (each column, synthetic beside held-out) and associations.png
 (Cramér's V of every pair of columns, synthetic beside held-out). The held-out rows are shown without noise: the
 folder is for the owner, and says so in every file.
 """
@@ -32,11 +33,13 @@ def owner_dir(run_dir: str | Path) -> Path:
 
 
 def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None = None,
-                 out: str | Path | None = None) -> dict:
-    """Write the owner's folder ``out`` (default :func:`owner_dir`; module docstring) and return its metrics."""
+                 out: str | Path | None = None, private: str | Path | None = None) -> dict:
+    """Write the owner's folder ``out`` (default :func:`owner_dir`; module docstring) and return its metrics;
+    ``private``: the run's private rows, to say how close the synthetic records come to them beside held-out rows
+    (metrics.closest_records), read here and written nowhere."""
     from ..privacy.verify import read_verified_report
     from .files import read_table
-    from .metrics import decile_edges, efficacy, marginal_tvd
+    from .metrics import closest_records, decile_edges, efficacy, marginal_tvd
     from ..io.hdf5 import load_tensors
     from .schema import Schema
 
@@ -46,11 +49,7 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
     schema, unit = Schema.from_json(blob["schema"]), (blob.get("unit") or {}).get("column")
     synthetic_path = next(p for p in (run_dir / "samples.csv", run_dir / "samples.parquet") if p.exists())
     synthetic = schema.check(read_table(synthetic_path, schema=schema))
-    held_out = read_table(against, schema=schema)
-    try:  # a unit run's held-out rows hold its unit column: it groups rows, and is never scored
-        held_out = schema.check(held_out.drop(columns=[unit], errors="ignore") if unit else held_out, clip=True)
-    except ValueError as err:
-        raise ValueError(f"the held-out rows {against}: {err}") from None
+    held_out = _checked_rows(against, schema, unit)
     metrics = {"owner_only": OWNER_NOTE, "run": str(run_dir), "statement": report.statement,
                "epsilon": report.epsilon, "delta": report.delta, "against": str(against),
                "synthetic_rows": len(synthetic), "held_out_rows": len(held_out),
@@ -58,6 +57,8 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
                **marginal_tvd(schema, synthetic, held_out), **_scores(schema, synthetic, held_out)}
     if target is not None:
         metrics.update(efficacy(schema, synthetic, held_out, target), target=target)
+    if private is not None:
+        metrics.update(closest_records(schema, synthetic, _checked_rows(private, schema, unit), held_out))
     edges = decile_edges(schema, held_out)
     out = Path(out) if out is not None else owner_dir(run_dir)
     if out.resolve() == run_dir.resolve() or run_dir.resolve() in out.resolve().parents:
@@ -98,6 +99,18 @@ def _worst_columns(by_column: dict) -> list[str] | None:
         return None
     worst = set(sorted(by_column, key=lambda name: -by_column[name])[:MAX_PANELS])
     return [name for name in by_column if name in worst]
+
+
+def _checked_rows(path, schema, unit: str | None):
+    """The rows of ``path`` under the schema (clipped to its bounds), without a unit run's unit column: it groups
+    rows, and is never scored."""
+    from .files import read_table
+
+    frame = read_table(path, schema=schema)
+    try:
+        return schema.check(frame.drop(columns=[unit], errors="ignore") if unit else frame, clip=True)
+    except ValueError as err:
+        raise ValueError(f"the rows of {path}: {err}") from None
 
 
 def _strict(value):
