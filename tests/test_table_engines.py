@@ -140,7 +140,8 @@ def test_refusals_are_pandas_word_for_word(tmp_path, case):
                 fitted(str(path), schema, engine)
             words.append(str(err.value))
         assert words[0] == words[1]
-        assert "army" not in words[1] and "12,000" not in words[1] and "300" not in words[1].split("]")[-1]
+        message = words[1].replace(str(path), "FILE")  # pytest's folder name may hold any number
+        assert "army" not in message and "12,000" not in message and "300" not in message.split("]")[-1]
 
 
 def test_what_an_engine_does_not_count_is_refused(tmp_path):

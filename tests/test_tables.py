@@ -202,7 +202,7 @@ def test_a_small_table_runs_end_to_end(tmp_path, suffix, capsys):
     capsys.readouterr()
     assert main(["generate", "--table", str(tmp_path / "bad.csv"), "--schema", str(tmp_path / "schema.json"),
                  "--method", "dpswflow-hist", "--epsilon", "1", "--out", str(tmp_path / "bad")]) == 2
-    err = capsys.readouterr().err
+    err = capsys.readouterr().err.replace(str(tmp_path), "")  # pytest's folder name may hold any number
     assert "column 'age': some rows lie outside [18, 80]" in err and "95" not in err and "3 row" not in err
 
 
