@@ -9,10 +9,11 @@ particles).
 
 ``--load 2`` adds the figures of a shared machine: a dpswflow-hist step (n = 10 000), a 300-step
 ``Synthesizer`` fit on 3 000 rows, and ``sample(50_000)``, each timed quiet and then beside two other
-torch jobs (matrix products on torch's default threads), in fresh processes: with OpenMP's default waiting
-policy, with ``OMP_WAIT_POLICY=PASSIVE``, and as the ``swflow`` command runs them (PASSIVE, and the steps on one
-thread where k·n < 10^6, swflow.simulate.threads), and on one thread throughout. A fair share of the cores among
-three jobs is 3x the quiet time.
+torch jobs (matrix products on torch's default threads), in fresh processes: from Python as a user's script
+runs them (the library steps small flows on one thread where k·n < 10^6, swflow.simulate.threads) with OpenMP's
+default waiting policy and with ``OMP_WAIT_POLICY=PASSIVE``, as the ``swflow`` command runs them (PASSIVE, and its
+thread rule around the whole run), and on one thread throughout. A fair share of the cores among three jobs is 3x
+the quiet time.
 
     python experiments/bench_step.py [--device cpu|cuda] [--json] [--max-n 1000000] [--load 2]
 """
@@ -123,8 +124,8 @@ def time_naive(n, d, k, batch, device, reps):
 
 def time_shared_cases(reps: int, small: bool, rule: str) -> dict:
     """The three figures of issue 40's shared-machine check, in this process (seconds or ms). ``rule``: the
-    steps on the process's threads ("process"), on those the ``swflow`` command gives them ("command",
-    swflow.simulate.threads.step_threads), or on one ("one")."""
+    process's threads, the library's rule inside each step ("process"), the ``swflow`` command's around the run
+    ("command", swflow.simulate.threads.step_threads), or one thread throughout ("one")."""
     from swflow import Synthesizer
     from swflow.simulate.threads import step_threads, torch_threads
 
@@ -155,11 +156,11 @@ def shared_machine(load: int, reps: int, small: bool) -> dict:
     """Quiet, then beside ``load`` torch jobs; each side in a fresh process per OpenMP waiting policy, and as
     the ``swflow`` command runs (PASSIVE and its step threads)."""
     results = {}
-    rules = {"OpenMP default": "process", "PASSIVE": "process", "swflow command": "command",
+    rules = {"Python, OpenMP default": "process", "Python, PASSIVE": "process", "swflow command": "command",
              "PASSIVE, one thread": "one"}
     for policy, rule in rules.items():
         env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-        if policy != "OpenMP default":
+        if policy != "Python, OpenMP default":
             env["OMP_WAIT_POLICY"] = "PASSIVE"
         argv = [sys.executable, __file__, "--cases-only", "--reps", str(reps), *(["--smoke"] if small else []),
                 "--threads-rule", rule]
@@ -257,7 +258,7 @@ def main() -> None:
         for policy, r in out["shared_machine"].items():
             for key in r["quiet"]:
                 q, l_ = r["quiet"][key], r["loaded"][key]
-                print(f"  {policy:19} {key:18} quiet {q:9.3f}  loaded {l_:9.3f}  x{l_ / q:.1f}")
+                print(f"  {policy:22} {key:18} quiet {q:9.3f}  loaded {l_:9.3f}  x{l_ / q:.1f}")
 
 
 if __name__ == "__main__":

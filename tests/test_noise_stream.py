@@ -89,6 +89,33 @@ def test_the_stream_s_draws_have_their_laws():
     assert np.all(np.abs(hits - 400) < 6 * np.sqrt(2000 * 0.2 * 0.8))
 
 
+def test_box_muller_s_two_normals_per_pair_are_independent():
+    """Each pair of uniforms gives r·cos φ and r·sin φ: the pairs' r² follow χ²(2) and their angles U(0, 2π) (scipy's
+    laws, KS false alarm 1e-6), and the two halves are uncorrelated (|ρ| < 5/√h)."""
+    z = NoiseSource().gaussian((200_000,), 1.0, dtype=torch.float64).numpy()
+    first, second = z[:100_000], z[100_000:]
+    assert stats.kstest(first ** 2 + second ** 2, stats.chi2(2).cdf).pvalue > 1e-6
+    assert stats.kstest(np.arctan2(second, first) % (2 * np.pi), stats.uniform(0, 2 * np.pi).cdf).pvalue > 1e-6
+    assert abs(np.corrcoef(first, second)[0, 1]) < 5 / np.sqrt(100_000)
+    assert NoiseSource().gaussian((3, 5), 1.0).shape == (3, 5)  # an odd count drops the last pair's sine
+
+
+@pytest.mark.parametrize("n, size", [(9, 2), (5, 2), (3, 3)])
+def test_every_subset_and_order_is_equally_likely(n, size):
+    """Small subsets (drawn index by index) and large ones (the smallest of n uniforms) alike: 30 000 draws, every
+    ordered tuple of distinct indices equally likely (chi-square against the uniform law, false alarm 1e-6)."""
+    from itertools import permutations
+
+    noise = NoiseSource()
+    tuples = {t: i for i, t in enumerate(permutations(range(n), size))}
+    seen = np.zeros(len(tuples))
+    for _ in range(30_000):
+        seen[tuples[tuple(noise.subset_without_replacement(n, size).tolist())]] += 1
+    assert stats.chisquare(seen).pvalue > 1e-6
+    with pytest.raises(ValueError, match="cannot choose 4 of 3"):
+        noise.subset_without_replacement(3, 4)
+
+
 def test_a_typed_seed_reproduces_the_stream_and_a_secret_key_does_not():
     a, b = NoiseSource(7), NoiseSource(7)
     assert torch.equal(a.gaussian((100,), 1.0), b.gaussian((100,), 1.0))

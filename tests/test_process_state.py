@@ -56,18 +56,23 @@ def test_thread_rule_and_context():
             pass
 
 
-def test_the_command_steps_small_flows_on_one_thread_and_gives_the_count_back(tmp_path, monkeypatch):
+def test_small_flow_steps_run_on_one_thread_from_the_command_and_from_python_and_give_the_count_back(
+        tmp_path, monkeypatch):
+    """A 200-particle step of 32 directions (k·n below swflow.simulate.threads.ONE_THREAD_BELOW) runs on one torch
+    thread, in a fit and in a replay, from `swflow generate` and `swflow sample` as from Synthesizer.fit and
+    .sample; the process's two threads are back after each (the issue 96 probe: from Python they were not set)."""
+    from swflow import Synthesizer
     from swflow.cli import main
     from swflow.simulate.flow import ParticleFlow
 
     seen = []
-    step_once = ParticleFlow.step_once
+    step = ParticleFlow._step
 
     def counting(flow):
         seen.append(torch.get_num_threads())
-        return step_once(flow)
+        return step(flow)
 
-    monkeypatch.setattr(ParticleFlow, "step_once", counting)
+    monkeypatch.setattr(ParticleFlow, "_step", counting)
     np.save(tmp_path / "rows.npy", _rows(400).numpy())
     before = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -75,10 +80,16 @@ def test_the_command_steps_small_flows_on_one_thread_and_gives_the_count_back(tm
         assert main(["generate", "--data", str(tmp_path / "rows.npy"), "--manifold", "sphere", "--method",
                      "dpswflow-hist", "--epsilon", "10", "--steps", "3", "--n-particles", "200", "--quiet",
                      "--out", str(tmp_path / "run")]) == 0
-        assert seen == [1, 1, 1]
-        assert torch.get_num_threads() == 2
+        assert seen == [1, 1, 1] and torch.get_num_threads() == 2
         seen.clear()
         assert main(["sample", str(tmp_path / "run"), "--n", "300", "--quiet", "--out", str(tmp_path / "s")]) == 0
+        assert seen == [1, 1, 1] and torch.get_num_threads() == 2
+        seen.clear()
+        synth = Synthesizer("dpswflow-hist", epsilon=10.0, delta=1e-6, steps=3, n_particles=200, n_projections=32,
+                            manifold="sphere").fit(_rows(400).numpy())
+        assert seen == [1, 1, 1] and torch.get_num_threads() == 2
+        seen.clear()
+        synth.sample(300, progress=False)
         assert seen == [1, 1, 1] and torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)

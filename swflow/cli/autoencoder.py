@@ -59,7 +59,6 @@ def _demo_into(out: Path, args) -> None:
     from autoencoders.encoded import encoded_split
     from ..pipeline.run import run_flow_to_dir
     from ..pipeline.settings import from_keywords
-    from ..simulate.threads import step_threads
 
     private, _, decode, split, meta = tuple(encoded_split("digits", "private"))[:5]
     write_manifest(split, out / "split_manifest.json", dataset="digits")
@@ -71,7 +70,7 @@ def _demo_into(out: Path, args) -> None:
                              batch_size=len(private),  # a full batch
                              steps=args.steps, step_size=1.0, n_particles=args.n_particles, manifold="sphere",
                              record_every=1, checkpoint_every=1, seed=args.seed)  # privacy noise: a fresh OS seed
-    result = run_flow_to_dir(settings, private, out, decoder=decode, threads=step_threads(args.n_particles, 64),
+    result = run_flow_to_dir(settings, private, out, decoder=decode,
                              run_config={"dataset": "digits", "autoencoder": meta["name"],
                                          "autoencoder_sha256": meta["weights_sha256"]})
     report = result.report

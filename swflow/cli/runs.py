@@ -80,31 +80,16 @@ def cmd_sample(args) -> int:
     decoder = run_decoder(report.run_config, args.run_dir)
     probe = None if decoder is None else decoder(np.zeros((1, model.dim), np.float32))
     from ..methods.model import CHUNK
-    from ..simulate.threads import step_threads
 
     check_fits(n=args.n, dim=model.dim, image_values=0 if probe is None else int(probe[0].size), out=args.out,
                resident=CHUNK)
     with staged(args.out, overwrite=args.overwrite, inputs=(Path(args.run_dir) / "model.h5",),
                 resumable=False) as out:
         chunks = model.sample_chunks(args.n, seed=args.seed, device=args.device, progress=not args.quiet)
-        write_outputs(out, _stepped(chunks, step_threads(min(args.n, CHUNK), model.n_projections)), report,
-                      decoder)
+        write_outputs(out, (chunk.cpu().numpy() for chunk in chunks), report, decoder)  # small steps: one thread
     print(f"{args.n} new particles from {args.run_dir}'s recorded releases (no privacy spent): {report.statement}"
           f"\nwrote {args.out}/ (privacy.json, samples.h5, samples.png) in {time.perf_counter() - t0:.1f} s")
     return 0
-
-
-def _stepped(chunks, threads: int | None):
-    """The chunks as arrays, each computed on ``threads`` torch threads; the decoder that consumes them between
-    chunks keeps the process's own count."""
-    from ..simulate.threads import torch_threads
-
-    while True:
-        with torch_threads(threads):
-            chunk = next(chunks, None)
-        if chunk is None:
-            return
-        yield chunk.cpu().numpy()
 
 
 def cmd_animate(args) -> int:

@@ -132,10 +132,12 @@ def _check_shapes(k: int, target_sorted: Tensor, theta: Tensor) -> None:
 
 
 def pull_back(displacement: Tensor, theta: Tensor, reduce: GridReduce, workspace: Workspace | None = None) -> DriftResult:
-    """(k, n) displacements -> drift (n, d) and the all-particle RMS displacement."""
+    """(k, n) displacements -> drift (n, d) and the all-particle RMS displacement. The drift is the transpose of a
+    (d, n) product: θ·D on the layouts as they are runs 6x faster than Dᵀ·θᵀ into an (n, d) buffer (one thread,
+    n = 10⁴, k = 70)."""
     k, n = displacement.shape
-    out = (workspace or Workspace()).get("drift", (n, theta.shape[0]), displacement.dtype, displacement.device)
-    drift = torch.matmul(displacement.T, theta.T, out=out).div_(k)
+    out = (workspace or Workspace()).get("drift", (theta.shape[0], n), displacement.dtype, displacement.device)
+    drift = torch.mm(theta.to(displacement.dtype), displacement, out=out).div_(k).T
     stats = reduce.sum(torch.stack([torch.linalg.vector_norm(displacement).square(),
                                     displacement.new_tensor(float(n))]))
     return DriftResult(drift, (stats[0] / (stats[1] * k)).sqrt())
@@ -294,12 +296,14 @@ def _linear_mass(cell: Tensor, w: Tensor, points: int, reduce: GridReduce, dtype
                  workspace: Workspace) -> Tensor:
     """Each projection's mass split linearly between its two grid points, normalized per row: (k, G).
 
-    mass[g] = Σ_{cell=g} (1 − w) + Σ_{cell=g−1} w = count[g] − wsum[g] + wsum[g − 1]."""
+    mass[g] = Σ_{cell=g} (1 − w) + Σ_{cell=g−1} w (two scatters of real weights: a scatter of expanded ones to count
+    the cells took half as long again)."""
     shape = (cell.shape[0], points)
-    count = workspace.zeros("count", shape, w.dtype, w.device).scatter_add_(1, cell, w.new_ones(1, 1).expand_as(w))
-    wsum = workspace.zeros("wsum", shape, w.dtype, w.device).scatter_add_(1, cell, w)
-    mass = count.to(dtype) - wsum.to(dtype)
-    mass[:, 1:] += wsum[:, :-1].to(dtype)
+    left = workspace.zeros("left", shape, w.dtype, w.device).scatter_add_(
+        1, cell, torch.sub(1.0, w, out=workspace.get("one_minus_w", w.shape, w.dtype, w.device)))
+    right = workspace.zeros("right", shape, w.dtype, w.device).scatter_add_(1, cell, w)
+    mass = left.to(dtype)
+    mass[:, 1:] += right[:, :-1].to(dtype)
     mass = reduce.sum(mass)
     return mass / mass.sum(dim=1, keepdim=True)
 

@@ -63,10 +63,13 @@ class NoiseSource:
         return self._uniform(n)
 
     def gaussian(self, shape: tuple[int, ...], std: float, *, device=None, dtype=torch.float32) -> torch.Tensor:
-        """i.i.d. N(0, std²) of the given shape (Box-Muller in float64 on the stream's uniforms)."""
+        """i.i.d. N(0, std²) of the given shape (Box-Muller in float64 on the stream's uniforms: each pair of uniforms
+        gives two independent normals, r·cos φ and r·sin φ)."""
         n = math.prod(shape)
-        u1, u2 = self._uniform(n), self._uniform(n)
-        z = torch.sqrt(-2.0 * torch.log(u1)) * torch.cos(2.0 * math.pi * u2)
+        pairs = (n + 1) // 2
+        radius = torch.sqrt(-2.0 * torch.log(self._uniform(pairs)))
+        angle = 2.0 * math.pi * self._uniform(pairs)
+        z = torch.cat([radius * torch.cos(angle), radius * torch.sin(angle)])[:n]
         return (std * z).reshape(shape).to(device=device, dtype=dtype)
 
     @staticmethod
@@ -90,9 +93,30 @@ class NoiseSource:
         g = self.gaussian((dim, count), 1.0, dtype=torch.float64)
         return g / g.norm(dim=0, keepdim=True)
 
+    def _below(self, n: int, count: int) -> np.ndarray:
+        """``count`` independent integers uniform on {0, …, n − 1}: 64-bit words of the stream, those at or above
+        the largest multiple of n below 2^64 rejected (so that every residue is equally likely), reduced mod n."""
+        limit = np.uint64((1 << 64) - (1 << 64) % n) if (1 << 64) % n else None
+        kept: list[np.ndarray] = []
+        while sum(map(len, kept)) < count:
+            words = np.frombuffer(self._bytes(8 * (count + 8)), dtype=np.uint64)
+            kept.append(words if limit is None else words[words < limit])
+        return np.concatenate(kept)[:count] % np.uint64(n)
+
     def subset_without_replacement(self, n: int, size: int) -> torch.Tensor:
-        """A uniformly random subset of ``size`` indices out of ``n``."""
-        return torch.argsort(self._uniform(n))[:size]
+        """A uniformly random subset of ``size`` indices out of ``n``, in a uniformly random order. A small subset
+        draws indices until ``size`` are distinct (O(size) of the stream, where n uniforms cost a step a
+        millisecond); a large one keeps the ``size`` smallest of n uniforms."""
+        if not 0 <= size <= n:
+            raise ValueError(f"cannot choose {size} of {n} records")
+        if 4 * size > n:
+            return torch.topk(self._uniform(n), size, largest=False, sorted=True).indices
+        draws = self._below(n, 2 * size)
+        while True:
+            distinct, first = np.unique(draws, return_index=True)
+            if len(distinct) >= size:  # in the order of their first draws, the first ``size``
+                return torch.from_numpy(draws[np.sort(first)[:size]].astype(np.int64))
+            draws = np.concatenate([draws, self._below(n, 2 * (size - len(distinct)))])
 
     def poisson_subset(self, n: int, rate: float) -> torch.Tensor:
         """Each index independently with probability ``rate``."""

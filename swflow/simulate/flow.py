@@ -32,6 +32,7 @@ from ..core.config import FlowConfig, SimulatorSettings
 from ..privacy import PrivateTarget
 from .callbacks import FlowCallback
 from .simulator import FlowDiverged, Simulator, target_state
+from .threads import step_threads, torch_threads
 
 __all__ = ["FlowConfig", "SimulatorSettings", "Resampled", "Presampled", "ParticleFlow", "OneProcess", "FlowResult",
            "FlowDiverged", "initial_particles"]
@@ -178,6 +179,10 @@ class ParticleFlow(Simulator):
         # every process stops at the same bound)
         cal = getattr(target, "calibration", None)
         self._scale = max(float(everyone.abs().amax()), cal.spec.norm_bound if cal is not None else 1.0)
+        # a small step on one CPU thread, scoped to the step (swflow.simulate.threads): beside busy processes each
+        # parallel pass waits for a descheduled thread (a 10^4-particle step 5-20x slower on two threads)
+        self._threads = (step_threads(self.particles.shape[0], strategy.describe()["n_projections"])
+                         if self.device.type == "cpu" else None)
 
     # -- state ---------------------------------------------------------------------------------
     def describe(self) -> dict:
@@ -245,7 +250,12 @@ class ParticleFlow(Simulator):
         return self.communicator.sampled_drift(proj, released, theta)
 
     def step_once(self) -> Tensor:
-        """One Euler–Maruyama step; returns the step's RMS projected displacement (a 0-d tensor)."""
+        """One Euler–Maruyama step; returns the step's RMS projected displacement (a 0-d tensor). A small step on
+        the CPU runs on one torch thread, the process's count restored after it (swflow.simulate.threads)."""
+        with torch_threads(self._threads):
+            return self._step()
+
+    def _step(self) -> Tensor:
         cfg = self.config
         theta, released, sigma = self.strategy.next(self.target, self.generator,
                                                     dtype=self.dtype, device=self.device)
@@ -255,20 +265,25 @@ class ParticleFlow(Simulator):
         if cfg.drift_clip is not None:
             drift = clip_rows(drift, cfg.drift_clip)
         # in place on fresh tensors (the same roundings as x + h·drift + c·noise): at n = 10⁶ every
-        # (n, d) temporary is another pass over 32 MB
-        x = torch.mul(drift, cfg.step_size).add_(self.particles)
+        # (n, d) temporary is another pass over 32 MB; x row-major, as the particles are, whatever the drift's layout
+        x = torch.mul(drift, cfg.step_size, out=torch.empty_like(self.particles)).add_(self.particles)
         if cfg.diffusion > 0:
             x.add_(self._diffusion_noise().mul_(math.sqrt(2.0 * cfg.diffusion * cfg.step_size)))
         if cfg.manifold == "sphere":
-            x.div_(torch.linalg.vector_norm(x, dim=1, keepdim=True).clamp_(min=torch.finfo(x.dtype).tiny))
-        self._check_finite(x)
+            norms = torch.linalg.vector_norm(x, dim=1, keepdim=True)
+            x.div_(norms.clamp(min=torch.finfo(x.dtype).tiny))
+            self._check_finite(norms, finite_only=True)  # retracted coordinates are at most 1: only NaN/inf escape
+        else:
+            self._check_finite(x)
         self.particles = x
         self.step += 1
         return w2
 
-    def _check_finite(self, x: Tensor) -> None:
+    def _check_finite(self, x: Tensor, *, finite_only: bool = False) -> None:
+        """Stop a run whose particles (or, ``finite_only``, the row norms of particles retracted onto the sphere)
+        hold NaN or inf, or coordinates beyond ESCAPE_FACTOR times the scale they started at."""
         largest = float(torch.linalg.vector_norm(x, ord=math.inf))  # max |x_ij|, NaN if any is
-        limit = ESCAPE_FACTOR * max(1.0, self._scale)
+        limit = math.inf if finite_only else ESCAPE_FACTOR * max(1.0, self._scale)
         if not largest <= limit:  # also catches NaN
             what = "non-finite values (NaN/inf)" if not math.isfinite(largest) else f"coordinates up to {largest:.3g}"
             raise FlowDiverged(

@@ -5,8 +5,11 @@ parallel region, and on a shared machine every region waits for a thread the sch
 beside two other torch jobs a 10^4-particle step slows 4-200x on two threads and 2.5x on one
 (experiments/bench_step.py --load 2). Small steps are therefore best run on one thread; large ones gain from all.
 
-The library never calls these itself (it changes no process-wide state): the ``swflow`` command does, around
-the steps only (not around decoding or FID, which gain from every core), and so can a user's script.
+Every flow step runs under this rule, from Python as from the ``swflow`` command: ParticleFlow.step_once and the
+table fit set the count for the step (or the fit) and restore the process's own after it, so decoding, FID and
+the user's code between steps keep every core. The count is process-wide while a step runs (torch has no other):
+a second Python thread doing torch work beside a small step runs on one thread for that long.
+``fitting.fit(threads=)`` sets a count for a whole run (a generator's training, a caller's choice).
 """
 from __future__ import annotations
 
