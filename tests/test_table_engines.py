@@ -220,6 +220,26 @@ def test_spark_release_is_pandas(tmp_path, spark):
                         fitted(str(tmp_path / "part-*.parquet"), RICH, "spark", clip=True))
 
 
+def test_files_a_uri_names_are_read_by_spark(tmp_path, spark, capsys):
+    """A URI (hdfs://, s3a://; file:// here) goes to Spark by default, which reads it and its glob itself: pandas'
+    release, from Python and from `swflow generate`; another engine is refused with what to pass."""
+    from swflow.cli import main
+
+    frame, schema = example_table(1500, seed=5)
+    for i, part in enumerate(np.array_split(np.arange(len(frame)), 2)):
+        frame.iloc[part].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    uri = f"file://{tmp_path}/part-*.parquet"
+    from_uri = fitted(uri, schema, None)
+    assert from_uri.engine == "spark"
+    assert_same_release(fitted(frame, schema, "pandas"), from_uri)
+    with pytest.raises(ValueError, match="read by Spark: engine='spark'"):
+        fitted(uri, schema, "duckdb")
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_json()))
+    assert main(["generate", "--table", uri, "--schema", str(tmp_path / "schema.json"), "--epsilon", "1", "--steps",
+                 "20", "--quiet", "--out", str(tmp_path / "run")]) == 0
+    assert "counted by spark" in capsys.readouterr().out and (tmp_path / "run" / "samples.parquet").exists()
+
+
 @pytest.mark.parametrize("case", ["outside", "category", "text"])
 def test_spark_refusals_are_pandas_word_for_word(tmp_path, spark, case):
     frame, schema = example_table(300, seed=1)
@@ -305,3 +325,40 @@ def test_times_of_day_on_every_engine(tmp_path):
     assert all(isinstance(t, dt.time) and t.second == 0 for t in drawn)  # whole minutes
     with pytest.raises(ValueError, match="not times of day"):
         fitted(frame.assign(opened="25:00"), schema, "pandas")
+
+
+def test_samples_as_a_spark_dataframe_are_the_samples_file_s_records(tmp_path, spark):
+    """``sample(n, spark=)`` (issue 95, 3): a Spark DataFrame, one partition a chunk, holding the records ``swflow
+    sample`` writes for the same seed (table_samples.write_samples, chunk by chunk), in its order; dates as Spark
+    dates, times as naive timestamps, missing values as nulls, numeric categories as numbers, times of day as text."""
+    import datetime as dt
+
+    from swflow.pipeline.table_samples import write_samples
+    from swflow.pipeline.spark_samples import sample_dataframe, spark_schema
+
+    schema = Schema.from_json({"columns": [*RICH.to_json()["columns"],
+                                           {"name": "opened", "type": "time", "min": "00:00", "max": "23:59",
+                                            "unit": "minute"}]})
+    frame = rich_table(1500).assign(opened=[dt.time(h % 24, 15) for h in range(1500)])
+    syn = fitted(frame, schema, "pandas", clip=True)
+    assert spark_schema(schema) == ("`amount` double, `rate` double, `day` date, `hour` timestamp_ntz, `kind` string, "
+                                    "`score` double, `code` bigint, `opened` string")
+    drawn = sample_dataframe(syn, 2500, spark=spark, seed=4, chunk=1000)
+    assert drawn.rdd.getNumPartitions() == 3
+    got = drawn.toPandas()
+    write_samples(syn, tmp_path / "s.parquet", 2500, seed=4, chunk=1000)
+    expected = pd.read_parquet(tmp_path / "s.parquet")
+    assert list(got.columns) == schema.names and len(got) == 2500
+    for name in ("amount", "rate", "score", "code"):
+        np.testing.assert_array_equal(got[name].to_numpy(float), expected[name].to_numpy(float))
+    def plain(values):
+        return [None if pd.isna(v) else v for v in values]
+
+    assert plain(got["kind"]) == plain(expected["kind"])
+    assert plain(got["day"]) == [None if pd.isna(d) else pd.Timestamp(d).date() for d in expected["day"]]
+    assert (got["hour"] == expected["hour"]).all() and got["amount"].isna().any() and got["day"].isna().any()
+    assert got["opened"].tolist() == [t.isoformat() for t in expected["opened"]]
+    one = syn.sample(300, seed=2, spark=spark).toPandas()  # one chunk: sample(300, seed=2) itself
+    np.testing.assert_array_equal(one["score"].to_numpy(), syn.sample(300, seed=2)["score"].to_numpy())
+    with pytest.raises(ValueError, match="condition"):
+        syn.sample(10, spark=spark, conditions={"kind": "zz"})

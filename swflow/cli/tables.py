@@ -218,8 +218,8 @@ def _add_source(g) -> None:
                    help="what reads and counts the private rows: 'pandas' in this process (a file read in chunks), "
                    "'duckdb' where they are (files of any size, a glob such as 'visits/*.parquet' in quotes), "
                    "'spark' on the session's cluster (under spark-submit, or local); only the exact counts come "
-                   "back, and the release is the same, count for count. Default: duckdb for a glob or files of 2 "
-                   "GB or more, else pandas (docs/tables-engines.md)")
+                   "back, and the release is the same, count for count. Default: spark for a URI (hdfs://, s3a://, "
+                   "file://), duckdb for a glob or files of 2 GB or more, else pandas (docs/tables-engines.md)")
 
 
 def add_table_args(p: argparse.ArgumentParser) -> None:

@@ -21,6 +21,7 @@ import warnings
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..tables.codec import NUMERIC_BINS, TableCodec
@@ -28,7 +29,9 @@ from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells
 from ..tables.shrinkage import shrunk_tables
 from ..tables.pairs import schema_pairs
 from ..tables.resolution import MAX_CELLS, RESOLUTION_SHARE
+from ..tables.rules import keep_rules
 from ..tables.schema import Schema
+from ..tables.types import present
 from .table_cells import RESOLUTIONS, TableCells, resolution_setting
 from .table_public import TablePublicRows
 from .table_size import TableSize
@@ -279,19 +282,18 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         if self._particles is None:
             raise RuntimeError("fit the Synthesizer first: fit(table)")
 
-    def sample(self, n: int, *, seed: int = 0, conditions: dict | None = None, rules: bool = True):
-        """``n`` new records (a DataFrame with the schema's columns, in its order; every row valid): post-processing
-        of the released tables, no privacy spent. ``conditions`` ({column: value}, e.g. ``{"sex": "Female"}``): every record holds those values; the other
-        columns follow the particles' law given the conditioned values' cells (swflow.tables.flow.sample_cells).
-        A value must be valid under the schema; a condition the release gives no support is refused.
+    def sample(self, n: int, *, seed: int = 0, conditions: dict | None = None, rules: bool = True, spark=None):
+        """``n`` new records (a DataFrame of the schema's columns, every row valid): post-processing of the release.
+        ``conditions`` ({column: value}, e.g. ``{"sex": "Female"}``): every record holds those values, the others follow
+        the particles' law given their cells (a value the schema refuses, or the release gives no support, is refused).
+        The schema's rules hold in every record (``rules=False``: none is kept): records that break one are drawn
+        again, the share drawn again kept in ``self.rejected``. ``spark`` (a session): a Spark DataFrame of the records
+        ``swflow sample`` writes, drawn on the executors chunk by chunk (swflow.pipeline.spark_samples)."""
+        if spark is not None:
+            from .spark_samples import sample_dataframe
 
-        The schema's rules (swflow.tables.rules) hold in every record (``rules=False``: none is kept): records that
-        break one are drawn again, and the share drawn again is kept in ``self.rejected``."""
-        import numpy as np
+            return sample_dataframe(self, n, spark=spark, seed=seed, conditions=conditions, rules=rules)
         import pandas as pd
-
-        from ..tables.rules import keep_rules
-        from ..tables.types import present
 
         self._fitted()
         cells, values = {}, {}

@@ -31,16 +31,17 @@ DUCKDB_FROM_BYTES = 2 << 30
 
 
 def choose_engine(table, engine: str | None) -> str:
-    """The engine for ``table`` (a DataFrame, a path, a glob, or a DuckDB relation): the one named, else DuckDB
-    for a relation, a glob or files of DUCKDB_FROM_BYTES or more, else pandas."""
+    """The engine for ``table`` (a DataFrame, a path, a glob, a URI, or a DuckDB relation): the one named, else Spark
+    for a Spark DataFrame or a URI, DuckDB for a relation, a glob or files of DUCKDB_FROM_BYTES or more, else
+    pandas."""
     if engine is not None:
         if engine not in ENGINES:
             raise ValueError(f"engine is one of {ENGINES}, got {engine!r}")
         return engine
     if type(table).__module__.startswith("duckdb"):
         return "duckdb"
-    if type(table).__module__.startswith("pyspark"):
-        return "spark"
+    if type(table).__module__.startswith("pyspark") or (isinstance(table, (str, Path)) and "://" in str(table)):
+        return "spark"  # a DataFrame, or files a URI names (hdfs://, s3a://): Spark reads them
     if isinstance(table, (str, Path)):
         files = files_of(table)
         if glob.has_magic(str(table)) or sum(f.stat().st_size for f in files) >= DUCKDB_FROM_BYTES:
@@ -53,6 +54,8 @@ def engine_table(table, schema: Schema, *, engine: str | None, clip: bool = Fals
     ``record_level``: the run counts records one each in one process (an engine's only run, for now: a privacy
     unit's weights and torchrun's shards are pandas')."""
     engine = choose_engine(table, engine)
+    if engine != "spark" and isinstance(table, (str, Path)) and "://" in str(table):
+        raise ValueError(f"{table}: files a URI names are read by Spark: engine='spark' (--engine spark)")
     if engine == "pandas":
         if type(table).__module__.startswith(("duckdb", "pyspark")) or (isinstance(table, (str, Path)) and
                                                                          glob.has_magic(str(table))):

@@ -17,7 +17,12 @@ import numpy as np
 from .counted import EngineTable, files_of, files_sha256
 from .schema import Schema, SchemaError
 
-__all__ = ["SparkTable"]
+__all__ = ["SparkTable", "is_uri"]
+
+
+def is_uri(source) -> bool:
+    """Whether ``source`` names files by a URI (``hdfs://…``, ``s3a://…``, ``file://…``) that only Spark reads."""
+    return isinstance(source, (str, Path)) and "://" in str(source)
 
 
 class SparkTable(EngineTable):
@@ -31,6 +36,12 @@ class SparkTable(EngineTable):
         self.schema, self.clip = schema, clip
         if isinstance(source, DataFrame):
             self.frame, self.files, self.name, self.csv = source, [], "the Spark DataFrame", False
+        elif is_uri(source):  # hdfs://, s3a://, file://: Spark reads them (and the glob) itself; a CSV's sep is ','
+            spark = spark or SparkSession.getActiveSession() or _local_session()
+            self.files, self.name = [], str(source)
+            self.csv = not self.name.lower().endswith(".parquet")
+            self.frame = (spark.read.csv(self.name, header=True, inferSchema=False) if self.csv
+                          else spark.read.parquet(self.name))
         else:
             spark = spark or SparkSession.getActiveSession() or _local_session()
             self.files, self.name = files_of(source), str(source)
@@ -106,7 +117,8 @@ class SparkTable(EngineTable):
                 np.array([r["n"] for r in found], dtype=np.int64))
 
     def sha256(self) -> str:
-        """A fingerprint of the files' bytes (of a DataFrame: of its rows' count and plan; never the rows)."""
+        """A fingerprint of the files' bytes (of a DataFrame, or files a URI names: of its rows' count and plan;
+        never the rows)."""
         if not hasattr(self, "_digest"):
             plan = "" if self.files else self.frame._jdf.queryExecution().analyzed().toString()
             self._digest = files_sha256(self.files, repr((self._records, self.frame.columns, plan)))
