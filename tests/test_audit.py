@@ -69,6 +69,8 @@ def test_whitebox_audit_is_informative_and_flags_halved_noise(method, count_nois
     options = {} if count_noise is None else {"count_noise": count_noise}
     if method == "ldp-flow":  # its bound at eps = 1 spreads over 0-0.56 across seeds at 10^6 draws, 0.59-0.62 at 4x
         options["trials"] = 4_000_000
+    if (method, count_noise) == ("dpswflow-hist", "gaussian"):  # eps = 1: 0.49-0.57 over seeds at 10^6, 0.58-0.65 at 4x
+        options["trials"] = 4_000_000
     honest = audit.whitebox_audit(method, eps, **options)["audited_epsilon_lower_bound"]
     assert 0.5 * eps <= honest <= eps
     assert audit.whitebox_audit(method, eps, halve_noise=True, **options)["audited_epsilon_lower_bound"] > eps
