@@ -148,7 +148,7 @@ def test_what_an_engine_does_not_count_is_refused(tmp_path):
     frame, schema = example_table(200, seed=1)
     frame.assign(person=np.arange(len(frame)) // 2).to_parquet(tmp_path / "t.parquet", index=False)
     frame.to_csv(tmp_path / "u.csv", index=False)
-    with pytest.raises(ValueError, match="engine='pandas'"):
+    with pytest.raises(ValueError, match="under a privacy unit, use engine='spark' or 'pandas'"):
         TableSynthesizer(schema=schema, epsilon=1.0, privacy_unit="person").fit(str(tmp_path / "t.parquet"),
                                                                                 engine="duckdb")
     with pytest.raises(ValueError, match="engine='duckdb'"):
@@ -362,3 +362,98 @@ def test_samples_as_a_spark_dataframe_are_the_samples_file_s_records(tmp_path, s
     np.testing.assert_array_equal(one["score"].to_numpy(), syn.sample(300, seed=2)["score"].to_numpy())
     with pytest.raises(ValueError, match="condition"):
         syn.sample(10, spark=spark, conditions={"kind": "zz"})
+
+
+def _unit_frame(n: int = 1200, seed: int = 2):
+    frame, schema = example_table(n, seed=seed)
+    rng = np.random.default_rng(seed)
+    frame["person"] = rng.integers(0, n // 4, n)  # about 4 rows a person, some with 10 or more
+    frame.loc[frame.index[:40], "person"] = 9999  # one person with 40 rows: far over any bound
+    return frame, schema
+
+
+def test_spark_weights_a_privacy_unit_s_rows_as_pandas_does(spark):
+    """Under a privacy unit Spark gathers each unit's rows in a partition and weights them there (issue 95): the
+    count of records' mass, the pair tables' spread weights (with each row's class of its unit's rows) and the fine
+    trees' weights are those that privacy.units gives on the whole table in one process, to float rounding."""
+    import torch
+
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.privacy.marginals import pair_counts
+    from swflow.privacy.units import (ROWS_COLUMN, UnitBound, row_class_labels, row_classes, spread_weights,
+                                      tree_weights, unit_codes, unit_weights)
+    from swflow.tables.codec import TableCodec
+    from swflow.tables.resolution import tree_of
+    from swflow.tables.spark import SparkTable
+
+    frame, schema = _unit_frame()
+    unit = UnitBound("person", 4)
+    table = SparkTable(spark.createDataFrame(frame.astype({"education": object})), schema, unit=unit)
+    codes = unit_codes(frame["person"])
+    count_weights = unit_weights(codes, max_rows=4).numpy()
+    assert table.unit_mass() == pytest.approx(float(np.minimum(np.bincount(codes), 4).sum()), rel=1e-12)
+    released = TableSynthesizer(schema=schema, epsilon=1.0, privacy_unit="person").schema  # with the class column
+    codec = TableCodec(released, numeric_bins=8)
+    classes = np.array(row_class_labels(4), dtype=object)[row_classes(count_weights)]
+    cells = codec.cell_index(schema.check(frame.drop(columns="person")).assign(**{ROWS_COLUMN: classes}))
+    pairs = [(i, j) for i in range(len(codec.sizes)) for j in range(i + 1, len(codec.sizes))]
+    weights = spread_weights(codes, cells, pairs, max_rows=4, constant=len(codec.sizes) - 1)
+    expected = pair_counts(torch.from_numpy(cells), codec.sizes, pairs, weights).numpy()
+    np.testing.assert_allclose(table.pair_counts(codec, pairs), expected, rtol=1e-12, atol=1e-9)
+    numbers = [j for j, c in enumerate(released.columns) if c.kind == "numeric"]
+    trees = [tree_of(released.columns[j]) for j in numbers]
+    leaves = tree_weights(codes, torch.from_numpy(cells)[:, numbers], trees, max_rows=4).numpy()
+    for j, counts in zip(numbers, table.fine_counts(codec, numbers, trees=trees)):
+        np.testing.assert_allclose(counts, np.bincount(cells[:, j], weights=leaves, minlength=codec.sizes[j]),
+                                   rtol=1e-12, atol=1e-9)
+    assert 0 < float(weights.min()) and float(weights.max()) <= 1 and float(weights[:40].max()) < 0.2
+
+
+def test_a_spark_run_under_a_privacy_unit_claims_what_the_pandas_run_claims(tmp_path, spark, capsys):
+    """Issue 95's bar: a Spark DataFrame under a privacy unit gives pandas' privacy.json claim (ε, δ, the unit, the
+    accountant, the multiplier, k·√K); only the released size (noisy: its noise is the OS's) differs. From the
+    command too, and the run verifies. A table without the unit column, rows without a unit, DuckDB under a unit
+    and the repeated values under a unit on an engine are refused."""
+    from swflow.cli import main
+    from swflow.pipeline.tables import TableSynthesizer
+    from swflow.privacy.units import UNITLESS_ROWS
+
+    frame, schema = _unit_frame()
+    sdf = spark.createDataFrame(frame.astype({"education": object}))
+    claims = []
+    for table in (frame, sdf):
+        syn = TableSynthesizer(schema=schema, epsilon=3.0, privacy_unit="person", steps=20, n_particles=200)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            claims.append(syn.fit(table).privacy_report().to_json())
+        assert syn.engine == ("pandas" if table is frame else "spark") and len(syn.sample(50)) == 50
+    noisy = ("dataset_size", "ledger", "run_config")
+    assert {k: v for k, v in claims[0].items() if k not in noisy} == {k: v for k, v in claims[1].items()
+                                                                     if k not in noisy}
+    assert claims[1]["privacy_unit"] == "one person and all of its rows" and claims[1]["sensitivity"] == pytest.approx(
+        4 * np.sqrt(len(claims[1]["run_config"]["pairs"])))
+    for pandas_event, spark_event in zip(claims[0]["ledger"], claims[1]["ledger"]):
+        assert {k: v for k, v in pandas_event.items() if k not in ("dataset_size", "sample_size")} == \
+            {k: v for k, v in spark_event.items() if k not in ("dataset_size", "sample_size")}
+    frame.to_parquet(tmp_path / "visits.parquet", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(schema.to_json()))
+    assert main(["generate", "--table", f"file://{tmp_path}/visits.parquet", "--schema", str(tmp_path / "schema.json"),
+                 "--privacy-unit", "person", "--epsilon", "3", "--steps", "20", "--quiet", "--out",
+                 str(tmp_path / "run")]) == 0
+    assert "counted by spark" in capsys.readouterr().out
+    written = json.loads((tmp_path / "run" / "privacy.json").read_text())
+    assert written["epsilon"] == pytest.approx(claims[0]["epsilon"], rel=1e-9)  # the command's own cells and pairs
+    assert written["privacy_unit"] == claims[0]["privacy_unit"]
+    assert main(["verify", str(tmp_path / "run")]) == 0
+    settings = dict(schema=schema, epsilon=3.0, privacy_unit="person", steps=20, n_particles=200)
+    with pytest.raises(ValueError, match="no privacy-unit column 'person'"):
+        TableSynthesizer(**settings).fit(sdf.drop("person"))
+    with pytest.raises(ValueError, match="rows without a unit") as err:
+        TableSynthesizer(**settings).fit(spark.createDataFrame(
+            frame.astype({"education": object, "person": object}).assign(person=lambda f: f.person.where(
+                f.index != 7, None))))
+    assert str(err.value) == UNITLESS_ROWS
+    with pytest.raises(ValueError, match="DuckDB counts record-level runs"):
+        TableSynthesizer(**settings).fit(str(tmp_path / "visits.parquet"), engine="duckdb")
+    with pytest.raises(ValueError, match="repeated_values off"):
+        TableSynthesizer(**settings, repeated_values=True).fit(sdf)

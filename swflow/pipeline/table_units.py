@@ -92,6 +92,7 @@ class TableUnits:
         """``table`` without its unit column (a file is read whole: the unit's rows may lie anywhere in it), each
         row's unit and weight kept for the fit's releases (``self._unit_rows``); ``table`` itself without a unit."""
         from ..privacy.units import unit_codes, unit_weights
+        from ..tables.counted import EngineTable
         from ..tables.files import read_table
 
         if self.unit is None:
@@ -99,6 +100,12 @@ class TableUnits:
         if sharded:
             raise ValueError("a privacy unit is not built for torchrun (a unit's rows may lie on several ranks): run "
                              "the table in one process")
+        if isinstance(table, EngineTable):  # the engine weights each unit's rows where they are (tables/spark.py)
+            if self.repeated_values:
+                raise ValueError("under a privacy unit the repeated values are named from each unit's rows in their "
+                                 "order, which an engine does not keep: leave repeated_values off (its default "
+                                 "under a unit), or count the table with engine='pandas'")
+            return table
         frame = read_table(table, schema=self.schema) if isinstance(table, (str, Path)) else table
         if self.unit.column not in frame.columns:
             raise ValueError(f"the table has no privacy-unit column {self.unit.column!r}: name the column that "
@@ -132,7 +139,7 @@ class TableUnits:
         many cells, at the same noise), and ROWS_COLUMN its class; ``frame`` as it is without a unit."""
         from ..privacy.units import spread_weights
 
-        if self.unit is None:
+        if self.unit is None or self._unit_rows is None:  # no unit, or an engine that weights it where it counts
             return frame
         cells = self.codec.cell_index(self.schema.check(frame, clip=self.clip))
         codes = self._unit_rows[0]
@@ -140,21 +147,28 @@ class TableUnits:
                                                 constant=len(self.schema.columns) - 1)
         return self._with_classes(frame)
 
-    def _records_mass(self, records: int) -> float:
-        """What the count of records counts: the rows, or their weights' sum under a unit."""
-        return records if self._unit_rows is None else float(self._unit_rows[1].sum())
+    def _records_mass(self, table, records: int) -> float:
+        """What the count of records counts: the rows, or their weights' sum under a unit (an engine's sum of it)."""
+        if self.unit is None:
+            return records
+        return table.unit_mass() if self._unit_rows is None else float(self._unit_rows[1].sum())
 
     def _weighted(self, target):
-        """``target`` (a count release) counting each row with its unit's weight, at the unit's sensitivity."""
-        return target if self._unit_rows is None else target.weighted(self._unit_rows[1], self.unit.max_rows)
+        """``target`` (a count release) counting each row with its unit's weight, at the unit's sensitivity (an
+        engine's rows are weighted by the engine: swflow/tables/spark.py)."""
+        if self.unit is None:
+            return target
+        return target.weighted(None if self._unit_rows is None else self._unit_rows[1], self.unit.max_rows)
 
     def _trees_weighted(self, target, cells: torch.Tensor):
         """``target`` (the fine trees' release, of the records' fine ``cells`` (m, C)) counting each row with its
         unit's weight by its spread over the trees' levels (privacy.units.tree_weights), at the unit's sensitivity."""
         from ..privacy.units import tree_weights
 
-        if self._unit_rows is None:
+        if self.unit is None:
             return target
+        if self._unit_rows is None:  # an engine weights its rows where it counts them
+            return target.weighted(None, self.unit.max_rows)
         weights = tree_weights(self._unit_rows[0], cells[:, target.columns], target.trees,
                                max_rows=self.unit.max_rows)
         return target.weighted(weights, self.unit.max_rows)

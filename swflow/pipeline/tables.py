@@ -174,8 +174,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
     def fit(self, table, *, progress: bool | str = False, sharded: bool = False,
             engine: str | None = None) -> "TableSynthesizer":
         """Spend the budget once on the private ``table``: a DataFrame, a CSV / Parquet file read in chunks (memory
-        flat in its length), or files (a glob) or a DuckDB relation that DuckDB counts where they are (``engine``
-        'pandas' or 'duckdb'; default: swflow.tables.engines.choose_engine); the release is the same on either.
+        flat in its length), files (a glob, a URI) or a DuckDB relation or Spark DataFrame that an engine counts where
+        they are (``engine`` 'pandas', 'duckdb' or 'spark'; default: swflow.tables.engines.choose_engine).
 
         ``progress``: True shows the fit's bar; 'auto' only when its first steps say it takes over a minute (with
         an estimate), for a caller that wants quiet unless it is long.
@@ -194,13 +194,13 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
-        self.engine, table = engine_table(table, self.schema, engine=engine, clip=self.clip,
-                                          record_level=self.unit is None and not sharded)
+        self.engine, table = engine_table(table, self.user_schema, engine=engine, clip=self.clip, unit=self.unit,
+                                          sharded=sharded)
         table = self._unit_split(table, sharded=sharded)  # a unit's rows weighted; its identifiers kept out
         records = record_count(table, self.codec, clip=self.clip)  # private under add-remove: counted, released
         share = rank_share(records) if sharded else (0, records, 1)
         noise = NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise)
-        n, spent = self._public_size(self._records_mass(records), noise, sharded=sharded)  # all later steps read
+        n, spent = self._public_size(self._records_mass(table, records), noise, sharded=sharded)  # later steps read
         released = self._plan_cells(n)
         fine_cal, calibration = self._calibrate(n, released, spent)
         fine = self._release_cells(table, n, released, fine_cal, noise, share) if released else None

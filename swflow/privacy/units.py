@@ -152,14 +152,18 @@ class UnitBound:
         return cls(data["column"], data["max_rows_per_unit"], data["max_values_per_unit"])
 
 
+#: the refusal of rows without a unit, on every engine
+UNITLESS_ROWS = ("the privacy unit's column has rows without a unit (missing identifiers): every row must name its "
+                 "unit; drop those rows or give each its own identifier")
+
+
 def unit_codes(ids) -> np.ndarray:
     """Each row's unit as a code 0 … U − 1 (int64, (m,)), from the identifier column ``ids`` (a pandas Series).
     A row without a unit is refused: it could not be bounded (the error names no row and no identifier)."""
     import pandas as pd
 
     if ids.isna().any():
-        raise ValueError("the privacy unit's column has rows without a unit (missing identifiers): every row must "
-                         "name its unit; drop those rows or give each its own identifier")
+        raise ValueError(UNITLESS_ROWS)
     codes, _ = pd.factorize(ids, sort=False)
     return codes.astype(np.int64)
 

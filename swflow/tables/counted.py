@@ -42,9 +42,14 @@ class EngineTable:
         """(Σ sizes[i]·sizes[j],) int64: the exact pair tables of ``codec``'s cells (marginals.pair_counts)."""
         raise NotImplementedError
 
-    def fine_counts(self, codec, columns: list[int]) -> list[np.ndarray]:
-        """Each of ``columns``' exact counts by its cells of ``codec`` ((sizes[j],) int64 each)."""
+    def fine_counts(self, codec, columns: list[int], trees=None) -> list[np.ndarray]:
+        """Each of ``columns``' exact counts by its cells of ``codec`` ((sizes[j],) int64 each; float64 where a
+        privacy unit weights its rows by their spread over ``trees``, the columns' released trees)."""
         raise NotImplementedError
+
+    def unit_mass(self) -> float:
+        """Under a privacy unit: what the count of records counts (each unit min(its rows, k))."""
+        raise NotImplementedError(f"{type(self).__name__} counts record-level runs only")
 
     def distinct(self, name: str, low: float, high: float, at_least: int) -> tuple[np.ndarray, np.ndarray]:
         """The checked values of column ``name`` strictly inside (low, high) that at least ``at_least`` records
@@ -98,12 +103,12 @@ class EngineRows(CountedRows):
         return torch.from_numpy(self.table.pair_counts(self.codec, [tuple(p) for p in pairs]))
 
     def level_counts(self, columns: list[int], trees) -> torch.Tensor:
-        fine = self.table.fine_counts(self.codec, list(columns))
+        fine = self.table.fine_counts(self.codec, list(columns), trees=list(trees))
         parts = []
         for counts, tree in zip(fine, trees):
             leaves = torch.from_numpy(counts)
             for level in range(1, tree.levels + 1):
-                parts.append(torch.zeros(tree.nodes(level), dtype=torch.int64).index_add_(
+                parts.append(torch.zeros(tree.nodes(level), dtype=leaves.dtype).index_add_(
                     0, tree.node_of(torch.arange(len(leaves)), level), leaves))
         return torch.cat(parts)
 

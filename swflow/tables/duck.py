@@ -158,7 +158,7 @@ class DuckDBTable(EngineTable):
     def pair_counts(self, codec, pairs: list[tuple[int, int]]) -> np.ndarray:
         return np.concatenate(self.counts(self._cells(codec), pairs, codec.sizes))
 
-    def fine_counts(self, codec, columns: list[int]) -> list[np.ndarray]:
+    def fine_counts(self, codec, columns: list[int], trees=None) -> list[np.ndarray]:
         names = codec.schema.names
         return self.histograms([self.columns[names[j]].histogram(codec.cells[j], f"a{j}", f"v{j}")
                                 for j in columns], columns)

@@ -49,10 +49,10 @@ def choose_engine(table, engine: str | None) -> str:
     return "pandas"
 
 
-def engine_table(table, schema: Schema, *, engine: str | None, clip: bool = False, record_level: bool = True):
-    """(the engine, ``table`` as the run's private rows): as it is for pandas, an :class:`EngineTable` for DuckDB.
-    ``record_level``: the run counts records one each in one process (an engine's only run, for now: a privacy
-    unit's weights and torchrun's shards are pandas')."""
+def engine_table(table, schema: Schema, *, engine: str | None, clip: bool = False, unit=None, sharded: bool = False):
+    """(the engine, ``table`` as the run's private rows): as it is for pandas, an :class:`EngineTable` for DuckDB
+    and Spark. ``unit``: the run's privacy unit (privacy.units.UnitBound; Spark and pandas weight a unit's rows,
+    DuckDB counts records only); ``sharded``: under torchrun, whose shards are pandas'."""
     engine = choose_engine(table, engine)
     if engine != "spark" and isinstance(table, (str, Path)) and "://" in str(table):
         raise ValueError(f"{table}: files a URI names are read by Spark: engine='spark' (--engine spark)")
@@ -62,13 +62,14 @@ def engine_table(table, schema: Schema, *, engine: str | None, clip: bool = Fals
             raise ValueError("pandas reads one file or a DataFrame: count a glob or a DuckDB relation with "
                              "engine='duckdb', a Spark DataFrame with engine='spark'")
         return engine, table
-    if not record_level:
-        raise ValueError(f"the {engine} engine counts record-level runs in one process: under a privacy unit or "
-                         "torchrun, use engine='pandas'")
+    if sharded:
+        raise ValueError(f"the {engine} engine counts all the rows in one run: under torchrun, use engine='pandas'")
     if engine == "spark":
         from .spark import SparkTable
 
-        return engine, SparkTable(table, schema, clip=clip)
+        return engine, SparkTable(table, schema, clip=clip, unit=unit)
+    if unit is not None:
+        raise ValueError("DuckDB counts record-level runs: under a privacy unit, use engine='spark' or 'pandas'")
     from .duck import DuckDBTable
 
     return engine, DuckDBTable(table, schema, clip=clip)
