@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-import numpy as np
 import pandas as pd
 
 from .table_samples import SAMPLE_CHUNK, chunk_seed
@@ -51,8 +50,8 @@ def _for_spark(frame: pd.DataFrame, schema) -> pd.DataFrame:
         if kind == "date":
             values = pd.Series([None if pd.isna(v) else pd.Timestamp(v).date() for v in values], dtype=object)
         elif kind == "string":
-            values = pd.Series([None if v is None or (isinstance(v, float) and np.isnan(v))
-                                else v.isoformat() if isinstance(v, dt.time) else str(v) for v in values], dtype=object)
+            values = pd.Series([None if pd.isna(v) else v.isoformat() if isinstance(v, dt.time) else str(v)
+                                for v in values], dtype=object)
         elif kind == "double":
             values = values.astype("float64")
         out[column.name] = values.reset_index(drop=True)

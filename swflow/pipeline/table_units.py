@@ -91,7 +91,7 @@ class TableUnits:
     def _unit_split(self, table, *, sharded: bool):
         """``table`` without its unit column (a file is read whole: the unit's rows may lie anywhere in it), each
         row's unit and weight kept for the fit's releases (``self._unit_rows``); ``table`` itself without a unit."""
-        from ..privacy.units import unit_codes, unit_weights
+        from ..privacy.units import no_unit_column, unit_codes, unit_weights
         from ..tables.counted import EngineTable
         from ..tables.files import read_table
 
@@ -108,8 +108,7 @@ class TableUnits:
             return table
         frame = read_table(table, schema=self.schema) if isinstance(table, (str, Path)) else table
         if self.unit.column not in frame.columns:
-            raise ValueError(f"the table has no privacy-unit column {self.unit.column!r}: name the column that "
-                             "identifies each row's unit")
+            raise ValueError(no_unit_column(self.unit.column))
         codes = unit_codes(frame[self.unit.column])
         self._unit_rows = codes, unit_weights(codes, max_rows=self.unit.max_rows)
         return self._with_classes(frame.drop(columns=[self.unit.column]))

@@ -157,6 +157,11 @@ UNITLESS_ROWS = ("the privacy unit's column has rows without a unit (missing ide
                  "unit; drop those rows or give each its own identifier")
 
 
+def no_unit_column(column: str) -> str:
+    """The refusal of a table that lacks the privacy unit's column, on every engine."""
+    return f"the table has no privacy-unit column {column!r}: name the column that identifies each row's unit"
+
+
 def unit_codes(ids) -> np.ndarray:
     """Each row's unit as a code 0 … U − 1 (int64, (m,)), from the identifier column ``ids`` (a pandas Series).
     A row without a unit is refused: it could not be bounded (the error names no row and no identifier)."""

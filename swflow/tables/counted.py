@@ -12,7 +12,12 @@ import torch
 from ..privacy.rows import CountedRows
 from .schema import Schema
 
-__all__ = ["EngineTable", "EngineRows", "EngineValues", "files_of", "files_sha256"]
+__all__ = ["EngineTable", "EngineRows", "EngineValues", "files_of", "files_sha256", "is_uri"]
+
+
+def is_uri(source) -> bool:
+    """Whether ``source`` names files by a URI (``hdfs://…``, ``s3a://…``, ``file://…``) that only Spark reads."""
+    return isinstance(source, (str, Path)) and "://" in str(source)
 
 
 def files_of(pattern) -> list[Path]:

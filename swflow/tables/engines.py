@@ -18,7 +18,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
-from .counted import files_of
+from .counted import files_of, is_uri
 from .schema import Schema
 
 __all__ = ["ENGINES", "engine_table", "choose_engine"]
@@ -40,7 +40,7 @@ def choose_engine(table, engine: str | None) -> str:
         return engine
     if type(table).__module__.startswith("duckdb"):
         return "duckdb"
-    if type(table).__module__.startswith("pyspark") or (isinstance(table, (str, Path)) and "://" in str(table)):
+    if type(table).__module__.startswith("pyspark") or is_uri(table):
         return "spark"  # a DataFrame, or files a URI names (hdfs://, s3a://): Spark reads them
     if isinstance(table, (str, Path)):
         files = files_of(table)
@@ -54,7 +54,7 @@ def engine_table(table, schema: Schema, *, engine: str | None, clip: bool = Fals
     and Spark. ``unit``: the run's privacy unit (privacy.units.UnitBound; Spark and pandas weight a unit's rows,
     DuckDB counts records only); ``sharded``: under torchrun, whose shards are pandas'."""
     engine = choose_engine(table, engine)
-    if engine != "spark" and isinstance(table, (str, Path)) and "://" in str(table):
+    if engine != "spark" and is_uri(table):
         raise ValueError(f"{table}: files a URI names are read by Spark: engine='spark' (--engine spark)")
     if engine == "pandas":
         if type(table).__module__.startswith(("duckdb", "pyspark")) or (isinstance(table, (str, Path)) and

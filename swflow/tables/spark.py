@@ -14,15 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .counted import EngineTable, files_of, files_sha256
+from .counted import EngineTable, files_of, files_sha256, is_uri
 from .schema import Schema, SchemaError
 
-__all__ = ["SparkTable", "is_uri"]
-
-
-def is_uri(source) -> bool:
-    """Whether ``source`` names files by a URI (``hdfs://…``, ``s3a://…``, ``file://…``) that only Spark reads."""
-    return isinstance(source, (str, Path)) and "://" in str(source)
+__all__ = ["SparkTable"]
 
 
 class SparkTable(EngineTable):
@@ -42,21 +37,20 @@ class SparkTable(EngineTable):
         self.schema, self.clip, self.unit = schema, clip, unit
         if isinstance(source, DataFrame):
             self.frame, self.files, self.name, self.csv = source, [], "the Spark DataFrame", False
-        elif is_uri(source):  # hdfs://, s3a://, file://: Spark reads them (and the glob) itself; a CSV's sep is ','
-            spark = spark or SparkSession.getActiveSession() or _local_session()
-            self.files, self.name = [], str(source)
-            self.csv = not self.name.lower().endswith(".parquet")
-            self.frame = (spark.read.csv(self.name, header=True, inferSchema=False) if self.csv
-                          else spark.read.parquet(self.name))
         else:
-            spark = spark or SparkSession.getActiveSession() or _local_session()
-            self.files, self.name = files_of(source), str(source)
             from .files import delimiter_of
 
-            self.csv = self.files[0].suffix.lower() != ".parquet"
-            paths = [str(Path(f).resolve()) for f in self.files]
-            self.frame = (spark.read.csv(paths, header=True, inferSchema=False, sep=delimiter_of(self.files[0]))
-                          if self.csv else spark.read.parquet(*paths))
+            spark = spark or SparkSession.getActiveSession() or _local_session()
+            self.name = str(source)
+            if is_uri(source):  # hdfs://, s3a://, file://: Spark reads them (and the glob) itself; a CSV's sep is ','
+                self.files, paths, self.csv, sep = [], [self.name], not self.name.lower().endswith(".parquet"), ","
+            else:
+                self.files = files_of(source)
+                paths = [str(Path(f).resolve()) for f in self.files]
+                self.csv = self.files[0].suffix.lower() != ".parquet"
+                sep = delimiter_of(self.files[0]) if self.csv else None
+            self.frame = (spark.read.csv(paths, header=True, inferSchema=False, sep=sep) if self.csv
+                          else spark.read.parquet(*paths))
         self._check_names()
         if unit is not None:  # every unit's rows in one partition
             self.frame = self.frame.repartition(self.frame[unit.column])
@@ -73,9 +67,10 @@ class SparkTable(EngineTable):
 
         names = [str(n).rstrip() for n in self.frame.columns]
         if self.unit is not None:
-            if self.unit.column not in names:  # pandas' words (pipeline/table_units.py)
-                raise ValueError(f"the table has no privacy-unit column {self.unit.column!r}: name the column that "
-                                 "identifies each row's unit")
+            if self.unit.column not in names:
+                from ..privacy.units import no_unit_column
+
+                raise ValueError(no_unit_column(self.unit.column))
             names.remove(self.unit.column)
         try:  # the same refusal as pandas' for missing or undeclared columns
             self.schema._check_names(pd.DataFrame(columns=names))
@@ -114,7 +109,7 @@ class SparkTable(EngineTable):
 
     def _summed(self, job, size: int) -> np.ndarray:
         """Every partition's count vector, summed in partition order: int64, or float64 where a unit weights them."""
-        dtype = np.int64 if self.unit is None else np.float64
+        dtype = _count_dtype(self.unit)
         total = np.zeros(size, dtype=dtype)
         for row in self._run(job, "counts binary"):
             total += np.frombuffer(row["counts"], dtype=dtype)
@@ -199,7 +194,7 @@ class _Job:
             found, n = np.unique(np.concatenate(values or [np.zeros(0)]), return_counts=True)
             yield pd.DataFrame({"value": found, "n": n.astype(np.int64)})
         elif counts is not None:
-            yield pd.DataFrame({"counts": [counts.astype(np.int64 if self.unit is None else np.float64).tobytes()]})
+            yield pd.DataFrame({"counts": [counts.astype(_count_dtype(self.unit)).tobytes()]})
 
     def _counts(self, checked) -> np.ndarray:
         import torch
@@ -245,6 +240,11 @@ class _Job:
         low, high = self.settings["inside"]
         x = checked[self.settings["name"]].to_numpy(dtype=float, na_value=np.nan)
         return x[(x > low) & (x < high)]
+
+
+def _count_dtype(unit):
+    """A partition's counts: records one each (int64), or weighted by a privacy unit (float64)."""
+    return np.int64 if unit is None else np.float64
 
 
 #: a partition's refusal of rows without a unit (privacy.units.UNITLESS_ROWS), before any column's
