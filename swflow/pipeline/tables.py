@@ -143,7 +143,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             return "given" if given else "every pair (the schema alone)"
         widths = self._widths()
         width = max(j - i for i, j in self.pairs if target not in (self.schema.names[i], self.schema.names[j]))
-        rules = [f"each column with its next {width} in the schema's order"
+        rules = [f"each column with {'the next one' if width == 1 else f'its next {width}'} in the schema's order"
                  + (f", and {target!r} (the target) with every column" if target else "")] \
             if every > MAX_SCHEMA_PAIRS else []
         if any(widths[i] * widths[j] > MAX_TABLE_CELLS for i in range(columns) for j in range(i)):
