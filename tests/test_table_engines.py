@@ -457,3 +457,19 @@ def test_a_spark_run_under_a_privacy_unit_claims_what_the_pandas_run_claims(tmp_
         TableSynthesizer(**settings).fit(str(tmp_path / "visits.parquet"), engine="duckdb")
     with pytest.raises(ValueError, match="repeated_values off"):
         TableSynthesizer(**settings, repeated_values=True).fit(sdf)
+
+
+def test_spark_makes_a_wide_table_s_private_choice_as_pandas_does(spark):
+    """Issue 94: the candidates of a wide table's private choice of pairs are counted by Spark where the rows live;
+    for the same privacy seed the run chooses pandas' pairs and releases its counts."""
+    rng = np.random.default_rng(0)
+    first = rng.integers(0, 2, (1000, 17))
+    values = np.concatenate([first, np.where(rng.random((1000, 17)) < 0.05, 1 - first, first)], 1)
+    frame = pd.DataFrame({f"c{j}": np.where(values[:, j] == 1, "b", "a") for j in range(34)})
+    schema = Schema.from_json({"columns": [{"name": f"c{j}", "type": "categorical", "categories": ["a", "b"]}
+                                           for j in range(34)]})
+    settings = dict(schema=schema, epsilon=10.0, delta=1e-9, steps=5, count_noise="gaussian", privacy_seed=3)
+    reference = TableSynthesizer(**settings).fit(frame)
+    on_spark = TableSynthesizer(**settings).fit(spark.createDataFrame(frame))
+    assert reference.pairs_chosen_by.startswith("a private choice") and on_spark.pairs == reference.pairs
+    assert torch.equal(on_spark._counts, reference._counts)

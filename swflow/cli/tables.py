@@ -231,9 +231,10 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--public-table", metavar="PUBLIC", help="PUBLIC rows under the same schema (.csv or .parquet), "
                    "never private ones: release only the pairs of columns they show worth their noise (wide tables: "
                    "fewer pairs, less noise on each; docs/tables-design.md). Without them: every pair up to 496 "
-                   "of them; past that (about 32 columns) each column with its next ones in the schema's order "
-                   "(write related columns side by side); with --target, the target with every column and each "
-                   "other column with the next one only, so that half of the tables are the target's. Under "
+                   "of them; past that (about 32 columns) half of the tables from the schema (--target with every "
+                   "column, else each column with the next) and half chosen privately by the data (the exponential "
+                   "mechanism, a tenth of the budget) where its noise is at most n/10; else each column with its "
+                   "next ones in the schema's order (write related columns side by side). Under "
                    "--privacy-unit each column also keeps its table with its rows' class, and the public rows' own "
                    "unit column, if any, is dropped unread")
     g.add_argument("--resolution", choices=("release", "public", "uniform"), default=None,

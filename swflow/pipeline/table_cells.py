@@ -24,6 +24,9 @@ RESOLUTIONS = ("release", "public", "uniform")
 class TableCells:
     """Mixed into TableSynthesizer: its cells (``self.codec``), set once per fit or load."""
 
+    #: a wide table's private choice of pairs (table_choice.py): its plan, and whether its pairs are chosen yet
+    _selection, _chosen = None, False
+
     def _check_cells(self, cells) -> None:
         """``cells``: None (the rule), a number for every column, or {column: number} (the others by the rule)."""
         chosen = cells.values() if isinstance(cells, dict) else [] if cells is None else [cells]
@@ -45,8 +48,9 @@ class TableCells:
 
         if isinstance(self.cells, int):
             return [self.cells] * len(self.schema.columns)
-        z = one_release_multiplier(self.privacy) / math.sqrt((1 - self.resolution_share) * (1 - self._values_share()))
-        sigma = z * histogram_sensitivity(len(self.pairs), adjacency=self.privacy.adjacency,
+        z = one_release_multiplier(self.privacy) / math.sqrt((1 - self.resolution_share) * (1 - self._values_share())
+                                                             * (1 - self._choice_share()))
+        sigma = z * histogram_sensitivity(self._table_count(), adjacency=self.privacy.adjacency,
                                           contribution=self._contribution).value
         rule = cells_per_column(dataset_size=n, pair_noise_std=sigma)
         tables = [sum(j in pair for pair in self.pairs) for j in range(len(self.schema.columns))]
@@ -54,10 +58,14 @@ class TableCells:
                     dataset_size=n, pooled_noise_std=sigma / math.sqrt(max(held, 1)))))
                 for c, held in zip(self.schema.columns, tables)]
 
-    def _plan_cells(self, n: int) -> list[int]:
+    def _plan_cells(self, n: int, *, sharded: bool = False) -> list[int]:
         """Set the cells that need no release (the schema's, or public rows'), choose the pairs from public rows
-        where given, and return the columns whose fine histograms the run releases."""
+        where given (or plan a wide table's private choice, made once the cells are set), and return the columns
+        whose fine histograms the run releases."""
         from ..tables.resolution import column_cells, needs_release
+        from .table_choice import plan_choice
+
+        plan_choice(self, n, sharded=sharded)
 
         if self.resolution == "uniform":
             if self.public is not None:
@@ -75,9 +83,10 @@ class TableCells:
         return [j for j, (c, m) in enumerate(zip(self.schema.columns, per_column)) if needs_release(c, m)]
 
     def _calibrate(self, n: int, released: list[int], spent: tuple = ()):
-        """(the resolution release's calibration or None, the pair tables') for this budget; (None, None) without
-        privacy. With a resolution release, the two split the budget (privacy.calibrate_shares); ``spent``: the
-        add-remove size release made before them, composed with them (they split what it leaves)."""
+        """(the resolution release's calibration or None, the pair tables', a private choice's round multiplier or
+        None) for this budget; (None, None, None) without privacy. With a resolution release, the two split the
+        budget (privacy.calibrate_shares); ``spent``: the add-remove size release made before them, composed with
+        them (they split what it leaves); a private choice of pairs (``self._selection``) takes its share first."""
         from ..privacy import ReleasePlan, calibrate
         from ..privacy.calibrate import calibrate_shares
         from ..privacy.size import shares_after
@@ -85,29 +94,44 @@ class TableCells:
         from ..tables.resolution import tree_of
 
         if not self.privacy.private:
-            return None, None
-        noise = self.privacy.count_noise
+            return None, None, None
+        noise, choice = self.privacy.count_noise, self._selection
+        keep = 1 - self._choice_share()
         size_private = bool(spent)
-        pairs = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=len(self.pairs),
+        pairs = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=self._table_count(),
                             dim=self.codec.dim, noise=noise, size_private=size_private)
         check_histogram(self.privacy, pairs, seed_typed=self.privacy_seed is not None)
+
+        def split(plans, shares, **kw):  # the calibrations, and the choice's multiplier (None without one)
+            out = calibrate_shares(self.privacy, plans, shares_after(tuple(f * keep for f in shares), spent),
+                                   spent=spent, selection=choice, **kw)
+            return (out, None) if choice is None else (out[:-1], out[-1])
+
         if not released:  # the shares of what the size release, if made, leaves
-            return None, (calibrate(self.privacy, pairs) if not spent else
-                          calibrate_shares(self.privacy, (pairs,), shares_after((1.0,), spent), spent=spent)[0])
+            if not spent and choice is None:
+                return None, calibrate(self.privacy, pairs), None
+            (tables,), chosen = split((pairs,), (1.0,))
+            return None, tables, chosen
         trees = [tree_of(self.schema.columns[j]) for j in released]  # their levels stay whatever atoms come
         levels = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=sum(t.levels for t in trees),
                              dim=sum(t.cells for t in trees), noise=noise, size_private=size_private)
         share, named = self.resolution_share, self._named_columns(released)
         if not named:
-            fine, tables = calibrate_shares(self.privacy, (levels, pairs), shares_after((share, 1 - share), spent),
-                                            spent=spent)
-            return (None, fine), tables
+            (fine, tables), chosen = split((levels, pairs), (share, 1 - share))
+            return (None, fine), tables, chosen
         values = replace(levels, n_projections=len(named) * self._values_per_unit(), dim=len(named))
         v = self._values_share()
-        named_cal, fine, tables = calibrate_shares(
-            self.privacy, (values, levels, pairs), shares_after((v, (1 - v) * share, (1 - v) * (1 - share)), spent),
-            spent=spent, reserved_delta=self._values_delta())
-        return (named_cal, fine), tables
+        (named_cal, fine, tables), chosen = split((values, levels, pairs), (v, (1 - v) * share, (1 - v) * (1 - share)),
+                                                  reserved_delta=self._values_delta())
+        return (named_cal, fine), tables, chosen
+
+    def _choice_share(self) -> float:
+        """The share of ρ a private choice of pairs takes (swflow.privacy.selection), 0 without one."""
+        return 0.0 if self._selection is None else self._selection.share
+
+    def _table_count(self) -> int:
+        """K, the pair tables the run releases: its pairs, and those a private choice has still to add."""
+        return len(self.pairs) + (0 if self._selection is None or self._chosen else self._selection.rounds)
 
     def _values_share(self) -> float:
         """The repeated-values release's share of the budget: VALUES_SHARE where the run makes one (asked, with a
@@ -291,7 +315,8 @@ class TableCells:
             events = report.ledger
             if report.private:  # its shape first; the trees' levels are the schema's, whatever atoms were named
                 groups = sum(tree_of(self.schema.columns[j]).levels for j in released)
-                if len(events) != at + 1 + (report.adjacency == "add-remove") or events[at]["n_projections"] != \
+                if len(events) != at + 1 + (report.adjacency == "add-remove") + (self._selection is not None) or events[
+                        at]["n_projections"] != \
                         groups or events[at].get("contribution", 1) != self._contribution or events[at][
                         "sensitivity"] != histogram_sensitivity(groups, adjacency=report.adjacency,
                                                                 contribution=self._contribution).value:

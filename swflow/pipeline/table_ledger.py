@@ -21,15 +21,16 @@ _RTOL = 1e-6
 def expected_ledger(syn, dataset_size: int) -> list[dict]:
     """The events (dicts of MechanismEvent fields) that a fit of ``syn`` (a TableSynthesizer whose cells and pairs are
     restored) makes on ``dataset_size`` records, in the ledger's order: the pair tables, [the repeated values,]
-    [the trees of the released columns,] [the count of records, under add-remove]."""
+    [the trees of the released columns,] [the count of records, under add-remove,] [a private choice of pairs]."""
     from ..privacy.histogram import histogram_sensitivity
+    from ..privacy.selection import score_sensitivity
     from ..privacy.size import size_event
     from ..tables.resolution import tree_of
 
     released = list(getattr(syn, "_released_columns", None) or [])
     k = syn._contribution
     spent = (size_event(syn.privacy, dataset_size, contribution=k),) if syn.privacy.adjacency == "add-remove" else ()
-    fine, pairs = syn._calibrate(dataset_size, released, spent)
+    fine, pairs, chosen = syn._calibrate(dataset_size, released, spent)
     named_cal, trees_cal = fine if fine is not None else (None, None)
 
     def event(calibration, groups: int, contribution: int, delta: float = 0.0) -> dict:
@@ -46,6 +47,11 @@ def expected_ledger(syn, dataset_size: int) -> list[dict]:
         events.append(event(trees_cal, sum(tree_of(syn.schema.columns[j]).levels for j in released), k))
     events += [{field: getattr(e, field) for field in ("noise_multiplier", "sensitivity", "noise_std", "n_projections",
                                                        "contribution", "delta_sensitivity")} for e in spent]
+    if chosen is not None:  # a private choice of pairs, last (swflow/pipeline/table_choice.py)
+        choice = syn._selection.event(chosen, score_sensitivity(dataset_size))
+        events.append({field: getattr(choice, field) for field in (
+            "noise_multiplier", "sensitivity", "noise_std", "n_projections", "contribution", "delta_sensitivity",
+            "count", "mechanism", "sensitivity_bound")})
     common = {"sensitivity_bound": "histogram", "sampling": "none", "count": 1, "mechanism": syn.privacy.count_noise,
               "dataset_size": dataset_size, "sample_size": dataset_size}
     return [{**common, **e} for e in events]
@@ -96,6 +102,9 @@ def noise_check(syn) -> str:
     if syn.privacy.adjacency == "add-remove":
         parts.append("count of records: one noisy number, which no read-back can test; its sigma is derived again "
                      "from the settings")
+    if getattr(syn, "_selection", None) is not None:
+        parts.append("the private choice of pairs: which pairs it chose cannot be tested; its rounds, candidates and "
+                     "Gumbel scale are derived again from the settings")
     parts.append("every release's multiplier, K, sensitivity and delta are derived again from the run's settings on "
                  "load and must be the ledger's")
     return "; ".join(parts)

@@ -33,6 +33,7 @@ from ..tables.rules import keep_rules
 from ..tables.schema import Schema
 from ..tables.types import present
 from .table_cells import RESOLUTIONS, TableCells, resolution_setting
+from .table_choice import compose_choice, make_choice, restore_selection, schema_note, selection_state
 from .table_public import TablePublicRows
 from .table_size import TableSize
 from .table_units import TableUnits
@@ -121,7 +122,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         if pairs is not None and public is not None:
             raise ValueError("give pairs, or public rows that choose them, not both")
         self.pairs, self.public = self._pairs(pairs, target), public
-        self.pairs_chosen_by = self._chosen_by(given=pairs is not None, target=target)
+        self.pairs_chosen_by = schema_note(self, given=pairs is not None, target=target)
         self.resolution, self.resolution_share = resolution_setting(resolution, resolution_share, public)
         self._check_cells(cells)
         self._released_levels = None  # the resolution release (noisy tree counts), when one was made
@@ -132,24 +133,6 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         self.flow = MarginalFlowConfig(n_particles=n_particles, steps=steps, lr=lr, seed=seed, shrink=shrink,
                                        target=target)
         self._particles = self._report = self._counts = None
-
-    def _chosen_by(self, *, given: bool, target: str | None) -> str:
-        """What chose the pairs, in words (privacy.json; said at run time where it is not every pair)."""
-        from ..tables.pairs import MAX_SCHEMA_PAIRS, MAX_TABLE_CELLS
-
-        columns = len(self.schema.columns)
-        every = columns * (columns - 1) // 2
-        if given or len(self.pairs) == every:
-            return "given" if given else "every pair (the schema alone)"
-        widths = self._widths()
-        width = max(j - i for i, j in self.pairs if target not in (self.schema.names[i], self.schema.names[j]))
-        rules = [f"each column with {'the next one' if width == 1 else f'its next {width}'} in the schema's order"
-                 + (f", and {target!r} (the target) with every column" if target else "")] \
-            if every > MAX_SCHEMA_PAIRS else []
-        if any(widths[i] * widths[j] > MAX_TABLE_CELLS for i in range(columns) for j in range(i)):
-            rules.append(f"leaving out a table of more than {MAX_TABLE_CELLS:,} cells where its columns are in others")
-        return (f"the schema alone: {', '.join(rules)} ({len(self.pairs)} of the {every} pairs; "
-                "swflow.tables.pairs.schema_pairs)")
 
     def _widths(self) -> list[int]:
         """Each column's most cells, from the schema: a category column's categories, a number's MAX_CELLS."""
@@ -176,13 +159,11 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         """Spend the budget once on the private ``table``: a DataFrame, a CSV / Parquet file read in chunks (memory
         flat in its length), files (a glob, a URI) or a DuckDB relation or Spark DataFrame that an engine counts where
         they are (``engine`` 'pandas', 'duckdb' or 'spark'; default: swflow.tables.engines.choose_engine).
-
         ``progress``: True shows the fit's bar; 'auto' only when its first steps say it takes over a minute (with
-        an estimate), for a caller that wants quiet unless it is long.
-
-        ``sharded``: under torchrun (an initialized torch.distributed group), each rank counts its contiguous share
-        of the records, the exact tables are summed over the ranks and rank 0 draws the noise: every rank holds the
-        release one process makes on all the records, and fits the same particles to it."""
+        an estimate), for a caller that wants quiet unless it is long. ``sharded``: under torchrun (an initialized
+        torch.distributed group), each rank counts its contiguous share of the records, the exact tables are summed
+        over the ranks and rank 0 draws the noise: every rank holds the release one process makes on all the
+        records, and fits the same particles to it (a wide table's pairs are then the schema's, never chosen)."""
         from ..privacy import NoiseSource, PrivacyLedger, compose, privacy_report
         from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget
         from .distributed import rank_share
@@ -201,8 +182,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         share = rank_share(records) if sharded else (0, records, 1)
         noise = NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise)
         n, spent = self._public_size(self._records_mass(table, records), noise, sharded=sharded)  # later steps read
-        released = self._plan_cells(n)
-        fine_cal, calibration = self._calibrate(n, released, spent)
+        released = self._plan_cells(n, sharded=sharded)
+        fine_cal, calibration, chosen = self._calibrate(n, released, spent)
         fine = self._release_cells(table, n, released, fine_cal, noise, share) if released else None
         if calibration is not None:  # the pair tables' plan, with the dimension the cells give the rows
             calibration = replace(calibration, plan=replace(calibration.plan, dim=self.codec.dim))
@@ -210,6 +191,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         data = open_source(SourceRequest("table", table, "table", clip=self.clip),
                            codec=TableSource(self.codec, clip=self.clip))
         rows = data.rows
+        make_choice(self, rows, n, noise, chosen)
         parts = dict(noise=noise, ledger=PrivacyLedger(), blocks=self.codec.blocks(), pairs=self.pairs)
         run_config = self._run_config(n, released)
         lo, hi, world = share
@@ -227,6 +209,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             self._report = compose(self._report, self._fine_events(fine), target_epsilon=self.privacy.epsilon,
                                    note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
         self._compose_size(spent)
+        compose_choice(self, chosen)
         self._report = self._state_unit(self._report)
         self._note_noise_check()
         self._particles = self._fit_to_release(progress=progress, warn=True)
@@ -339,7 +322,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                     "privacy": asdict(self.privacy), "clip": self.clip, "pairs": [list(p) for p in self.pairs],
                     "numeric_bins": self.codec.numeric_bins, "flow": asdict(self.flow),
                     "report": self._report.to_json(), "noisy_counts": self._counts, "particles": self._particles,
-                    "resolution": self._resolution_state(), "size": self._size, "unit": self._unit_state()}, path)
+                    "resolution": self._resolution_state(), "size": self._size, "unit": self._unit_state(),
+                    "selection": selection_state(self)}, path)
         return path
 
     @classmethod
@@ -373,6 +357,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             syn._restore_unit(report, str(path),
                               values_event=(blob.get("resolution") or {}).get("repeated_values") is not None)
             size = syn._restore_size(blob, report, str(path))
+            restore_selection(syn, blob.get("selection"), report.dataset_size, str(path))
             # files of earlier releases had the schema's equal-width bins only
             syn._restore_cells(blob.get("resolution", {"mode": "uniform", "share": RESOLUTION_SHARE,
                                                        "cells_per_column": None, "columns": []}), report, str(path))

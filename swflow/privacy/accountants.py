@@ -22,6 +22,9 @@
   (Σ z_i⁻²)^(−1/2) (Gaussian differential privacy: μ² adds; Dong, Roth & Su 2022), accounted by the analytic
   Gaussian mechanism; discrete-Gaussian releases by dp-accounting's privacy loss distributions of every count a
   neighbour moves, composed.
+* A run with a private choice (rounds of the exponential mechanism, privacy/selection.py: each (ε₀²/8)-zCDP) is
+  accounted as a whole by dp-accounting's RDP: its ZCDpEvents composed with its releases' Gaussian events (a
+  discrete Gaussian's by the continuous one's Rényi bound). Under replace-one only.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable
 
-from .ledger import MechanismEvent
+from .ledger import SELECTION, MechanismEvent
 from .mechanisms import analytic_gaussian_epsilon, discrete_gaussians_epsilon
 
 __all__ = ["ACCOUNTANTS", "Accountant", "accountant_for", "check_combination", "epsilon_from_events"]
@@ -146,6 +149,8 @@ GDP_COMPOSED = Accountant("rdp", "analytic Gaussian mechanism of the composed re
                           _analytic)
 RDP_FULL = Accountant("rdp", "dp-accounting RDP, composed Gaussian releases of the whole data set", _dp_accounting_rdp)
 RDP_SAMPLED = Accountant("rdp", "dp-accounting RDP, sampling without replacement", _dp_accounting_rdp)
+RDP_SELECTION = Accountant("rdp", "dp-accounting RDP of a private choice's exponential-mechanism rounds (zCDP) and "
+                           "the Gaussian releases of the whole data set, composed", _dp_accounting_rdp)
 PLD_POISSON = Accountant("pld", "dp-accounting PLD, Poisson sampling with substitution of a null record",
                          _dp_accounting_poisson_substitution)
 
@@ -159,6 +164,11 @@ def accountant_for(events: tuple[MechanismEvent, ...], *, adjacency: str, reques
         raise ValueError("a privacy unit of several rows moves a count by more than one, which the discrete "
                          "Gaussian's account (counts moved by one each) does not cover: its releases take the "
                          "continuous Gaussian (count_noise='gaussian')")
+    if any(e.mechanism == SELECTION for e in events):
+        if adjacency != "replace-one" or any(e.sampling != "none" or e.contribution != 1 for e in events):
+            raise ValueError("a private choice is accounted under replace-one adjacency, beside releases of the whole "
+                             "data set with one record a unit")
+        return RDP_SELECTION
     if adjacency == "add-remove":
         if not all(e.sensitivity_bound == "histogram" for e in events):
             raise ValueError("add-remove adjacency is accounted for releases of counts of a whole table only")

@@ -14,12 +14,13 @@ from scipy.optimize import brentq
 
 from ..core.config import MAX_EPSILON, NOISES, PrivacySpec
 from .accountants import Accountant, accountant_for, check_combination, epsilon_from_events
-from .ledger import MechanismEvent
+from .ledger import SELECTION, MechanismEvent
 from .mechanisms import analytic_gaussian_multiplier
+from .selection import SELECTION_BOUND
 from .sensitivity import SensitivityBound, projection_sensitivity
 
-__all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "Calibration", "calibrate", "calibrate_shares",
-           "calibrate_local", "noise_multiplier_for"]
+__all__ = ["MAX_EPSILON", "PrivacySpec", "ReleasePlan", "SelectionPlan", "Calibration", "calibrate",
+           "calibrate_shares", "calibrate_local", "noise_multiplier_for"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,32 @@ class ReleasePlan:
     @property
     def rows_per_release(self) -> int:
         return self.dataset_size if self.sample_size is None else self.sample_size
+
+
+@dataclass(frozen=True)
+class SelectionPlan:
+    """A private choice made beside a split budget's releases (privacy/selection.py): ``rounds`` rounds of the
+    exponential mechanism among ``candidates``, together the fraction ``share`` of ρ, on ``dataset_size`` records."""
+
+    rounds: int
+    candidates: int
+    share: float
+    dataset_size: int
+
+    def __post_init__(self):
+        if not 1 <= self.rounds <= self.candidates or not 0 < self.share < 1 or self.dataset_size < 1:
+            raise ValueError(f"a choice needs 1 <= rounds <= candidates, a share in (0, 1) and records, got {self}")
+
+    def multiplier(self, z: float) -> float:
+        """A round's multiplier (2/ε₀) when the budget's one-release multiplier is ``z``: the R rounds together are
+        (share / (2z²))-zCDP, a Gaussian's of multiplier z/√share."""
+        return z * math.sqrt(self.rounds / self.share)
+
+    def event(self, multiplier: float, sensitivity: float = 0.0) -> MechanismEvent:
+        return MechanismEvent(noise_multiplier=multiplier, noise_std=multiplier * sensitivity, sensitivity=sensitivity,
+                              sensitivity_bound=SELECTION_BOUND, delta_sensitivity=0.0, sampling="none",
+                              sample_size=self.dataset_size, dataset_size=self.dataset_size,
+                              n_projections=self.candidates, count=self.rounds, mechanism=SELECTION)
 
 
 def plan_events(plan: ReleasePlan, *, adjacency: str, multiplier: float, bound: str,
@@ -225,8 +252,8 @@ def calibrate(spec: PrivacySpec, plan: ReleasePlan) -> Calibration | None:
 
 
 def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...], shares: tuple[float, ...], *,
-                     spent: tuple[MechanismEvent, ...] = (), reserved_delta: float = 0.0
-                     ) -> tuple[Calibration, ...] | None:
+                     spent: tuple[MechanismEvent, ...] = (), reserved_delta: float = 0.0,
+                     selection: SelectionPlan | None = None) -> tuple | None:
     """Several histogram releases of the whole data set, each made once (a table's fine one-way histograms, then its pair
     tables), splitting one budget: release i has multiplier z / √share_i, so that it takes the fraction share_i of
     ρ (zCDP) or of μ² (Gaussian DP), and together they compose as one Gaussian of multiplier z. z is the smallest
@@ -235,11 +262,13 @@ def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...], shares: 
     composed ε and accountant. ``spent``: releases of the same records already made (an add-remove table's size),
     composed with these; ``shares`` are then what is left to split (they add up to less than 1). ``reserved_delta``:
     the part of δ a release charges beside the accountant (a partition selection's, privacy/values.py), left out of
-    the accountant's δ."""
+    the accountant's δ. ``selection``: a private choice taking its share of ρ beside them (``shares`` then add up
+    to 1 less its share); its round multiplier (2/ε₀) is returned after the calibrations."""
+    chosen = selection.share if selection is not None else 0.0
     if len(plans) != len(shares) or not plans or any(not 0 < f <= 1 for f in shares) or (
-            abs(sum(shares) - 1) > 1e-9 if not spent else not sum(shares) < 1):
+            abs(sum(shares) + chosen - 1) > 1e-9 if not spent else not sum(shares) + chosen < 1):
         raise ValueError(f"shares must be positive and add up to 1 (less with spent releases), one per release; got "
-                         f"{shares}")
+                         f"{shares}" + (f" beside a choice's {chosen}" if selection is not None else ""))
     if any((plan.releases, plan.sample_size) != (1, None) for plan in plans):
         raise ValueError("a split budget is for releases of the whole data set, each made once")
     if not 0 <= reserved_delta < spec.delta:
@@ -253,9 +282,12 @@ def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...], shares: 
         events = tuple(spent) + tuple(plan_events(plan, adjacency=spec.adjacency, multiplier=z / math.sqrt(f),
                                                   bound="histogram", delta_theta=0.0)[0]
                                       for plan, f in zip(plans, shares))
+        events += () if selection is None else (selection.event(selection.multiplier(z)),)
         return events, epsilon_from_events(events, delta=single.delta_accountant, adjacency=spec.adjacency)
 
     z = single.noise_multiplier
+    if selection is not None and single.mode == "epsilon":  # RDP accounts the whole run: more than the Gaussian's
+        z = _raise_to(lambda m: composed(m)[1], z, epsilon=spec.epsilon, delta=single.delta_accountant)
     events, eps = composed(z)
     nudge = 1e-6
     while single.mode == "epsilon" and eps > spec.epsilon:  # the discrete PLD needs a hair more: never overshoot
@@ -264,9 +296,22 @@ def calibrate_shares(spec: PrivacySpec, plans: tuple[ReleasePlan, ...], shares: 
         _check_reach(z, single.noise_multiplier, epsilon=spec.epsilon, delta=single.delta_accountant)
         events, eps = composed(z)
     accountant = accountant_for(events, adjacency=spec.adjacency, requested=spec.accountant)
-    return tuple(Calibration(spec=spec, plan=plan, noise_multiplier=z / math.sqrt(f), mode=single.mode,
-                             delta_theta=0.0, delta_accountant=single.delta_accountant, accountant=accountant,
-                             epsilon=eps) for plan, f in zip(plans, shares))
+    out = tuple(Calibration(spec=spec, plan=plan, noise_multiplier=z / math.sqrt(f), mode=single.mode,
+                            delta_theta=0.0, delta_accountant=single.delta_accountant, accountant=accountant,
+                            epsilon=eps) for plan, f in zip(plans, shares))
+    return out if selection is None else (*out, selection.multiplier(z))
+
+
+def _raise_to(eps, z: float, *, epsilon: float, delta: float, rtol: float = 1e-6) -> float:
+    """The smallest multiplier from ``z`` up whose ``eps`` (decreasing) is at most ``epsilon``, to ``rtol``."""
+    if eps(z) <= epsilon:
+        return z
+    hi = z
+    while eps(hi) > epsilon:
+        hi *= 1.5
+        _check_reach(hi, z, epsilon=epsilon, delta=delta)
+    gap = lambda log_z: math.log(eps(math.exp(log_z))) - math.log(epsilon)  # noqa: E731
+    return math.exp(brentq(gap, math.log(z), math.log(hi), xtol=rtol))
 
 
 def calibrate_local(spec: PrivacySpec, *, dataset_size: int, dim: int) -> Calibration:

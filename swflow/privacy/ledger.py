@@ -3,9 +3,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 
-__all__ = ["ADAPT_BOUND", "NOISES", "SAMPLINGS", "MechanismEvent", "PrivacyLedger"]
+__all__ = ["ADAPT_BOUND", "NOISES", "SAMPLINGS", "SELECTION", "MechanismEvent", "PrivacyLedger"]
 
 from ..core.config import NOISES  # noqa: E402
+
+#: the ledger's mechanism of a private choice (privacy/selection.py): rounds of the exponential mechanism
+SELECTION = "exponential"
 
 SAMPLINGS = ("none", "without-replacement", "poisson")
 #: the sensitivity bound of a DP-SGD event (the decoder's adaptation): the ledger entry an adapted decoder requires
@@ -27,7 +30,8 @@ class MechanismEvent:
     dataset_size : number of private records
     n_projections : directions per release
     count : repeats of this release
-    mechanism : one of NOISES
+    mechanism : one of NOISES, or SELECTION: ``count`` rounds of the exponential mechanism (privacy/selection.py),
+        each ε₀-DP with ε₀ = 2 / noise_multiplier, and (ε₀²/8)-zCDP; noise_std is then its Gumbel scale
     contribution : the most one privacy unit moves a released count (its rows' weights, summed: a table run with a
         privacy unit; 1 where the unit is one record). The sensitivity is this times a record's.
     """
@@ -46,8 +50,10 @@ class MechanismEvent:
     contribution: int = 1
 
     def __post_init__(self):
-        if self.mechanism not in NOISES:
-            raise ValueError(f"mechanism must be one of {NOISES}, got {self.mechanism!r}")
+        if self.mechanism not in (*NOISES, SELECTION):
+            raise ValueError(f"mechanism must be one of {(*NOISES, SELECTION)}, got {self.mechanism!r}")
+        if self.mechanism == SELECTION and (self.sampling != "none" or self.contribution != 1):
+            raise ValueError("a private choice reads the whole data set, one record per unit")
         if self.sampling not in SAMPLINGS:
             raise ValueError(f"sampling must be one of {SAMPLINGS}, got {self.sampling!r}")
         if self.count < 1:
@@ -64,6 +70,8 @@ class MechanismEvent:
         Gaussian, inside the sampling wrapper that matches ``sampling``. The accountants take only this."""
         import dp_accounting as dpa
 
+        if self.mechanism == SELECTION:  # a bounded-range round: (ε₀²/8)-zCDP, ε₀ = 2/multiplier
+            return dpa.ZCDpEvent(1.0 / (2.0 * self.noise_multiplier ** 2))
         # The discrete Gaussian of scale σ satisfies the continuous one's Rényi bound, (Δ²/2σ²)-zCDP (Canonne,
         # Kamath & Steinke 2020, Thm 14), so inside a composition its Gaussian event is an upper bound; a single
         # discrete release is accounted more tightly by its own privacy loss distribution (accountants._discrete).

@@ -20,7 +20,7 @@ from torch import Tensor
 from .histogram import CountTarget, ShardedCounts
 from .rows import CountedRows
 
-__all__ = ["MarginalTarget", "ShardedMarginalTarget", "pair_counts", "split_tables", "MARGINAL_RELEASE",
+__all__ = ["MarginalTarget", "ShardedMarginalTarget", "exact_tables", "pair_counts", "split_tables", "MARGINAL_RELEASE",
            "marginal_release"]
 
 MARGINAL_RELEASE = (
@@ -67,6 +67,29 @@ def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]], w
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
 
 
+def exact_tables(data, blocks: list[tuple[int, int]], pairs: list[tuple[int, int]], weights: Tensor | None = None
+                 ) -> Tensor:
+    """The exact two-way tables of ``pairs`` (concatenated, as :func:`pair_counts`), never released: of codec rows
+    held in memory ((m, D) tensor, each column's block ``blocks[j]`` one-hot), summed chunk by chunk over a source of
+    cells (a frame's, :class:`~swflow.tables.source.FrameCells`, or a file's, each chunk checked and read into cells
+    before it is counted), or counted where the rows live (an engine's rows, swflow/tables/engines.py). Record i is
+    counted with ``weights[i]`` (None: once)."""
+    sizes = [stop - start for start, stop in blocks]
+    if isinstance(data, Tensor):
+        cells = torch.stack([data[:, a:b].argmax(dim=1) for a, b in blocks], dim=1)
+        return pair_counts(cells, sizes, pairs, weights)
+    if isinstance(data, CountedRows):
+        if weights is not None:
+            raise ValueError("weighted records (a privacy unit's) are counted in memory, not by an engine")
+        return data.pair_counts(sizes, pairs)
+    empty = torch.zeros((0, len(sizes)), dtype=torch.int64)
+    total = pair_counts(empty, sizes, pairs, None if weights is None else weights[:0])
+    for offset, cells in data.cell_chunks():  # each record's cells as the codec reads them: no one-hot rows
+        part = None if weights is None else weights[offset:offset + len(cells)]
+        total = total + pair_counts(cells, sizes, pairs, part)
+    return total
+
+
 class MarginalTarget(CountTarget):
     """Codec rows (m, D) behind ONE release of K two-way tables (the :meth:`release_tables` call).
 
@@ -92,21 +115,9 @@ class MarginalTarget(CountTarget):
         return torch.stack([rows[:, a:b].argmax(dim=1) for a, b in self.blocks], dim=1)
 
     def _counts(self) -> Tensor:
-        """The exact tables, concatenated: of the rows in memory, or summed chunk by chunk over a source of cells (a
-        frame's, :class:`~swflow.tables.source.FrameCells`, or a file's, each chunk checked and read into cells
-        before it is counted; nothing is released before the last), record i counted with ``weights[i]``."""
-        if isinstance(self._data, Tensor):
-            return pair_counts(self.cells(), self.sizes, self.pairs, self.weights)
-        if isinstance(self._data, CountedRows):  # counted where the rows live (swflow/tables/engines.py)
-            if self.weights is not None:
-                raise ValueError("weighted records (a privacy unit's) are counted in memory, not by an engine")
-            return self._data.pair_counts(self.sizes, self.pairs)
-        empty = torch.zeros((0, len(self.sizes)), dtype=torch.int64)
-        total = pair_counts(empty, self.sizes, self.pairs, None if self.weights is None else self.weights[:0])
-        for offset, cells in self._data.cell_chunks():  # each record's cells as the codec reads them: no one-hot rows
-            weights = None if self.weights is None else self.weights[offset:offset + len(cells)]
-            total = total + pair_counts(cells, self.sizes, self.pairs, weights)
-        return total
+        """The exact tables, concatenated (:func:`exact_tables` of the private rows), record i counted with
+        ``weights[i]``."""
+        return exact_tables(self._data, self.blocks, self.pairs, self.weights)
 
     def release_tables(self) -> list[Tensor]:
         """The K noisy tables (sizes[i] × sizes[j], float64), released once: the ledger event first, then the

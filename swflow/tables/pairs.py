@@ -4,8 +4,9 @@ The release adds Gaussian noise of σ = z·√(2K) to every cell of K two-way ta
 replace-one, √K under add-remove, k·√K for a privacy unit of k rows; z the multiplier the budget buys), so on a
 wide table each extra pair costs every other pair precision: 435 pairs for 30 columns. The schema alone cannot tell
 pairs apart, so without public rows every pair is released, up to a budget of MAX_SCHEMA_PAIRS tables
-(:func:`schema_pairs`: beyond it, neighbours in the schema; and never a table of more than MAX_TABLE_CELLS cells
-whose columns are in others). Public rows (never private ones) can: a pair's *dependence* D is the total variation
+(:func:`schema_pairs`: beyond it, neighbours in the schema, or, where the budget makes it informative, half of the
+tables chosen privately by the data: swflow/pipeline/table_choice.py; and never a table of more than
+MAX_TABLE_CELLS cells whose columns are in others). Public rows (never private ones) can: a pair's *dependence* D is the total variation
 between its public two-way table and the product of its public one-way tables, what the pair's marginal loses if it
 is not measured. :func:`choose_pairs` ranks pairs by dependence and releases the K most dependent ones (and, for a
 column in none of them, its own most dependent pair: a column must have a marginal), the K that minimises
