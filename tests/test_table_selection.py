@@ -143,6 +143,9 @@ def test_the_choice_is_made_only_where_it_is_informative_and_covered():
     narrow = TableSynthesizer(schema=schema, epsilon=10.0, delta=1e-9)
     narrow.schema = type(schema)(schema.columns[:32], ())
     assert selection_plan(narrow, 1500, sharded=False) is None  # 496 pairs: every pair
+    many = [{"name": f"m{j}", "type": "categorical", "categories": [str(k) for k in range(300)]} for j in range(2)]
+    giant = TableSynthesizer(schema={"columns": many + schema.to_json()["columns"]}, epsilon=10.0, delta=1e-9)
+    assert selection_plan(giant, 1500, sharded=False) is None  # the spine's first table: 90 000 cells
 
 
 def test_duckdb_makes_the_same_choice_as_pandas(tmp_path):

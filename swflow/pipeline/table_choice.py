@@ -51,15 +51,17 @@ def selection_plan(syn, n: int, *, sharded: bool):
     from ..privacy.calibrate import SelectionPlan
     from ..privacy.histogram import one_release_multiplier
     from ..privacy.selection import MAX_SCALE_SHARE, SELECTION_SHARE, score_sensitivity
-    from ..tables.pairs import MAX_SCHEMA_PAIRS
+    from ..tables.pairs import MAX_SCHEMA_PAIRS, MAX_TABLE_CELLS
 
-    columns = len(syn.schema.columns)
+    columns, widths = len(syn.schema.columns), syn._widths()
     if (not syn.privacy.private or syn.privacy.adjacency != "replace-one" or syn.unit is not None or sharded
             or syn.public is not None or syn.pairs_chosen_by == "given"
             or columns * (columns - 1) // 2 <= MAX_SCHEMA_PAIRS):
         return None
     target = None if syn.flow.target is None else syn.schema.names.index(syn.flow.target)
     spine = _spine(columns, target)
+    if any(widths[i] * widths[j] > MAX_TABLE_CELLS for i, j in spine):  # the schema's rule leaves such tables out
+        return None
     candidates = _candidates(syn, spine)
     plan = SelectionPlan(rounds=min(columns - 1, len(candidates)), candidates=len(candidates),
                          share=SELECTION_SHARE, dataset_size=n)
@@ -119,7 +121,6 @@ def choice_note(syn, plan, multiplier: float) -> str:
             f"the exponential mechanism on each pair's dependence (||T - T_a x T_b / n||_1), {plan.rounds} rounds of "
             f"epsilon_0 = {round_epsilon(multiplier):.4g}, {plan.share:g} of the budget's rho, accounted in the ledger "
             f"(swflow.privacy.selection): {len(syn.pairs)} of the {columns * (columns - 1) // 2} pairs")
-
 
 
 def plan_choice(syn, n: int, *, sharded: bool) -> None:
