@@ -149,8 +149,8 @@ GDP_COMPOSED = Accountant("rdp", "analytic Gaussian mechanism of the composed re
                           _analytic)
 RDP_FULL = Accountant("rdp", "dp-accounting RDP, composed Gaussian releases of the whole data set", _dp_accounting_rdp)
 RDP_SAMPLED = Accountant("rdp", "dp-accounting RDP, sampling without replacement", _dp_accounting_rdp)
-RDP_SELECTION = Accountant("rdp", "dp-accounting RDP of a private choice's exponential-mechanism rounds (zCDP) and "
-                           "the Gaussian releases of the whole data set, composed", _dp_accounting_rdp)
+RDP_SELECTION = Accountant("rdp", "dp-accounting RDP, a private choice's exponential-mechanism rounds (zCDP) "
+                           "composed with the Gaussian releases", _dp_accounting_rdp)
 PLD_POISSON = Accountant("pld", "dp-accounting PLD, Poisson sampling with substitution of a null record",
                          _dp_accounting_poisson_substitution)
 
