@@ -45,6 +45,20 @@ def _spine(columns: int, target: int | None) -> list[tuple[int, int]]:
     return [(j, j + 1) for j in range(columns - 1)]
 
 
+def _shape(syn) -> tuple[list[tuple[int, int]], list[tuple[int, int]], int]:
+    """(the spine, the candidates off it, the rounds) that ``syn``'s schema and target give: what a fit plans and a
+    load checks."""
+    from ..tables.pairs import MAX_TABLE_CELLS
+
+    columns, widths = len(syn.schema.columns), syn._widths()
+    target = None if syn.flow.target is None else syn.schema.names.index(syn.flow.target)
+    spine = _spine(columns, target)
+    # every pair off the spine whose table the schema allows (at most MAX_TABLE_CELLS cells), in order
+    candidates = [pair for pair in itertools.combinations(range(columns), 2)
+                  if pair not in spine and widths[pair[0]] * widths[pair[1]] <= MAX_TABLE_CELLS]
+    return spine, candidates, min(columns - 1, len(candidates))
+
+
 def selection_plan(syn, n: int, *, sharded: bool):
     """(the spine, a SelectionPlan) where ``syn`` (a TableSynthesizer) chooses its pairs privately on ``n``
     records, else None (module docstring)."""
@@ -58,26 +72,12 @@ def selection_plan(syn, n: int, *, sharded: bool):
             or syn.public is not None or syn.pairs_chosen_by == "given"
             or columns * (columns - 1) // 2 <= MAX_SCHEMA_PAIRS):
         return None
-    target = None if syn.flow.target is None else syn.schema.names.index(syn.flow.target)
-    spine = _spine(columns, target)
-    if any(widths[i] * widths[j] > MAX_TABLE_CELLS for i, j in spine):  # the schema's rule leaves such tables out
-        return None
-    candidates = _candidates(syn, spine)
-    plan = SelectionPlan(rounds=min(columns - 1, len(candidates)), candidates=len(candidates),
-                         share=SELECTION_SHARE, dataset_size=n)
+    spine, candidates, rounds = _shape(syn)
+    if not candidates or any(widths[i] * widths[j] > MAX_TABLE_CELLS for i, j in spine):
+        return None  # the schema's rule leaves such tables out
+    plan = SelectionPlan(rounds=rounds, candidates=len(candidates), share=SELECTION_SHARE, dataset_size=n)
     scale = plan.multiplier(one_release_multiplier(syn.privacy)) * score_sensitivity(n)
-    if not candidates or scale > MAX_SCALE_SHARE * n:
-        return None
-    return spine, plan
-
-
-def _candidates(syn, spine) -> list[tuple[int, int]]:
-    """Every pair off the spine whose table the schema allows (at most MAX_TABLE_CELLS cells), in order."""
-    from ..tables.pairs import MAX_TABLE_CELLS
-
-    widths, columns = syn._widths(), len(syn.schema.columns)
-    return [pair for pair in itertools.combinations(range(columns), 2)
-            if pair not in spine and widths[pair[0]] * widths[pair[1]] <= MAX_TABLE_CELLS]
+    return None if scale > MAX_SCALE_SHARE * n else (spine, plan)
 
 
 def choose_pairs_privately(syn, rows, n: int, noise, multiplier: float, plan) -> list[tuple[int, int]]:
@@ -89,22 +89,20 @@ def choose_pairs_privately(syn, rows, n: int, noise, multiplier: float, plan) ->
     from ..privacy.marginals import exact_tables, split_tables
     from ..privacy.selection import choose, dependence_scores, score_sensitivity
 
-    spine, blocks = list(syn.pairs), syn.codec.blocks()
-    sizes = syn.codec.sizes
-    candidates = _candidates(syn, spine)
-    if len(candidates) != plan.candidates:
-        raise RuntimeError("the candidates changed between the plan and the choice")
-    scores, batch, cells = [], [], 0
-    for pair in [*candidates, None]:
-        size = 0 if pair is None else sizes[pair[0]] * sizes[pair[1]]
-        if batch and (pair is None or cells + size > BATCH_CELLS):
-            tables = split_tables(exact_tables(rows, blocks, batch), sizes, batch)
-            scores.append(dependence_scores(tables, n))
-            batch, cells = [], 0
-        if pair is not None:
-            batch.append(pair)
-            cells += size
-    kept = choose(torch.cat(scores), plan.rounds, multiplier=multiplier, sensitivity=score_sensitivity(n),
+    spine, candidates, _ = _shape(syn)
+    if spine != syn.pairs or len(candidates) != plan.candidates:
+        raise RuntimeError("the pairs changed between the plan and the choice")
+    sizes, blocks = syn.codec.sizes, syn.codec.blocks()
+    batches, cells = [[]], 0  # the candidates' exact tables counted BATCH_CELLS cells at a time
+    for i, j in candidates:
+        if batches[-1] and cells + sizes[i] * sizes[j] > BATCH_CELLS:
+            batches.append([])
+            cells = 0
+        batches[-1].append((i, j))
+        cells += sizes[i] * sizes[j]
+    scores = torch.cat([dependence_scores(split_tables(exact_tables(rows, blocks, batch), sizes, batch), n)
+                        for batch in batches])
+    kept = choose(scores, plan.rounds, multiplier=multiplier, sensitivity=score_sensitivity(n),
                   uniforms=noise.uniform(len(candidates)))
     return sorted([*spine, *(candidates[k] for k in kept)])
 
@@ -133,7 +131,7 @@ def plan_choice(syn, n: int, *, sharded: bool) -> None:
 
 def make_choice(syn, rows, n: int, noise, multiplier: float | None) -> None:
     """Once the cells are set: the choice itself (nothing without a plan)."""
-    if syn._selection is None or syn._chosen:
+    if syn._selection is None:
         return
     syn.pairs = choose_pairs_privately(syn, rows, n, noise, multiplier, syn._selection)
     syn._chosen = True
@@ -175,11 +173,7 @@ def restore_selection(syn, state: dict | None, dataset_size: int, source: str) -
     if state is None:
         syn._selection = None
         return
-    columns = len(syn.schema.columns)
-    target = None if syn.flow.target is None else syn.schema.names.index(syn.flow.target)
-    spine = _spine(columns, target)
-    candidates = _candidates(syn, spine)
-    rounds = min(columns - 1, len(candidates))
+    spine, candidates, rounds = _shape(syn)
     if (state.get("rounds"), state.get("candidates"), state.get("share")) != (rounds, len(candidates),
                                                                               SELECTION_SHARE) or \
             not set(spine) <= set(syn.pairs) or len(syn.pairs) != len(spine) + rounds:

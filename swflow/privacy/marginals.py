@@ -67,6 +67,11 @@ def pair_counts(cells: Tensor, sizes: list[int], pairs: list[tuple[int, int]], w
     return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.int64)
 
 
+def _cells_of(rows: Tensor, blocks: list[tuple[int, int]]) -> Tensor:
+    """(m, C) int64: each codec row's cell in each column (its block's one coordinate)."""
+    return torch.stack([rows[:, a:b].argmax(dim=1) for a, b in blocks], dim=1)
+
+
 def exact_tables(data, blocks: list[tuple[int, int]], pairs: list[tuple[int, int]], weights: Tensor | None = None
                  ) -> Tensor:
     """The exact two-way tables of ``pairs`` (concatenated, as :func:`pair_counts`), never released: of codec rows
@@ -76,8 +81,7 @@ def exact_tables(data, blocks: list[tuple[int, int]], pairs: list[tuple[int, int
     counted with ``weights[i]`` (None: once)."""
     sizes = [stop - start for start, stop in blocks]
     if isinstance(data, Tensor):
-        cells = torch.stack([data[:, a:b].argmax(dim=1) for a, b in blocks], dim=1)
-        return pair_counts(cells, sizes, pairs, weights)
+        return pair_counts(_cells_of(data, blocks), sizes, pairs, weights)
     if isinstance(data, CountedRows):
         if weights is not None:
             raise ValueError("weighted records (a privacy unit's) are counted in memory, not by an engine")
@@ -111,8 +115,7 @@ class MarginalTarget(CountTarget):
     def cells(self, rows: Tensor | None = None) -> Tensor:
         """(m, C) int64: each record's cell in each column (its block's one coordinate), of ``rows`` (default: the
         private rows held in memory)."""
-        rows = self._data if rows is None else rows
-        return torch.stack([rows[:, a:b].argmax(dim=1) for a, b in self.blocks], dim=1)
+        return _cells_of(self._data if rows is None else rows, self.blocks)
 
     def _counts(self) -> Tensor:
         """The exact tables, concatenated (:func:`exact_tables` of the private rows), record i counted with
