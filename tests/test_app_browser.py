@@ -119,6 +119,7 @@ def test_the_guides_example_from_upload_to_a_signed_download_by_clicks_alone(pag
         page.get_by_role("button", name="Make the owner's report").click()
         _wait_for_job(page, "Owner's report")
         expect(page.locator("table.metrics")).to_contain_text("Classifier's AUC on income")
+        expect(page.locator("table.metrics")).to_contain_text("pair tables: discrete-gaussian noise of std")  # issue 95
         expect(page.get_by_text("For the owner only.")).to_be_visible()
         page.screenshot(path=shots / "6-report.png", full_page=True)
 

@@ -2,7 +2,7 @@
 
 Each forgery below is one an outside review made to pass: it edits a saved run and then restates ε, δ, the
 accountant, the derived fields and the statement with the library's own functions, so that the privacy report is
-self-consistent. The ledger derived again from the file's settings (swflow/pipeline/table_ledger.py) refuses it.
+self-consistent. The ledger derived again from the file's settings (swflow/pipeline/table_measurements.py) refuses it.
 """
 from __future__ import annotations
 
@@ -147,13 +147,14 @@ def test_an_untouched_run_restated_by_the_same_functions_still_loads(saved, tmp_
 
 def test_the_derived_ledger_is_the_fit_s_own(saved):
     """Independent of the loader: the settings' ledger equals, field by field, what the fit recorded."""
-    from swflow.pipeline.table_ledger import expected_ledger
+    from swflow.pipeline.table_measurements import MEASUREMENTS, plan
 
     for adjacency, blob in saved.items():
         syn = TableSynthesizer.load("saved", blob=copy.deepcopy(blob))  # the loader restores the cells
-        derived = expected_ledger(syn, blob["report"]["dataset_size"])
-        assert len(derived) == (3 if adjacency == "replace-one" else 4)
-        for saved_event, event in zip(blob["report"]["ledger"], derived, strict=True):
-            for field, value in event.items():
+        derived = plan(syn, blob["report"]["dataset_size"])
+        assert [m.name for m in derived] == [n for n in MEASUREMENTS if n != "choice of pairs"][
+            :None if adjacency == "add-remove" else 3]
+        for saved_event, measurement in zip(blob["report"]["ledger"], derived, strict=True):
+            for field, value in measurement.event.items():
                 expected = value if isinstance(value, str) else pytest.approx(value, rel=1e-9)
                 assert saved_event[field] == expected, (adjacency, field)

@@ -325,6 +325,10 @@ def test_the_owners_report_is_written_apart_and_says_it_is_not_private(tmp_path,
                                                        "metrics.json"]
     metrics = json.loads((owner / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"not JSON: {c}"))
     assert "OWNER ONLY" in metrics["owner_only"] and 0 <= metrics["accuracy"] <= 1
+    ledger = json.loads((run / "privacy.json").read_text())["ledger"]  # issue 95: each release by its name
+    assert [r["measurement"] for r in metrics["releases"]] == [e["measurement"] for e in ledger]
+    assert metrics["releases"][0]["measurement"] == "pair tables" and "one-way trees" in [e["measurement"] for e in ledger]
+    assert [r["noise_std"] for r in metrics["releases"]] == [e["noise_std"] for e in ledger]
     closest = metrics["closest_records"]  # a release at eps 2 copies no more private rows than held-out rows match
     assert closest["synthetic_identical_to_a_private_row"] <= closest["held_out_identical_to_a_private_row"] + 0.1
     # the TVD is the same function of the two files (checked against a recount by pandas)

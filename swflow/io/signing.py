@@ -1,6 +1,6 @@
 """Signed runs: a data owner's Ed25519 signature over every file of a finished run folder.
 
-A run folder's read-back (swflow.privacy.verify, swflow.pipeline.table_ledger) refuses any edit that leaves the
+A run folder's read-back (swflow.privacy.verify, swflow.pipeline.table_measurements) refuses any edit that leaves the
 files inconsistent, but a forger who edits every setting, every count and every claim consistently makes a run a
 user could have made: no file can tell. A signature can. ``sign_run`` writes RUN/signature.json: the SHA-256 of
 every file in the folder and an Ed25519 signature (from the ``cryptography`` package) over that list, made with

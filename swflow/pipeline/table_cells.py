@@ -286,12 +286,12 @@ class TableCells:
         """Set the codec's cells from a saved resolution state: the released levels are tested against the
         claimed noise and n (privacy.oneway.verify_levels) and post-processed again; the cells the report
         recorded must be the ones they give."""
-        from ..privacy.histogram import histogram_sensitivity
         from ..privacy.oneway import verify_levels
         from ..privacy.verify import ClaimMismatch
-        from ..tables.resolution import column_cells, tree_of
+        from ..tables.resolution import column_cells
+        from .table_measurements import ONE_WAY_TREES, released
 
-        mode, m, released = state["mode"], state["cells_per_column"], [int(j) for j in state["columns"]]
+        mode, m, released_columns = state["mode"], state["cells_per_column"], [int(j) for j in state["columns"]]
         self.repeated_values = state.get("repeated_values") is not None
         if isinstance(m, int):  # files of the first resolution release: one number for every column
             m = [m] * len(self.schema.columns)
@@ -308,47 +308,37 @@ class TableCells:
         self.codec = TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,
                                 cells=[column_cells(c, None if w is None else torch.as_tensor(w).numpy(), k)
                                        for c, w, k in zip(self.schema.columns, weights, m)])
-        if mode == "release" and released:
+        if mode == "release" and released_columns:
             levels = torch.as_tensor(state["levels"], dtype=torch.float64)
-            named_state = state.get("repeated_values")
-            at = 1 + (named_state is not None)  # the ledger: pairs, [values,] trees[, the count of records]
-            events = report.ledger
-            if report.private:  # its shape first; the trees' levels are the schema's, whatever atoms were named
-                groups = sum(tree_of(self.schema.columns[j]).levels for j in released)
-                if len(events) != at + 1 + (report.adjacency == "add-remove") + (self._selection is not None) or events[
-                        at]["n_projections"] != \
-                        groups or events[at].get("contribution", 1) != self._contribution or events[at][
-                        "sensitivity"] != histogram_sensitivity(groups, adjacency=report.adjacency,
-                                                                contribution=self._contribution).value:
-                    raise ClaimMismatch(f"{source}: its ledger does not hold the releases its cells come from (one "
-                                        "release of the trees of the released columns, after the repeated values "
-                                        "where it names some); fit again")
-            self._restore_values(named_state, released, report, source)
-            trees = [self._tree(j) for j in released]
+            # the trees' event: its K, sensitivity and σ are checked against the settings' plan (check_ledger)
+            event = released(report, ONE_WAY_TREES, source) if report.private else None
+            self._restore_values(state.get("repeated_values"), released_columns, report, source)
+            trees = [self._tree(j) for j in released_columns]
             if report.private:
-                verify_levels(levels, trees, sigma=float(events[at]["noise_std"]), source=source,
-                              mechanism=events[at]["mechanism"],
+                verify_levels(levels, trees, sigma=float(event["noise_std"]), source=source,
+                              mechanism=event["mechanism"],
                               dataset_size=None if report.adjacency == "add-remove" else report.dataset_size)
-            self._released_levels, self._released_columns = levels, released
+            self._released_levels, self._released_columns = levels, released_columns
             # runs saved before the nodes' splits were shrunk (docs/tables-design.md, "Inside a cell") decode as written
             shrunk = report.private and state.get("splits") == "shrunk"
             # a unit's trees counted by their spread (privacy.units.tree_weights) since 2026-11-29; before, by the
             # count bound, their sum the count of records
-            self.codec = self._codec_from_levels(levels, released, report.dataset_size,
-                                                 noise_std=float(events[at]["noise_std"]) if shrunk else 0.0,
+            self.codec = self._codec_from_levels(levels, released_columns, report.dataset_size,
+                                                 noise_std=float(event["noise_std"]) if shrunk else 0.0,
                                                  counts_total=state.get("unit_trees") != "spread")
         if report.run_config.get("cells") != self.codec.sizes or report.run_config.get("resolution_columns") != [
-                self.schema.names[j] for j in released] or report.run_config.get("repeated_values_columns", []) != [
+                self.schema.names[j] for j in released_columns] or report.run_config.get("repeated_values_columns", []) != [
                 self.schema.names[j] for j in self._atoms]:
             raise ClaimMismatch(f"{source}: the cells its report records are not those its release gives: the file "
                                 "was edited; fit again")
 
     def _restore_values(self, named_state, released: list[int], report, source: str) -> None:
         """The atoms of a saved repeated-values release, its named values and counts tested against its ledger
-        event (the second: privacy.values.verify_values) first."""
+        event first (privacy.values.verify_values)."""
         from ..privacy.values import verify_values
         from ..privacy.verify import ClaimMismatch
         from ..tables.cells import FineGrid
+        from .table_measurements import REPEATED_VALUES, released as released_event
 
         if named_state is None:
             return
@@ -358,8 +348,8 @@ class TableCells:
         self._released_values = [(torch.as_tensor(v, dtype=torch.float64), torch.as_tensor(c, dtype=torch.float64))
                                  for v, c in named_state]
         if report.private:
-            verify_values(self._released_values, event=report.ledger[1], columns=len(named), source=source,
-                          inside=[FineGrid(self.schema.columns[j]).ends for j in named],
+            verify_values(self._released_values, event=released_event(report, REPEATED_VALUES, source),
+                          columns=len(named), source=source, inside=[FineGrid(self.schema.columns[j]).ends for j in named],
                           per_unit=self._values_per_unit())
         self._set_atoms(named)
 

@@ -164,7 +164,7 @@ def selection_state(syn) -> dict | None:
 def restore_selection(syn, state: dict | None, dataset_size: int, source: str) -> None:
     """A loaded run's choice, checked against its settings: the spine among its pairs, as many pairs more as rounds,
     and the rounds, candidates and share the schema gives (its event is then derived again from them and must be
-    the ledger's: table_ledger.check_ledger)."""
+    the ledger's: table_measurements.check_ledger)."""
     from ..privacy.calibrate import SelectionPlan
     from ..privacy.selection import SELECTION_SHARE
     from ..privacy.verify import ClaimMismatch

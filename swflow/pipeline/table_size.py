@@ -48,22 +48,23 @@ class TableSize:
                 private_size=SIZE_NOTE.format(sigma=spent[0].noise_std, share=SIZE_SHARE))
 
     def _restore_size(self, blob: dict, report, source: str):
-        """(n̂, its σ) from a saved add-remove run, checked: its ledger's last event is one count of the records
-        with sensitivity 1, and the report's n is n̂ rounded. None under replace-one."""
+        """(n̂, its σ) from a saved add-remove run, checked: its ledger's count of records is one count with a
+        unit's sensitivity, and the report's n is n̂ rounded. None under replace-one."""
         from ..privacy.histogram import histogram_sensitivity
         from ..privacy.size import public_size
         from ..privacy.verify import ClaimMismatch
+        from .table_measurements import RECORD_COUNT, released
 
         self._size = blob.get("size")
         if report.adjacency != "add-remove" or not report.private:
             if self._size is not None:
                 raise ClaimMismatch(f"{source}: a released count of records under {report.adjacency}; fit again")
             return None
-        event = report.ledger[-1]
+        event = released(report, RECORD_COUNT, source)
         if self._size is None or event["n_projections"] != 1 or event.get("contribution", 1) != self._contribution or \
                 event["sensitivity"] != histogram_sensitivity(1, adjacency="add-remove",
                                                               contribution=self._contribution).value or \
                 report.dataset_size != public_size(self._size):
-            raise ClaimMismatch(f"{source}: an add-remove run carries its released count of records as its ledger's "
-                                "last event, and its n is that count: the file was edited; fit again")
+            raise ClaimMismatch(f"{source}: an add-remove run carries its released count of records in its ledger, "
+                                "and its n is that count: the file was edited; fit again")
         return float(self._size), float(event["noise_std"])

@@ -267,15 +267,16 @@ class TableUnits:
         return None if self.unit is None else {"column": self.unit.column, "max_rows_per_unit": self.unit.max_rows,
                                                "max_values_per_unit": self.unit.max_values}
 
-    def _restore_unit(self, report, source: str, *, values_event: bool) -> None:
+    def _restore_unit(self, report, source: str) -> None:
         """The report's unit must be the saved settings' (its words, its bound), and every release must count a unit
-        as they say: the repeated values (the ledger's second event, where ``values_event``) one count each, every
-        other release up to the bound's k. A report that names no unit and whose settings name none is of an earlier
-        release: one row."""
+        as they say: the repeated values one count each, every other release up to the bound's k. A report that
+        names no unit and whose settings name none is of an earlier release: one row."""
         from ..privacy.verify import ClaimMismatch
+        from .table_measurements import REPEATED_VALUES
 
         for at, event in enumerate(report.ledger if report.private else []):
-            if event.get("contribution", 1) != (1 if values_event and at == 1 else self._contribution):
+            if event.get("contribution", 1) != (1 if event.get("measurement") == REPEATED_VALUES else
+                                                self._contribution):
                 raise ClaimMismatch(f"{source}: its release {at + 1} does not count a unit as its settings say "
                                     f"({'one row' if self.unit is None else self.unit.words}): the file was edited; "
                                     "fit again")

@@ -34,6 +34,7 @@ from ..tables.schema import Schema
 from ..tables.types import present
 from .table_cells import RESOLUTIONS, TableCells, resolution_setting
 from .table_choice import compose_choice, make_choice, restore_selection, schema_note, selection_state
+from .table_measurements import check_ledger, name_releases, named_ledger, noise_check, plan
 from .table_public import TablePublicRows
 from .table_size import TableSize
 from .table_units import TableUnits
@@ -211,17 +212,18 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         self._compose_size(spent)
         compose_choice(self, chosen)
         self._report = self._state_unit(self._report)
-        self._note_noise_check()
+        self._note_measurements(plan(self, n), fitted=True)
         self._particles = self._fit_to_release(progress=progress, warn=True)
         return self
 
-    def _note_noise_check(self) -> None:
-        """Say in the report what a read-back can test of each release (derived from the releases' shape, never
-        taken from a file)."""
-        from .table_ledger import noise_check
-
+    def _note_measurements(self, planned, *, fitted: bool = False) -> None:
+        """Say in the report what each release counts and what a read-back can test of it (derived from the run's
+        settings, never taken from a file); ``fitted``: the ledger this fit made is named after them."""
         if self._report.private:
-            self._report = self._report.with_notes(noise_check=noise_check(self))
+            if fitted:
+                self._report = name_releases(self._report, planned)
+            self._report = self._report.with_notes(
+                measurements="; ".join(f"{m.name}: {m.counts}" for m in planned), noise_check=noise_check(planned))
 
     def _fit_to_release(self, *, progress: bool | str = False, warn: bool = False) -> list:
         """The particles fitted to the released tables (shrunk unless ``shrink=False``, swflow.tables.shrinkage), from
@@ -336,7 +338,6 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         from ..privacy import PrivacyReport
         from ..privacy.units import ROWS_COLUMN
         from ..privacy.verify import ClaimMismatch, verify_report, verify_tables
-        from .table_ledger import check_ledger
         from .table_particles import stored_particles
 
         blob = blob if blob is not None else load_tensors(path, what="saved Synthesizer")
@@ -351,11 +352,10 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                       pairs=[(names[i], names[j]) for i, j in blob["pairs"]],
                       **{k: privacy[k] for k in ("epsilon", "delta", "noise_multiplier", "adjacency", "count_noise",
                                                  "secure_noise")}, **blob["flow"])
-            report = PrivacyReport.from_json(blob["report"])
+            report = named_ledger(PrivacyReport.from_json(blob["report"]), blob)
             counts = torch.as_tensor(blob["noisy_counts"], dtype=torch.float64)
             verify_report(report, source=str(path))
-            syn._restore_unit(report, str(path),
-                              values_event=(blob.get("resolution") or {}).get("repeated_values") is not None)
+            syn._restore_unit(report, str(path))
             size = syn._restore_size(blob, report, str(path))
             restore_selection(syn, blob.get("selection"), report.dataset_size, str(path))
             # files of earlier releases had the schema's equal-width bins only
@@ -365,12 +365,12 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             if isinstance(err, ClaimMismatch):
                 raise
             raise ClaimMismatch(f"{path} is not a readable saved table Synthesizer ({err}); fit again") from None
-        check_ledger(syn, report, str(path))
+        planned = check_ledger(syn, report, str(path))
         if report.private:
             verify_tables(report, counts, syn.codec.sizes, syn.pairs, source=str(path), size=size,
                           unit_weighted=syn.unit is not None)
         syn._report, syn._counts, syn._stored = syn._state_unit(report), counts, blob.get("particles")
-        syn._note_noise_check()
+        syn._note_measurements(planned)
         syn._particles = (stored_particles(syn._stored, syn.codec.sizes, str(path)) if stored
                           else syn._fit_to_release(progress=progress))
         return syn

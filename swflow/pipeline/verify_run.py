@@ -4,7 +4,7 @@ A table run (privacy.json, model.pt, samples.csv or .parquet):
 
 1. privacy.json: ε, δ, the accountant, the statement and every derived field re-derived from its ledger;
 2. model.pt: loaded as ``Synthesizer.load`` loads it: its ledger derived again from its settings event for event
-   (swflow/pipeline/table_ledger.py), its released counts tested against the claimed noise;
+   (swflow/pipeline/table_measurements.py), its released counts tested against the claimed noise;
 3. privacy.json is model.pt's report (the same releases, the same claim);
 4. the samples regenerated from model.pt with the run's recorded number and seed, compared byte for byte (where
    this machine's torch and swflow are the run's; otherwise said not to be checked);
@@ -135,6 +135,7 @@ def _remember(digest: str | None, verified: Verified) -> None:
 
 def _verify_table(run_dir: Path, verified: Verified, *, regenerate: bool, progress, vouched: str | None) -> None:
     from ..privacy.verify import ClaimMismatch
+    from .table_measurements import without_names
     from .tables import MODEL, TableSynthesizer
 
     syn = TableSynthesizer.load(run_dir / MODEL, progress=progress, stored=vouched is not None)
@@ -148,6 +149,9 @@ def _verify_table(run_dir: Path, verified: Verified, *, regenerate: bool, progre
     # what a read-back can test is said again by every load (a unit run's changed when its test did): not a claim
     claimed.pop("noise_check", None)
     model = {k: v for k, v in model.items() if k != "noise_check"}
+    if "measurements" not in claimed:  # a run of an earlier swflow: its releases not yet named in privacy.json
+        model.pop("measurements", None)
+        model["ledger"] = without_names(model["ledger"])
     if claimed != model:
         differ = sorted(k for k in set(claimed) | set(model) if claimed.get(k) != model.get(k))
         raise ClaimMismatch(f"{run_dir}: privacy.json and {MODEL} describe different runs ({', '.join(differ)}): "

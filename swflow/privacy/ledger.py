@@ -34,6 +34,8 @@ class MechanismEvent:
         each ε₀-DP with ε₀ = 2 / noise_multiplier, and (ε₀²/8)-zCDP; noise_std is then its Gumbel scale
     contribution : the most one privacy unit moves a released count (its rows' weights, summed: a table run with a
         privacy unit; 1 where the unit is one record). The sensitivity is this times a record's.
+    measurement : the name of what the release measured, where a run names its releases (a table run's: 'pair
+        tables', 'one-way trees', ...: swflow/pipeline/table_measurements.py); None elsewhere
     """
 
     noise_multiplier: float
@@ -48,6 +50,7 @@ class MechanismEvent:
     count: int = 1
     mechanism: str = "gaussian"
     contribution: int = 1
+    measurement: str | None = None
 
     def __post_init__(self):
         if self.mechanism not in (*NOISES, SELECTION):
@@ -84,9 +87,18 @@ class MechanismEvent:
 
     def same_kind(self, other: "MechanismEvent") -> bool:
         return (self.noise_multiplier, self.sensitivity_bound, self.delta_sensitivity, self.sampling,
-                self.sample_size, self.dataset_size, self.n_projections, self.mechanism, self.contribution) == (
+                self.sample_size, self.dataset_size, self.n_projections, self.mechanism, self.contribution,
+                self.measurement) == (
             other.noise_multiplier, other.sensitivity_bound, other.delta_sensitivity, other.sampling,
-            other.sample_size, other.dataset_size, other.n_projections, other.mechanism, other.contribution)
+            other.sample_size, other.dataset_size, other.n_projections, other.mechanism, other.contribution,
+            other.measurement)
+
+    def state(self) -> dict:
+        """The event as a ledger entry of privacy.json (its name only where it has one)."""
+        state = asdict(self)
+        if state["measurement"] is None:
+            del state["measurement"]
+        return state
 
 
 class PrivacyLedger:
@@ -118,7 +130,7 @@ class PrivacyLedger:
             self._events.append(event)
 
     def state_dict(self) -> list[dict]:
-        return [asdict(e) for e in self._events]
+        return [e.state() for e in self._events]
 
     @classmethod
     def from_state_dict(cls, state: list[dict]) -> "PrivacyLedger":

@@ -43,7 +43,7 @@ def _num(x: float | None):
 
 #: notes: explanations that appear as top-level strings in privacy.json when they apply
 NOTE_KEYS = ("release", "secure_noise_caveat", "amplification_note", "particle_post_processing", "post_processing",
-             "labels_note", "budget_split", "noise_check", "private_size", "unit_note")
+             "labels_note", "budget_split", "noise_check", "private_size", "unit_note", "measurements")
 
 
 @dataclass(frozen=True)
@@ -191,12 +191,10 @@ def compose(report: PrivacyReport, events, *, note: str, target_epsilon: float |
     """``report`` with more releases of the same private data appended to its ledger (``events``: MechanismEvent),
     its ε and δ recomputed from all of them by the accountant they call for, and ``note`` added to its release
     note. The first release's fields stay the report's main ones."""
-    from dataclasses import asdict
-
     from .accountants import epsilon_from_events
     from .ledger import MechanismEvent
 
-    ledger = [*report.ledger, *(asdict(e) for e in events)]
+    ledger = [*report.ledger, *(e.state() for e in events)]
     everything = tuple(MechanismEvent(**e) for e in ledger)
     epsilon = epsilon_from_events(everything, delta=report.delta_accountant, adjacency=report.adjacency)
     accountant = accountant_for(everything, adjacency=report.adjacency).name

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["owner_report", "owner_dir", "OWNER_NOTE"]
+__all__ = ["owner_report", "owner_dir", "releases_of", "OWNER_NOTE"]
 #: the share of the held-out rows on one decile edge that makes it a bin of its own in the marginals picture
 PILE_SHARE = 0.05
 OWNER_NOTE = ("OWNER ONLY: these files compare the synthetic records with held-out rows, shown WITHOUT noise; "
@@ -30,6 +30,13 @@ def owner_dir(run_dir: str | Path) -> Path:
     """The owner's folder of a run by default: RUN.owner/, beside RUN/ (never inside it)."""
     run_dir = Path(run_dir)
     return run_dir.parent / f"{run_dir.name}.owner"
+
+
+def releases_of(report) -> list[dict]:
+    """Each release of a run's verified ``report`` (public: its ledger), by the name of what it measured (None in a
+    run of an earlier swflow): its noise std, K, sensitivity and mechanism."""
+    return [{"measurement": e.get("measurement"), "noise_std": e["noise_std"], "n_projections": e["n_projections"],
+             "sensitivity": e["sensitivity"], "mechanism": e["mechanism"]} for e in report.ledger]
 
 
 def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None = None,
@@ -51,7 +58,8 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
     synthetic = schema.check(read_table(synthetic_path, schema=schema))
     held_out = _checked_rows(against, schema, unit)
     metrics = {"owner_only": OWNER_NOTE, "run": str(run_dir), "statement": report.statement,
-               "epsilon": report.epsilon, "delta": report.delta, "against": str(against),
+               "epsilon": report.epsilon, "delta": report.delta, "releases": releases_of(report),
+               "against": str(against),
                "synthetic_rows": len(synthetic), "held_out_rows": len(held_out),
                "protocol": "numbers in 10 bins at the held-out rows' deciles; categories as declared",
                **marginal_tvd(schema, synthetic, held_out), **_scores(schema, synthetic, held_out)}

@@ -1,0 +1,160 @@
+"""Issue 95: a table run's releases as named measurements, read by name at fit, save, load, verify and the report.
+
+The expected names and sizes below are counted from the schema and the settings here (the trees' levels from
+resolution.tree_of, the pairs from the run's own list), not taken from the plan under test.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from swflow.pipeline.table_measurements import (MEASUREMENTS, name_releases, named_ledger, plan, released,
+                                                without_names)
+from swflow.pipeline.tables import TableSynthesizer
+from swflow.privacy import PrivacyReport
+from swflow.privacy.verify import ClaimMismatch
+from swflow.tables.example import example_table
+
+
+def _frame(n=1500):
+    frame, schema = example_table(n, seed=4)
+    frame["pay"] = np.round(np.random.default_rng(1).lognormal(7, 1, n))
+    columns = schema.to_json()["columns"] + [{"name": "pay", "type": "numeric", "min": 0, "max": 100000}]
+    return frame, {"columns": columns}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """{adjacency: (the fitted Synthesizer, the blob of its saved model.pt)}: values, trees, tables[, the count]."""
+    frame, schema = _frame()
+    out = {}
+    for adjacency in ("replace-one", "add-remove"):
+        syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-9, adjacency=adjacency, count_noise="gaussian",
+                               steps=20, privacy_seed=5).fit(frame)
+        path = syn.save(tmp_path_factory.mktemp(adjacency) / "model.pt")
+        out[adjacency] = syn, torch.load(path, weights_only=True)
+    return out
+
+
+@pytest.mark.parametrize("adjacency", ["replace-one", "add-remove"])
+def test_every_release_is_named_and_counts_what_its_name_says(runs, adjacency):
+    from swflow.tables.resolution import tree_of
+
+    syn, _ = runs[adjacency]
+    ledger = syn.privacy_report().ledger
+    expected = ["pair tables", "repeated values", "one-way trees"] + ["count of records"] * (adjacency == "add-remove")
+    assert [e["measurement"] for e in ledger] == expected
+    by_name = {e["measurement"]: e for e in ledger}
+    assert by_name["pair tables"]["n_projections"] == len(syn.pairs)
+    levels = sum(tree_of(syn.schema.columns[j]).levels for j in syn._released_columns)
+    assert by_name["one-way trees"]["n_projections"] == levels
+    if adjacency == "add-remove":
+        assert by_name["count of records"]["n_projections"] == 1
+        assert by_name["count of records"]["sensitivity"] == 1.0  # one record, counted once
+    notes = syn.privacy_report().notes
+    assert notes["measurements"].startswith(f"pair tables: the two-way tables of {len(syn.pairs)} column pairs")
+    at = [notes["noise_check"].find(f"{name}: ") for name in expected]
+    assert at[0] == 0 and all(a < b for a, b in zip(at, at[1:])), at  # each release's read-back, in order
+
+
+@pytest.mark.parametrize("adjacency", ["replace-one", "add-remove"])
+def test_a_saved_run_reads_its_releases_back_by_name(runs, adjacency):
+    syn, blob = runs[adjacency]
+    loaded = TableSynthesizer.load("saved", blob=copy.deepcopy(blob))
+    assert loaded.privacy_report().ledger == syn.privacy_report().ledger
+    assert loaded.privacy_report().notes["measurements"] == syn.privacy_report().notes["measurements"]
+    assert torch.equal(loaded._released_levels, syn._released_levels)
+
+
+def test_a_file_of_an_earlier_swflow_gets_its_names_from_its_shape(runs):
+    syn, blob = runs["add-remove"]
+    old = copy.deepcopy(blob)
+    old["report"]["ledger"] = without_names(old["report"]["ledger"])
+    loaded = TableSynthesizer.load("old", blob=old)
+    assert [e["measurement"] for e in loaded.privacy_report().ledger] == [
+        e["measurement"] for e in syn.privacy_report().ledger]
+
+
+@pytest.mark.parametrize("edit", ["swap names", "rename", "drop a name", "reorder"])
+def test_a_ledger_whose_names_are_edited_is_refused(runs, edit):
+    _, blob = runs["add-remove"]
+    forged = copy.deepcopy(blob)
+    ledger = forged["report"]["ledger"]
+    if edit == "swap names":  # the trees' σ read as the values' and back
+        ledger[1]["measurement"], ledger[2]["measurement"] = ledger[2]["measurement"], ledger[1]["measurement"]
+    elif edit == "rename":
+        ledger[3]["measurement"] = "pair tables"
+    elif edit == "drop a name":
+        del ledger[2]["measurement"]
+    else:
+        ledger[1], ledger[2] = ledger[2], ledger[1]
+    with pytest.raises(ClaimMismatch):
+        TableSynthesizer.load("forged", blob=forged)
+
+
+def test_released_finds_one_event_by_name_or_refuses(runs):
+    syn, _ = runs["replace-one"]
+    report = syn.privacy_report()
+    assert released(report, "one-way trees", "here")["n_projections"] == report.ledger[2]["n_projections"]
+    with pytest.raises(ClaimMismatch, match="0 releases of the count of records"):
+        released(report, "count of records", "here")
+
+
+def test_a_fit_whose_ledger_is_not_its_plan_is_never_named(runs):
+    from dataclasses import replace
+
+    syn, _ = runs["replace-one"]
+    report = syn.privacy_report()
+    planned = plan(syn, report.dataset_size)
+    assert [m.name for m in planned] == [n for n in MEASUREMENTS if n not in ("count of records", "choice of pairs")]
+    unnamed = replace(report, ledger=without_names(report.ledger))
+    assert name_releases(unnamed, planned).ledger == report.ledger
+    doubled = copy.deepcopy(unnamed.ledger)
+    doubled[0]["noise_std"] *= 2
+    with pytest.raises(RuntimeError, match="released other than it planned"):
+        name_releases(replace(report, ledger=doubled), planned)
+    with pytest.raises(RuntimeError, match="holds 2 releases"):
+        name_releases(replace(report, ledger=unnamed.ledger[:2]), planned)
+
+
+def test_an_unnamed_ledger_of_another_shape_is_left_for_the_check_to_refuse(runs):
+    _, blob = runs["replace-one"]
+    report = PrivacyReport.from_json(blob["report"])
+    short = copy.deepcopy(blob)
+    short["report"]["ledger"] = without_names(short["report"]["ledger"])[:2]
+    assert "measurement" not in named_ledger(PrivacyReport.from_json(short["report"]), short).ledger[0]
+    assert named_ledger(report, blob).ledger == report.ledger
+
+
+def test_a_run_folder_of_an_earlier_swflow_still_verifies(tmp_path, capsys):
+    """privacy.json and model.pt as an earlier swflow wrote them (no names, no measurements note) verify, and their
+    report is named on load; a model.pt whose names were edited does not."""
+    import json
+
+    from swflow.cli import main
+
+    frame, schema = _frame(800)
+    frame.to_csv(tmp_path / "private.csv", index=False)
+    (tmp_path / "schema.json").write_text(json.dumps(schema))
+    run = tmp_path / "run"
+    assert main(["generate", "--table", str(tmp_path / "private.csv"), "--schema", str(tmp_path / "schema.json"),
+                 "--epsilon", "1", "--delta", "1e-9", "--steps", "20", "--quiet", "--out", str(run)]) == 0
+    claim = json.loads((run / "privacy.json").read_text())
+    names = [e["measurement"] for e in claim["ledger"]]
+    assert names[0] == "pair tables" and "measurements" in claim
+    blob = torch.load(run / "model.pt", weights_only=True)
+    for report in (claim, blob["report"]):
+        report["ledger"] = without_names(report["ledger"])
+        del report["measurements"]
+    (run / "privacy.json").write_text(json.dumps(claim))
+    torch.save(blob, run / "model.pt")
+    assert main(["verify", str(run), "--no-samples", "--quiet"]) == 0
+    assert [e["measurement"] for e in TableSynthesizer.load(run / "model.pt").privacy_report().ledger] == names
+    blob["report"]["ledger"][0]["measurement"] = "one-way trees"
+    torch.save(blob, run / "model.pt")
+    capsys.readouterr()
+    assert main(["verify", str(run), "--no-samples", "--quiet"]) != 0
+    assert "the file was edited" in capsys.readouterr().err
