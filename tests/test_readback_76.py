@@ -67,12 +67,14 @@ def _reclaim(blob, *, retarget: bool = True) -> None:
 
 
 def _public_relabel(blob):
-    blob["resolution"].update(mode="public", repeated_values=None, columns=[], levels=None)
+    blob["resolution"].update(mode="public", columns=[])
+    del blob["measurements"]["repeated values"], blob["measurements"]["one-way trees"]
     del blob["report"]["ledger"][1:3]
 
 
 def _legacy_fallback(blob):
     del blob["resolution"]
+    del blob["measurements"]["repeated values"], blob["measurements"]["one-way trees"]
     del blob["report"]["ledger"][1:3]
     blob["report"]["ledger"][0]["noise_std"] *= 100
     blob["report"]["ledger"][0]["noise_multiplier"] *= 100
@@ -87,12 +89,12 @@ def _add_remove_relabel(blob):
         event["noise_multiplier"] = event["noise_std"] / event["sensitivity"]
     n = blob["report"]["dataset_size"]
     blob["report"]["ledger"].append({**blob["report"]["ledger"][0], "n_projections": 1, "sensitivity": 1.0,
-                                     "noise_std": 50.0, "noise_multiplier": 50.0})
-    blob["size"] = float(n)
+                                     "noise_std": 50.0, "noise_multiplier": 50.0, "measurement": "count of records"})
+    blob["measurements"]["count of records"] = float(n)
 
 
 def _values_dropped(blob):
-    blob["resolution"]["repeated_values"] = None
+    del blob["measurements"]["repeated values"]
     del blob["report"]["ledger"][1]
 
 

@@ -97,10 +97,11 @@ def test_a_forged_add_remove_file_is_refused(tmp_path):
         blob = torch.load(path, weights_only=True)
         report = blob["report"]
         if forgery == "size":  # n̂ and the report's n moved by 20 %: the tables' totals disagree
-            blob["size"] *= 1.2
-            report["dataset_size"] = report["run_config"]["dataset_size"] = round(blob["size"])
+            blob["measurements"]["count of records"] *= 1.2
+            forged = round(blob["measurements"]["count of records"])
+            report["dataset_size"] = report["run_config"]["dataset_size"] = forged
             for e in report["ledger"]:
-                e["dataset_size"] = e["sample_size"] = round(blob["size"])
+                e["dataset_size"] = e["sample_size"] = forged
         elif forgery == "noise x10":
             for e in report["ledger"]:
                 e["noise_multiplier"] *= 10

@@ -120,13 +120,39 @@ def test_a_fit_whose_ledger_is_not_its_plan_is_never_named(runs):
         name_releases(replace(report, ledger=unnamed.ledger[:2]), planned)
 
 
-def test_an_unnamed_ledger_of_another_shape_is_left_for_the_check_to_refuse(runs):
+def test_model_pt_keeps_each_release_s_numbers_under_its_name(runs):
+    syn, blob = runs["add-remove"]
+    assert sorted(blob["measurements"]) == sorted(e["measurement"] for e in blob["report"]["ledger"])
+    assert torch.equal(torch.as_tensor(blob["measurements"]["pair tables"]), syn._counts)
+    assert torch.equal(torch.as_tensor(blob["measurements"]["one-way trees"]), syn._released_levels)
+    assert blob["measurements"]["count of records"] == syn._size
+    assert not {"noisy_counts", "size", "selection"} & set(blob) and "levels" not in blob["resolution"]
+
+
+def test_a_file_with_an_earlier_swflow_s_keys_loads_as_the_same_run(runs):
+    """model.pt as swflow wrote it before its releases were named: each release's numbers under a key of its own."""
+    syn, blob = runs["add-remove"]
+    old = copy.deepcopy(blob)
+    numbers = old.pop("measurements")
+    old.update(noisy_counts=numbers["pair tables"], size=numbers["count of records"], selection=None)
+    old["resolution"].update(levels=numbers["one-way trees"], repeated_values=numbers["repeated values"])
+    old["report"]["ledger"] = without_names(old["report"]["ledger"])
+    loaded = TableSynthesizer.load("old", blob=old)
+    assert loaded.privacy_report().ledger == syn.privacy_report().ledger
+    assert loaded.codec.sizes == syn.codec.sizes and loaded._atoms.keys() == syn._atoms.keys()
+
+
+def test_a_ledger_and_numbers_that_name_different_releases_are_refused(runs):
     _, blob = runs["replace-one"]
     report = PrivacyReport.from_json(blob["report"])
-    short = copy.deepcopy(blob)
-    short["report"]["ledger"] = without_names(short["report"]["ledger"])[:2]
-    assert "measurement" not in named_ledger(PrivacyReport.from_json(short["report"]), short).ledger[0]
-    assert named_ledger(report, blob).ledger == report.ledger
+    numbers = dict(blob["measurements"])
+    assert named_ledger(report, numbers, "here").ledger == report.ledger
+    short = PrivacyReport.from_json({**blob["report"], "ledger": without_names(blob["report"]["ledger"])[:2]})
+    with pytest.raises(ClaimMismatch, match="its released numbers are those of"):
+        named_ledger(short, numbers, "here")
+    del numbers["one-way trees"]
+    with pytest.raises(ClaimMismatch, match="the file was edited"):
+        named_ledger(report, numbers, "here")
 
 
 def test_a_run_folder_of_an_earlier_swflow_still_verifies(tmp_path, capsys):

@@ -422,7 +422,7 @@ def test_a_forged_resolution_release_is_refused(saved, tmp_path, forgery):
     if forgery == "claim more noise in the levels":
         blob = _claim_more_noise_in_the_levels(blob, 10.0)
     elif forgery == "edited levels":
-        blob["resolution"]["levels"] = blob["resolution"]["levels"] * 1.2  # every count edited: totals are not n
+        blob["measurements"]["one-way trees"] = blob["measurements"]["one-way trees"] * 1.2  # totals are not n
     elif forgery == "no resolution event":
         blob["report"] = {**blob["report"], "ledger": blob["report"]["ledger"][:1]}
     else:

@@ -119,7 +119,10 @@ def test_an_edited_choice_is_refused_on_load(tmp_path):
     frame, schema, _ = _wide(n=800, columns=34)
     path = TableSynthesizer(schema=schema, epsilon=10.0, delta=1e-9, steps=5).fit(frame).save(tmp_path / "m.pt")
     blob = torch.load(path, weights_only=True)
-    for edit in ({"selection": None}, {"selection": {**blob["selection"], "rounds": 10}},
+    numbers = blob["measurements"]
+    unchosen = {name: number for name, number in numbers.items() if name != "choice of pairs"}
+    for edit in ({"measurements": unchosen},
+                 {"measurements": {**numbers, "choice of pairs": {**numbers["choice of pairs"], "rounds": 10}}},
                  {"pairs": blob["pairs"][:-1]}):
         torch.save({**blob, **edit}, tmp_path / "edited.pt")
         with pytest.raises(ClaimMismatch):

@@ -530,10 +530,10 @@ def test_a_unit_run_at_epsilon_10_still_refuses_an_edited_count(tmp_path, edit):
 
     def forge(blob):
         if edit == "one count":
-            blob["noisy_counts"][3] += 30 * sigma
-        else:
-            blob["size"] = float(blob["size"]) * 3  # and n everywhere the file states it
-            forged = public_size(blob["size"])
+            blob["measurements"]["pair tables"][3] += 30 * sigma
+        else:  # and n everywhere the file states it
+            blob["measurements"]["count of records"] = float(blob["measurements"]["count of records"]) * 3
+            forged = public_size(blob["measurements"]["count of records"])
             blob["report"]["dataset_size"] = blob["report"]["run_config"]["dataset_size"] = forged
             for event in blob["report"]["ledger"]:
                 event["dataset_size"] = event["sample_size"] = forged

@@ -165,18 +165,18 @@ def saved(tmp_path_factory):
 
 
 def _named_count_lowered(blob):
-    values, counts = blob["resolution"]["repeated_values"][0]
-    blob["resolution"]["repeated_values"][0] = [values, counts - counts.min() + 1]  # a count far below the threshold
+    values, counts = blob["measurements"]["repeated values"][0]
+    blob["measurements"]["repeated values"][0] = [values, counts - counts.min() + 1]  # far below the threshold
 
 
 def _value_outside_bounds(blob):
-    values, counts = blob["resolution"]["repeated_values"][0]
-    blob["resolution"]["repeated_values"][0] = [torch.cat([values, torch.tensor([12.0])]),
-                                                torch.cat([counts, counts[:1]])]
+    values, counts = blob["measurements"]["repeated values"][0]
+    blob["measurements"]["repeated values"][0] = [torch.cat([values, torch.tensor([12.0])]),
+                                                  torch.cat([counts, counts[:1]])]
 
 
 def _release_dropped(blob):
-    blob["resolution"]["repeated_values"] = None
+    del blob["measurements"]["repeated values"]
 
 
 def _delta_understated(blob):

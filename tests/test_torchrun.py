@@ -131,7 +131,8 @@ def test_torchrun_table_run_counts_each_shard_once_and_equals_one_process(tmp_pa
                          text=True)
     assert two.returncode == 0, two.stderr[-3000:]
     saved = [torch.load(tmp_path / run / "model.pt", weights_only=True) for run in ("one", "two")]
-    assert torch.equal(torch.as_tensor(saved[0]["noisy_counts"]), torch.as_tensor(saved[1]["noisy_counts"]))
+    assert torch.equal(torch.as_tensor(saved[0]["measurements"]["pair tables"]),
+                       torch.as_tensor(saved[1]["measurements"]["pair tables"]))
     claims = [json.loads((tmp_path / run / "privacy.json").read_text()) for run in ("one", "two")]
     assert claims[0]["ledger"] == claims[1]["ledger"] and claims[0]["epsilon"] == claims[1]["epsilon"]
     assert claims[1]["dataset_size"] == 1501 and claims[1]["run_config"]["world_size"] == 2

@@ -275,24 +275,22 @@ class TableCells:
     def _resolution_state(self) -> dict:
         """What sets the cells, as released (re-derived on load, never read back as cells)."""
         weights = getattr(self, "_public_weights_used", None)
-        named = getattr(self, "_released_values", None)
         return {"mode": self.resolution, "share": self.resolution_share, "cells_per_column": getattr(self, "_cells_m", None),
-                "columns": list(getattr(self, "_released_columns", [])), "levels": self._released_levels,
+                "columns": list(getattr(self, "_released_columns", [])),
                 "public_weights": None if weights is None else [torch.as_tensor(w) for w in weights],
-                "repeated_values": None if named is None else [[v, c] for v, c in named],
                 "splits": "shrunk", **({} if self.unit is None else {"unit_trees": "spread"})}
 
-    def _restore_cells(self, state: dict, report, source: str) -> None:
-        """Set the codec's cells from a saved resolution state: the released levels are tested against the
-        claimed noise and n (privacy.oneway.verify_levels) and post-processed again; the cells the report
-        recorded must be the ones they give."""
+    def _restore_cells(self, state: dict, numbers: dict, report, source: str) -> None:
+        """Set the codec's cells from a saved resolution state and the released ``numbers`` (by measurement): the
+        trees' levels are tested against the claimed noise and n (privacy.oneway.verify_levels) and post-processed
+        again; the cells the report recorded must be the ones they give."""
         from ..privacy.oneway import verify_levels
         from ..privacy.verify import ClaimMismatch
         from ..tables.resolution import column_cells
-        from .table_measurements import ONE_WAY_TREES, released
+        from .table_measurements import ONE_WAY_TREES, REPEATED_VALUES, released
 
         mode, m, released_columns = state["mode"], state["cells_per_column"], [int(j) for j in state["columns"]]
-        self.repeated_values = state.get("repeated_values") is not None
+        self.repeated_values = REPEATED_VALUES in numbers
         if isinstance(m, int):  # files of the first resolution release: one number for every column
             m = [m] * len(self.schema.columns)
         if mode not in RESOLUTIONS or (mode != "uniform" and not (
@@ -309,10 +307,10 @@ class TableCells:
                                 cells=[column_cells(c, None if w is None else torch.as_tensor(w).numpy(), k)
                                        for c, w, k in zip(self.schema.columns, weights, m)])
         if mode == "release" and released_columns:
-            levels = torch.as_tensor(state["levels"], dtype=torch.float64)
+            levels = torch.as_tensor(numbers[ONE_WAY_TREES], dtype=torch.float64)
             # the trees' event: its K, sensitivity and σ are checked against the settings' plan (check_ledger)
             event = released(report, ONE_WAY_TREES, source) if report.private else None
-            self._restore_values(state.get("repeated_values"), released_columns, report, source)
+            self._restore_values(numbers.get(REPEATED_VALUES), released_columns, report, source)
             trees = [self._tree(j) for j in released_columns]
             if report.private:
                 verify_levels(levels, trees, sigma=float(event["noise_std"]), source=source,

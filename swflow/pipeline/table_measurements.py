@@ -30,8 +30,8 @@ import math
 from dataclasses import dataclass, replace
 
 __all__ = ["Measurement", "MEASUREMENTS", "PAIR_TABLES", "REPEATED_VALUES", "ONE_WAY_TREES", "RECORD_COUNT",
-           "PAIR_CHOICE", "plan", "name_releases", "named_ledger", "released", "check_ledger", "noise_check",
-           "without_names"]
+           "PAIR_CHOICE", "plan", "name_releases", "released_numbers", "read_numbers", "named_ledger", "released",
+           "check_ledger", "noise_check", "without_names"]
 
 PAIR_TABLES, REPEATED_VALUES, ONE_WAY_TREES = "pair tables", "repeated values", "one-way trees"
 RECORD_COUNT, PAIR_CHOICE = "count of records", "choice of pairs"
@@ -138,19 +138,49 @@ def name_releases(report, planned: list[Measurement]):
     return replace(report, ledger=ledger)
 
 
-def named_ledger(report, blob: dict):
-    """A loaded ``report`` whose ledger events carry their names: as saved, or, for a file written before releases
-    were named, after the releases its saved state says were made, in the ledger's order (a ledger of another
-    length is left as it is, and refused by :func:`check_ledger`)."""
-    if not report.private or all("measurement" in e for e in report.ledger):
-        return report
+def released_numbers(syn) -> dict:
+    """What model.pt keeps of each release, by its measurement's name: the released numbers (the pair tables' noisy
+    counts, each named value and its count, the trees' levels, the count of records) and a choice's shape."""
+    from .table_choice import selection_state
+
+    values = getattr(syn, "_released_values", None)
+    numbers = {PAIR_TABLES: syn._counts, REPEATED_VALUES: None if values is None else [[v, c] for v, c in values],
+               ONE_WAY_TREES: syn._released_levels, RECORD_COUNT: syn._size, PAIR_CHOICE: selection_state(syn)}
+    return {name: number for name, number in numbers.items() if number is not None}
+
+
+def read_numbers(blob: dict) -> dict:
+    """model.pt's released numbers by measurement (:func:`released_numbers`); a file of an earlier swflow kept them
+    under keys of their own."""
+    if "measurements" in blob:
+        numbers = dict(blob["measurements"])
+        if not set(numbers) <= set(MEASUREMENTS) or PAIR_TABLES not in numbers:
+            raise ValueError(f"its releases {sorted(numbers)} are not measurements swflow makes {MEASUREMENTS}")
+        return numbers
     resolution = blob.get("resolution") or {}
-    names = [PAIR_TABLES, *[REPEATED_VALUES] * (resolution.get("repeated_values") is not None),
-             *[ONE_WAY_TREES] * (resolution.get("mode") == "release" and bool(resolution.get("columns"))),
-             *[RECORD_COUNT] * (report.adjacency == "add-remove"), *[PAIR_CHOICE] * (blob.get("selection") is not None)]
-    if len(names) != len(report.ledger) or any("measurement" in e for e in report.ledger):
+    numbers = {PAIR_TABLES: blob["noisy_counts"], REPEATED_VALUES: resolution.get("repeated_values"),
+               ONE_WAY_TREES: resolution.get("levels"), RECORD_COUNT: blob.get("size"),
+               PAIR_CHOICE: blob.get("selection")}
+    return {name: number for name, number in numbers.items() if number is not None}
+
+
+def named_ledger(report, numbers: dict, source: str):
+    """A loaded ``report`` whose ledger events carry their names: as saved, or, for a file written before releases
+    were named, the names of the releases whose ``numbers`` it keeps, in the ledger's order. Refused where its
+    ledger and its numbers name different releases."""
+    from ..privacy.verify import ClaimMismatch
+
+    if not report.private:
         return report
-    return replace(report, ledger=[{**e, "measurement": name} for e, name in zip(report.ledger, names)])
+    if not all("measurement" in e for e in report.ledger):
+        names = [name for name in MEASUREMENTS if name in numbers]
+        if len(names) == len(report.ledger) and not any("measurement" in e for e in report.ledger):
+            report = replace(report, ledger=[{**e, "measurement": name} for e, name in zip(report.ledger, names)])
+    if sorted(e.get("measurement") or "" for e in report.ledger) != sorted(numbers):
+        raise ClaimMismatch(f"{source}: its ledger records the releases "
+                            f"{[e.get('measurement') for e in report.ledger]}, its released numbers are those of "
+                            f"{sorted(numbers)}: the file was edited; fit again")
+    return report
 
 
 def released(report, name: str, source: str) -> dict:

@@ -47,7 +47,7 @@ class TableSize:
                                    note="the count of the records (add-remove: n private)").with_notes(
                 private_size=SIZE_NOTE.format(sigma=spent[0].noise_std, share=SIZE_SHARE))
 
-    def _restore_size(self, blob: dict, report, source: str):
+    def _restore_size(self, size: float | None, report, source: str):
         """(n̂, its σ) from a saved add-remove run, checked: its ledger's count of records is one count with a
         unit's sensitivity, and the report's n is n̂ rounded. None under replace-one."""
         from ..privacy.histogram import histogram_sensitivity
@@ -55,7 +55,7 @@ class TableSize:
         from ..privacy.verify import ClaimMismatch
         from .table_measurements import RECORD_COUNT, released
 
-        self._size = blob.get("size")
+        self._size = size  # model.pt's released count of records (table_measurements.read_numbers)
         if report.adjacency != "add-remove" or not report.private:
             if self._size is not None:
                 raise ClaimMismatch(f"{source}: a released count of records under {report.adjacency}; fit again")

@@ -33,8 +33,9 @@ from ..tables.rules import keep_rules
 from ..tables.schema import Schema
 from ..tables.types import present
 from .table_cells import RESOLUTIONS, TableCells, resolution_setting
-from .table_choice import compose_choice, make_choice, restore_selection, schema_note, selection_state
-from .table_measurements import check_ledger, name_releases, named_ledger, noise_check, plan
+from .table_choice import compose_choice, make_choice, restore_selection, schema_note
+from .table_measurements import (PAIR_CHOICE, PAIR_TABLES, RECORD_COUNT, check_ledger, name_releases, named_ledger,
+                                 noise_check, plan, read_numbers, released_numbers)
 from .table_public import TablePublicRows
 from .table_size import TableSize
 from .table_units import TableUnits
@@ -323,9 +324,9 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         torch.save({"format": FORMAT, "method": self.method, "schema": self.user_schema.to_json(),
                     "privacy": asdict(self.privacy), "clip": self.clip, "pairs": [list(p) for p in self.pairs],
                     "numeric_bins": self.codec.numeric_bins, "flow": asdict(self.flow),
-                    "report": self._report.to_json(), "noisy_counts": self._counts, "particles": self._particles,
-                    "resolution": self._resolution_state(), "size": self._size, "unit": self._unit_state(),
-                    "selection": selection_state(self)}, path)
+                    "report": self._report.to_json(), "measurements": released_numbers(self),
+                    "particles": self._particles, "resolution": self._resolution_state(), "unit": self._unit_state()},
+                   path)
         return path
 
     @classmethod
@@ -352,15 +353,17 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                       pairs=[(names[i], names[j]) for i, j in blob["pairs"]],
                       **{k: privacy[k] for k in ("epsilon", "delta", "noise_multiplier", "adjacency", "count_noise",
                                                  "secure_noise")}, **blob["flow"])
-            report = named_ledger(PrivacyReport.from_json(blob["report"]), blob)
-            counts = torch.as_tensor(blob["noisy_counts"], dtype=torch.float64)
+            numbers = read_numbers(blob)
+            report = named_ledger(PrivacyReport.from_json(blob["report"]), numbers, str(path))
+            counts = torch.as_tensor(numbers[PAIR_TABLES], dtype=torch.float64)
             verify_report(report, source=str(path))
             syn._restore_unit(report, str(path))
-            size = syn._restore_size(blob, report, str(path))
-            restore_selection(syn, blob.get("selection"), report.dataset_size, str(path))
+            size = syn._restore_size(numbers.get(RECORD_COUNT), report, str(path))
+            restore_selection(syn, numbers.get(PAIR_CHOICE), report.dataset_size, str(path))
             # files of earlier releases had the schema's equal-width bins only
             syn._restore_cells(blob.get("resolution", {"mode": "uniform", "share": RESOLUTION_SHARE,
-                                                       "cells_per_column": None, "columns": []}), report, str(path))
+                                                       "cells_per_column": None, "columns": []}), numbers, report,
+                               str(path))
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             if isinstance(err, ClaimMismatch):
                 raise
