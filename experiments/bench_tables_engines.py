@@ -84,7 +84,9 @@ def child(args) -> int:
     from swflow.pipeline.tables import TableSynthesizer
 
     start = time.perf_counter()
-    syn = TableSynthesizer(schema=SCHEMA, epsilon=1.0, privacy_seed=1, count_noise="gaussian", steps=args.steps)
+    unit = {} if args.unit is None else {"privacy_unit": "person", "max_rows_per_unit": args.unit}
+    syn = TableSynthesizer(schema=SCHEMA, epsilon=1.0, privacy_seed=None if unit else 1, count_noise="gaussian",
+                           steps=args.steps, **unit)  # a unit run's noise is the OS's: never seeded
     table = str(args.folder / "part-*.parquet")
     if args.engine == "pandas":  # pandas reads one file: the parts as one (written once, beside them)
         table = str(args.folder / "whole.parquet")
@@ -120,6 +122,8 @@ def main(argv=None) -> int:
                    help="spark: a local session on every core (Java 17 and pyspark: make env, make java)")
     p.add_argument("--steps", type=int, default=1000, help="the particles' fit (the same on every engine)")
     p.add_argument("--data-dir", type=Path, default=Path("data/bench_engines"))
+    p.add_argument("--unit", type=int, metavar="K", help="a run under the privacy unit 'person', each counting as "
+                   "at most K rows (pandas and Spark; its noise is never seeded, so no two releases are the same)")
     p.add_argument("--smoke", action="store_true", help="10 000 rows, 20 steps, into a scratch folder")
     p.add_argument("--child", choices=["pandas", "duckdb", "spark"], dest="engine", help=argparse.SUPPRESS)
     p.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
@@ -144,10 +148,12 @@ def run(args) -> int:
             whole(folder)
         digests = {}
         for engine in args.engines:
+            unit = [] if args.unit is None else ["--unit", str(args.unit)]
             out = subprocess.run([sys.executable, __file__, "--child", engine, "--folder", str(folder), "--steps",
-                                  str(args.steps)], check=True, capture_output=True, text=True).stdout
+                                  str(args.steps), *unit], check=True, capture_output=True, text=True).stdout
             line = json.loads(out.strip().splitlines()[-1])
-            digests[engine] = line["counts"]
+            if args.unit is None:  # a unit run's noise is never seeded: its releases differ by design
+                digests[engine] = line["counts"]
             same = "" if len(digests) < 2 else ("yes" if len(set(digests.values())) == 1 else "NO")
             peak = "-" if line["peak_gb"] is None else f"{line['peak_gb']:.2f}"
             print(f"{rows:>12,} {engine:>7} {line['seconds']:>8.1f} {peak:>8}  {same}", flush=True)

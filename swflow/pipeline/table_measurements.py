@@ -40,7 +40,7 @@ MEASUREMENTS = (PAIR_TABLES, REPEATED_VALUES, ONE_WAY_TREES, RECORD_COUNT, PAIR_
 
 #: the relative tolerance on a derived multiplier or δ (the calibration is the same code on the same numbers)
 _RTOL = 1e-6
-#: the fields of a ledger event the plan derives (the rest are common to a table run's releases: _COMMON)
+#: the fields of a ledger event that each release sets (the rest are common to a table run's: ``common`` in plan)
 _FIELDS = ("noise_multiplier", "sensitivity", "noise_std", "n_projections", "contribution", "delta_sensitivity")
 
 
@@ -131,8 +131,8 @@ def _differences(ledger: list[dict], planned: list[Measurement]) -> str | None:
 def name_releases(report, planned: list[Measurement]):
     """A fit's ``report`` with every ledger event named after its measurement; a fit whose releases are not the
     ones its settings plan is a fault of swflow, never written."""
-    ledger = [{**e, "measurement": m.name} for e, m in zip(report.ledger, planned)]
-    wrong = _differences(ledger if len(report.ledger) == len(planned) else report.ledger, planned)
+    ledger = [{**e, "measurement": m.name} for e, m in zip(report.ledger, planned)] + report.ledger[len(planned):]
+    wrong = _differences(ledger, planned)
     if wrong is not None:
         raise RuntimeError(f"swflow's table run released other than it planned ({wrong}): please report it")
     return replace(report, ledger=ledger)

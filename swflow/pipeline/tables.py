@@ -166,19 +166,28 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         torch.distributed group), each rank counts its contiguous share of the records, the exact tables are summed
         over the ranks and rank 0 draws the noise: every rank holds the release one process makes on all the
         records, and fits the same particles to it (a wide table's pairs are then the schema's, never chosen)."""
-        from ..privacy import NoiseSource, PrivacyLedger, compose, privacy_report
-        from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget
-        from .distributed import rank_share
-        from ..sources import SourceRequest, open_source
         from ..tables.engines import engine_table
-        from ..tables.files import record_count
-        from ..tables.source import TableSource
 
         if self._particles is not None:
             raise RuntimeError("this Synthesizer is fitted already; fitting again would spend the budget twice — "
                                "make a new one")
         self.engine, table = engine_table(table, self.user_schema, engine=engine, clip=self.clip, unit=self.unit,
                                           sharded=sharded)
+        n = self._release(table, sharded=sharded)
+        self._note_measurements(plan(self, n), fitted=True)
+        self._particles = self._fit_to_release(progress=progress, warn=True)
+        return self
+
+    def _release(self, table, *, sharded: bool) -> int:
+        """Every release of the private rows ``table`` (as engine_table gives it), composed in one report; the n
+        every later step reads."""
+        from ..privacy import NoiseSource, PrivacyLedger, compose, privacy_report
+        from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget
+        from .distributed import rank_share
+        from ..sources import SourceRequest, open_source
+        from ..tables.files import record_count
+        from ..tables.source import TableSource
+
         table = self._unit_split(table, sharded=sharded)  # a unit's rows weighted; its identifiers kept out
         records = record_count(table, self.codec, clip=self.clip)  # private under add-remove: counted, released
         share = rank_share(records) if sharded else (0, records, 1)
@@ -213,9 +222,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         self._compose_size(spent)
         compose_choice(self, chosen)
         self._report = self._state_unit(self._report)
-        self._note_measurements(plan(self, n), fitted=True)
-        self._particles = self._fit_to_release(progress=progress, warn=True)
-        return self
+        return n
 
     def _note_measurements(self, planned, *, fitted: bool = False) -> None:
         """Say in the report what each release counts and what a read-back can test of it (derived from the run's
