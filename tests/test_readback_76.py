@@ -10,33 +10,17 @@ import copy
 import math
 from dataclasses import replace
 
-import numpy as np
 import pytest
 import torch
 
 from swflow.pipeline.tables import TableSynthesizer
 from swflow.privacy.verify import ClaimMismatch
-from swflow.tables.example import example_table
-
-
-def _frame(n=1500):
-    frame, schema = example_table(n, seed=4)
-    frame["pay"] = np.round(np.random.default_rng(1).lognormal(7, 1, n))
-    columns = schema.to_json()["columns"] + [{"name": "pay", "type": "numeric", "min": 0, "max": 100000}]
-    return frame, {"columns": columns}
 
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
-    """{adjacency: the blob of a saved run with a repeated-values release, trees and pair tables}."""
-    frame, schema = _frame()
-    out = {}
-    for adjacency in ("replace-one", "add-remove"):
-        syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-9, adjacency=adjacency, count_noise="gaussian",
-                               steps=20, privacy_seed=5).fit(frame)
-        path = syn.save(tmp_path_factory.mktemp(adjacency) / "model.pt")
-        out[adjacency] = torch.load(path, weights_only=True)
-    return out
+def saved(saved_table_runs):
+    """{adjacency: the blob of a saved run with a repeated-values release, trees and pair tables} (conftest)."""
+    return {adjacency: blob for adjacency, (_, blob) in saved_table_runs.items()}
 
 
 def _reclaim(blob, *, retarget: bool = True) -> None:

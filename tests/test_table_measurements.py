@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 
-import numpy as np
 import pytest
 import torch
 
@@ -16,27 +15,12 @@ from swflow.pipeline.table_measurements import (MEASUREMENTS, name_releases, nam
 from swflow.pipeline.tables import TableSynthesizer
 from swflow.privacy import PrivacyReport
 from swflow.privacy.verify import ClaimMismatch
-from swflow.tables.example import example_table
-
-
-def _frame(n=1500):
-    frame, schema = example_table(n, seed=4)
-    frame["pay"] = np.round(np.random.default_rng(1).lognormal(7, 1, n))
-    columns = schema.to_json()["columns"] + [{"name": "pay", "type": "numeric", "min": 0, "max": 100000}]
-    return frame, {"columns": columns}
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(saved_table_runs):
     """{adjacency: (the fitted Synthesizer, the blob of its saved model.pt)}: values, trees, tables[, the count]."""
-    frame, schema = _frame()
-    out = {}
-    for adjacency in ("replace-one", "add-remove"):
-        syn = TableSynthesizer(schema=schema, epsilon=1.0, delta=1e-9, adjacency=adjacency, count_noise="gaussian",
-                               steps=20, privacy_seed=5).fit(frame)
-        path = syn.save(tmp_path_factory.mktemp(adjacency) / "model.pt")
-        out[adjacency] = syn, torch.load(path, weights_only=True)
-    return out
+    return saved_table_runs
 
 
 @pytest.mark.parametrize("adjacency", ["replace-one", "add-remove"])
@@ -155,14 +139,14 @@ def test_a_ledger_and_numbers_that_name_different_releases_are_refused(runs):
         named_ledger(report, numbers, "here")
 
 
-def test_a_run_folder_of_an_earlier_swflow_still_verifies(tmp_path, capsys):
+def test_a_run_folder_of_an_earlier_swflow_still_verifies(tmp_path, capsys, paid_example):
     """privacy.json and model.pt as an earlier swflow wrote them (no names, no measurements note) verify, and their
     report is named on load; a model.pt whose names were edited does not."""
     import json
 
     from swflow.cli import main
 
-    frame, schema = _frame(800)
+    frame, schema = paid_example(800)
     frame.to_csv(tmp_path / "private.csv", index=False)
     (tmp_path / "schema.json").write_text(json.dumps(schema))
     run = tmp_path / "run"

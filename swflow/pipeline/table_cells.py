@@ -330,23 +330,23 @@ class TableCells:
             raise ClaimMismatch(f"{source}: the cells its report records are not those its release gives: the file "
                                 "was edited; fit again")
 
-    def _restore_values(self, named_state, released: list[int], report, source: str) -> None:
+    def _restore_values(self, named_state, released_columns: list[int], report, source: str) -> None:
         """The atoms of a saved repeated-values release, its named values and counts tested against its ledger
         event first (privacy.values.verify_values)."""
         from ..privacy.values import verify_values
         from ..privacy.verify import ClaimMismatch
         from ..tables.cells import FineGrid
-        from .table_measurements import REPEATED_VALUES, released as released_event
+        from .table_measurements import REPEATED_VALUES, released
 
         if named_state is None:
             return
-        named = self._named_columns(released)
+        named = self._named_columns(released_columns)
         if not named or len(named_state) != len(named):
             raise ClaimMismatch(f"{source}: its repeated-values release is not one of its sliced columns; fit again")
         self._released_values = [(torch.as_tensor(v, dtype=torch.float64), torch.as_tensor(c, dtype=torch.float64))
                                  for v, c in named_state]
         if report.private:
-            verify_values(self._released_values, event=released_event(report, REPEATED_VALUES, source),
+            verify_values(self._released_values, event=released(report, REPEATED_VALUES, source),
                           columns=len(named), source=source, inside=[FineGrid(self.schema.columns[j]).ends for j in named],
                           per_unit=self._values_per_unit())
         self._set_atoms(named)
