@@ -44,9 +44,9 @@ def _table(n: int, seed: int) -> pd.DataFrame:
 def test_a_class_beside_a_pile_keeps_its_link_at_epsilon_10():
     """Before: x's cells were one, the pile and every value below it, and 89 % of the positives' samples sat on the
     pile where none of their rows do (the issue's table, ε = 10). Now the pile is a cell of its own and the positives
-    keep theirs: about a tenth of their samples still land on the pile, from the particles' fit (each of the pile's
-    particles keeps a little of the positive class after 1000 steps; docs/tables-design.md, "Piles"), so the bar
-    here is 0.2, not the issue's 0.10."""
+    keep theirs; with the target's coordinates fitted under Adam's shorter memory (flow.TARGET_BETAS) 0.04 of their
+    samples land on the pile here (0.11 under the default memory: docs/tables-design.md, "Piles"), within the
+    issue's bar of 0.10."""
     schema = Schema.from_json({"columns": [
         {"name": "y", "type": "categorical", "categories": ["negative", "positive", "invalid"]},
         {**X, "missing": True}, {"name": "c", "type": "categorical", "categories": list("abcde")},
@@ -58,5 +58,37 @@ def test_a_class_beside_a_pile_keeps_its_link_at_epsilon_10():
         warnings.simplefilter("ignore")
         samples = syn.fit(private).sample(10_000, seed=3)
     on_pile = samples.x == 45.0
-    assert on_pile[samples.y == "positive"].mean() <= 0.2
+    assert on_pile[samples.y == "positive"].mean() <= 0.1
     assert on_pile[samples.y == "negative"].mean() >= 0.9
+
+
+def _pile_tables(seed: int):
+    """Exact pair tables of 10 000 records like the issue's: y (negative 92 %, positive 6 %, invalid 2 %), x in three
+    cells (below the pile, the pile, missing), every negative on the pile; two columns unrelated to either."""
+    import torch
+
+    from swflow.privacy.marginals import pair_counts, split_tables
+
+    rng = np.random.default_rng(seed)
+    y = rng.choice(3, 10_000, p=[0.92, 0.06, 0.02])
+    x = np.where(y == 0, 1, np.where((y == 2) & (rng.uniform(size=10_000) < 0.75), 2, 0))
+    sizes = [3, 3, 5, 6]
+    pairs = [(i, j) for i in range(4) for j in range(i + 1, 4)]
+    cells = torch.from_numpy(np.stack([y, x, rng.integers(0, 5, 10_000), rng.integers(0, 6, 10_000)], axis=1))
+    return split_tables(pair_counts(cells, sizes, pairs).double(), sizes, pairs), sizes, pairs
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_named_target_s_residue_leaves_the_pile(seed):
+    """Fitted to exact tables, where no positive sits on the pile: the positives' mass that the particles leave on
+    it, with the target named (its coordinates under Adam's shorter memory, flow.TARGET_BETAS) and without. Measured
+    at 1 000 steps: about 0.02 named, 0.09-0.10 unnamed (a slow tail of the fit, not the tables)."""
+    import swflow.tables.flow as flow
+
+    tables, sizes, pairs = _pile_tables(seed)
+    share = {}
+    for target in (None, 0):
+        particles = flow.fit_particles(tables, sizes, pairs, dataset_size=10_000, target=target)
+        positive = particles[0][:, 1] @ particles[1]  # (3,): the positives' mass in each cell of x
+        share[target] = float(positive[1] / positive.sum())
+    assert share[0] < 0.05 < share[None], share

@@ -242,6 +242,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         from ..simulate.threads import step_threads, torch_threads
 
         sizes, report = self.codec.sizes, self._report
+        target_column = None if self.flow.target is None else self.schema.names.index(self.flow.target)
         targets = split_tables(self._counts, sizes, self.pairs)
         mass = self._tables_mass(targets, report.dataset_size)
         if warn and report.private:
@@ -252,12 +253,11 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                 priors[-1] = None
             shrunk = shrunk_tables(targets, sizes, self.pairs, noise_std=report.noise_std, dataset_size=mass,
                                    priors=priors)
-            keep = None if self.flow.target is None else self.schema.names.index(self.flow.target)
-            targets = [raw if keep in pair else table for raw, table, pair in zip(targets, shrunk, self.pairs)]
+            targets = [raw if target_column in pair else table for raw, table, pair in zip(targets, shrunk, self.pairs)]
         # small steps on one thread, restored after (a busy machine's spinning OpenMP threads: 3-25x slower from Python)
         with torch_threads(step_threads(self.flow.n_particles, self.codec.dim)):
             return fit_particles(targets, sizes, self.pairs, dataset_size=mass, config=self.flow,
-                                 progress=progress)
+                                 target=target_column, progress=progress)
 
     def _run_config(self, n: int, released: list[int]) -> dict:
         return {"method": self.method, "table": True, "dataset_size": n, "columns": self.schema.names,

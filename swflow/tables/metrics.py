@@ -1,7 +1,8 @@
 """How close a synthetic table is to a reference table: marginals, associations, a downstream classifier.
 
-Numbers are read in 10 bins at the reference's deciles (a missing number in a bin of its own, after them),
-categories as declared (a missing value is a category): the scoring protocol of docs/tables-benchmark.md. Pure functions of two frames and the schema.
+Numbers are read in 10 bins at the reference's deciles, a value that a tenth of the reference holds (a pile) in a bin
+of its own, a missing number in one after them; categories as declared (a missing value is a category): the scoring
+protocol of docs/tables-benchmark.md. Pure functions of two frames and the schema.
 """
 from __future__ import annotations
 
@@ -12,15 +13,29 @@ import numpy as np
 __all__ = ["discretize", "marginal_tvd", "marginal_errors", "associations", "efficacy"]
 
 
+#: a value that at least this share of the reference's values hold (a pile, a bin's worth) is a bin of its own
+PILE_SHARE = 0.1
+
+
 def decile_edges(schema, reference) -> dict:
-    """Per numeric column, the inner edges of 10 bins at the deciles of the reference's values (missing ones
-    left out; no value at all: one bin)."""
+    """Per numeric column, the inner edges of its bins: at the deciles of the reference's values (missing ones
+    left out; no value at all: one bin), and a pile's value and the next float after it, so that each value that at
+    least PILE_SHARE of them hold is a bin of its own. The deciles alone collapse onto a pile and leave it in one bin
+    with the values above it (psid1976's 0 hours worked with the fewest hours of those who work, weather's dry days
+    with every rainy one): a release that moved a class off the pile, or onto it, scored as if it had not (issue
+    94)."""
     edges = {}
     for c in schema.columns:
         if c.kind == "numeric":
             values = reference[c.name].to_numpy(dtype=float, na_value=np.nan)
             values = values[~np.isnan(values)]
-            edges[c.name] = np.unique(np.quantile(values, np.linspace(0.1, 0.9, 9))) if len(values) else np.zeros(0)
+            if not len(values):
+                edges[c.name] = np.zeros(0)
+                continue
+            held, counts = np.unique(values, return_counts=True)
+            piles = held[counts >= PILE_SHARE * len(values)]
+            edges[c.name] = np.unique(np.concatenate([np.quantile(values, np.linspace(0.1, 0.9, 9)), piles,
+                                                      np.nextafter(piles, np.inf)]))
     return edges
 
 
@@ -110,9 +125,10 @@ def efficacy(schema, synthetic, reference, target: str) -> dict:
     features = [i for i in range(len(names)) if i != t]
     train, test = discretize(schema, synthetic, edges), discretize(schema, reference, edges)
     column = schema.columns[t]
-    if column.kind == "numeric":  # the top decile's bin (a missing value's bin comes after it)
-        positive = len(edges[target])
-        named = f"{target} in its top decile bin (the held-out rows' highest tenth)"
+    if column.kind == "numeric":  # the top bin the reference reaches: its top decile, or a pile at its maximum
+        reached = test[:, t][test[:, t] <= len(edges[target])]  # a missing value's bin comes after them
+        positive = int(reached.max()) if len(reached) else len(edges[target])
+        named = f"{target} in its top bin (the held-out rows' highest tenth, or a pile at their maximum)"
     else:  # the last declared category that is not the missing value
         positive = max(i for i, c in enumerate(column.categories) if c is not None)
         named = f"{target} = {column.categories[positive]!r} (the last declared category), against the rest"

@@ -20,8 +20,6 @@ from pathlib import Path
 import numpy as np
 
 __all__ = ["owner_report", "owner_dir", "releases_of", "OWNER_NOTE"]
-#: the share of the held-out rows on one decile edge that makes it a bin of its own in the marginals picture
-PILE_SHARE = 0.05
 OWNER_NOTE = ("OWNER ONLY: these files compare the synthetic records with held-out rows, shown WITHOUT noise; "
               "they are not covered by the run's privacy guarantee. Never publish this folder with the run.")
 
@@ -61,7 +59,8 @@ def owner_report(run_dir: str | Path, against: str | Path, *, target: str | None
                "epsilon": report.epsilon, "delta": report.delta, "releases": releases_of(report),
                "against": str(against),
                "synthetic_rows": len(synthetic), "held_out_rows": len(held_out),
-               "protocol": "numbers in 10 bins at the held-out rows' deciles; categories as declared",
+               "protocol": "numbers in 10 bins at the held-out rows' deciles, a value that a tenth of them hold in "
+                           "a bin of its own; categories as declared",
                **marginal_tvd(schema, synthetic, held_out), **_scores(schema, synthetic, held_out)}
     if target is not None:
         metrics.update(efficacy(schema, synthetic, held_out, target), target=target)
@@ -182,7 +181,6 @@ def _marginals_picture(schema, synthetic, held_out, edges: dict, path: Path, *, 
         schema = Schema(tuple(c for c in schema.columns if c.name in shown))
         synthetic, held_out = synthetic[schema.names], held_out[schema.names]
         edges = {name: e for name, e in edges.items() if name in shown}
-    edges = _split_piles(held_out, edges)
     count = len(schema.columns)
     cols = min(4, count)
     rows = math.ceil(count / cols)
@@ -239,9 +237,9 @@ def _shown_categories(column, labels: list[str], shares: list[np.ndarray]) -> tu
 
 
 def _range_labels(column, edges: np.ndarray) -> list[str]:
-    """The value range of each decile bin ("< 12", "12 – 20", …, "≥ 90"; dates as dates; a pile's bin, from an edge
-    to the next float (:func:`_split_piles`), by its value: "0", then "> 0"), and "(missing)" where the column may be
-    missing: what a reader wants on the axis, not d1…d10."""
+    """The value range of each decile bin ("< 12", "12 – 20", …, "≥ 90"; dates as dates; a pile's bin, from its
+    value to the next float (:func:`~swflow.tables.metrics.decile_edges`), by its value: "0", then "> 0"), and
+    "(missing)" where the column may be missing: what a reader wants on the axis, not d1…d10."""
     from .types import instant_text
 
     def text(x: float, digits: int) -> str:
@@ -265,20 +263,6 @@ def _range_labels(column, edges: np.ndarray) -> list[str]:
         labels.append(shown[k - 1] if edges[k] in pile_ends else f"{shown[k - 1]} – {shown[k]}")
     labels.append(f"> {shown[-1]}" if edges[-1] in pile_ends else f"≥ {shown[-1]}")
     return labels + (["(missing)"] if column.missing else [])
-
-
-def _split_piles(held_out, edges: dict) -> dict:
-    """The marginals picture's edges: each decile edge that PILE_SHARE of the held-out rows sit on exactly (a zero
-    of rainfall, a round price) followed by the next float, so that the pile is a bin of its own and the bin above
-    it starts past it. Without it, a column that is mostly 0 shows as "< 0" and "≥ 0": nothing of how often it is
-    not 0. The scores keep the deciles' bins (metrics.decile_edges)."""
-    out = {}
-    for name, column_edges in edges.items():
-        values = held_out[name].to_numpy(dtype=float, na_value=np.nan)
-        values = values[~np.isnan(values)]
-        piles = [np.nextafter(e, np.inf) for e in column_edges if len(values) and np.mean(values == e) >= PILE_SHARE]
-        out[name] = np.sort(np.concatenate([column_edges, piles]))
-    return out
 
 
 def _associations_picture(schema, synthetic, held_out, edges: dict, path: Path) -> None:
