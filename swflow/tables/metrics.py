@@ -126,9 +126,11 @@ def efficacy(schema, synthetic, reference, target: str) -> dict:
     train, test = discretize(schema, synthetic, edges), discretize(schema, reference, edges)
     column = schema.columns[t]
     if column.kind == "numeric":  # the top bin the reference reaches: its top decile, or a pile at its maximum
-        reached = test[:, t][test[:, t] <= len(edges[target])]  # a missing value's bin comes after them
-        positive = int(reached.max()) if len(reached) else len(edges[target])
-        named = f"{target} in its top bin (the held-out rows' highest tenth, or a pile at their maximum)"
+        inner = edges[target]
+        reached = test[:, t][test[:, t] <= len(inner)]  # a missing value's bin comes after them
+        positive = int(reached.max()) if len(reached) else len(inner)
+        named = (f"{target} in its top decile bin (the held-out rows' highest tenth)" if positive == len(inner) else
+                 f"{target} = {inner[positive - 1]:g} (a pile at the held-out rows' maximum)")
     else:  # the last declared category that is not the missing value
         positive = max(i for i, c in enumerate(column.categories) if c is not None)
         named = f"{target} = {column.categories[positive]!r} (the last declared category), against the rest"
