@@ -30,6 +30,14 @@ def _units(frame: pd.DataFrame, *, units: int, seed: int = 0, prefix: str = "ID"
     return frame.assign(person=[f"{prefix}-{i:05d}-zq" for i in ids])
 
 
+def _identifier_in(data: bytes) -> bool:
+    """Whether ``data`` holds an identifier of :func:`_units`, whole or its number with either end: a fragment of
+    three bytes ("-zq") also turns up by chance in a model file's float bytes (about one file in a hundred)."""
+    import re
+
+    return re.search(rb"[A-Z]+-\d{5}|\d{5}-zq", data) is not None
+
+
 def _fit(k=4, n=3000, units=400, **kwargs):
     frame, schema = example_table(n)
     frame = _units(frame, units=units)
@@ -294,7 +302,7 @@ def test_no_output_holds_a_unit_identifier(tmp_path, capsys):
     files = [p for p in out.rglob("*") if p.is_file()]
     assert {p.name for p in files} >= {"privacy.json", "model.pt", "samples.csv"}
     for data in [p.read_bytes() for p in files] + [printed.out.encode(), printed.err.encode()]:
-        assert b"QX-" not in data and b"-zq" not in data
+        assert not _identifier_in(data)
     assert main(["sample", str(out), "--n", "50", "--out", str(tmp_path / "more")]) == 0
 
 
@@ -413,7 +421,7 @@ def test_public_rows_under_a_unit_set_the_cells_and_choose_the_pairs(tmp_path):
     path = runs[0.3].save(tmp_path / "model.pt")
     loaded = TableSynthesizer.load(path)
     assert loaded.pairs == runs[0.3].pairs and len(loaded.sample(50, seed=1)) == 50
-    assert b"PUB-" not in path.read_bytes() and b"-zq" not in path.read_bytes()
+    assert not _identifier_in(path.read_bytes())
 
 
 def test_the_command_line_takes_public_rows_beside_a_unit_and_writes_none_of_their_identifiers(tmp_path, capsys):
@@ -433,7 +441,7 @@ def test_the_command_line_takes_public_rows_beside_a_unit_and_writes_none_of_the
     report = json.loads((out / "privacy.json").read_text())
     assert "public rows" in json.dumps(report) and "rows' class" in json.dumps(report)
     for data in [p.read_bytes() for p in out.rglob("*") if p.is_file()] + [printed.out.encode(), printed.err.encode()]:
-        assert b"QX-" not in data and b"PUBQ-" not in data and b"-zq" not in data
+        assert not _identifier_in(data)
 
 
 def test_a_saved_unit_run_loads_and_samples(tmp_path):

@@ -156,6 +156,7 @@ class TableCells:
         records; sets their atoms and returns the target."""
         import numpy as np
 
+        from ..privacy.values import absent_value
         from ..tables.cells import FineGrid
         from ..tables.files import TableRows
 
@@ -166,10 +167,11 @@ class TableCells:
             return self._count_values(table.values([c.name for c in columns]), n, named, calibration, noise, inside)
         frames = (TableRows(table, _fine_codec(self.schema), clip=self.clip)[lo:hi].checked_frames()
                   if isinstance(table, (str, Path)) else [(0, self.schema.check(table.iloc[lo:hi], clip=self.clip))])
-        parts = [np.stack([np.nan_to_num(frame[c.name].to_numpy(dtype=float, na_value=np.nan), nan=low)
-                           for c, (low, _) in zip(columns, inside)], axis=1) for _, frame in frames]
-        values = self._unit_values(torch.from_numpy(np.concatenate(parts)), inside, noise)  # a missing value is a
-        del parts  # bound: never named; under a unit, its value slots
+        parts = [np.stack([np.nan_to_num(frame[c.name].to_numpy(dtype=float, na_value=np.nan),
+                                         nan=absent_value(low)) for c, (low, _) in zip(columns, inside)], axis=1)
+                 for _, frame in frames]
+        values = self._unit_values(torch.from_numpy(np.concatenate(parts)), inside, noise)  # a missing value just
+        del parts  # below the bounds: never counted; under a unit, its value slots
         return self._count_values(values, n, named, calibration, noise, inside, sharded=world > 1)
 
     def _count_values(self, values, n: int, named: list[int], calibration, noise, inside, *, sharded=False):
@@ -236,14 +238,19 @@ class TableCells:
         """The codec whose cells the released ``levels`` set (post-processing: swflow.tables.resolution, each node's
         split shrunk against the levels' noise ``noise_std``, 0 for none); ``counts_total``: whether the levels
         count the n records (not a unit's trees weighted by spread); ``warn``: say where the released mass fills a
-        sliver of a column's declared bounds."""
+        sliver of a column's declared bounds. A bound that the repeated-values release counts as a cell's share of
+        the records is a pile of its own (resolution.bound_piles; records only: a unit's release counts units)."""
         from ..privacy.oneway import split_levels
-        from ..tables.resolution import column_cells, fine_weights, warn_wide_bounds
+        from ..tables.cells import FineGrid
+        from ..tables.resolution import bound_piles, column_cells, fine_weights, warn_wide_bounds
 
+        named = dict(zip(self._atoms, getattr(self, "_released_values", []))) if counts_total else {}
+        piles = {j: bound_piles(FineGrid(self.schema.columns[j], self._atoms[j]), values.numpy(), counts.numpy(),
+                                self._cells_m[j], n) for j, (values, counts) in named.items()}
         trees = [self._tree(j) for j in released]
-        weights = dict(zip(released, (fine_weights(counts, tree, total=n, noise_std=noise_std,
-                                                   counts_total=counts_total)
-                                      for counts, tree in zip(split_levels(levels, trees), trees))))
+        weights = {j: fine_weights(counts, tree, total=n, noise_std=noise_std, counts_total=counts_total,
+                                   piles=piles.get(j))
+                   for j, counts, tree in zip(released, split_levels(levels, trees), trees)}
         if warn:
             warn_wide_bounds(self.schema, weights)
         return TableCodec(self.schema, numeric_bins=self.codec.numeric_bins,

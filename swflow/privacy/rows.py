@@ -61,7 +61,8 @@ class CountedRows(ChunkedRows):
     """Rows that stay in an engine that counts them (swflow/tables/engines.py): a count release asks for its exact
     counts, never for the rows. ``pair_counts(sizes, pairs)``: marginals.pair_counts' layout;
     ``level_counts(columns, trees)``: oneway.level_counts'; ``distinct_values(columns, inside, at_least)``: each
-    column's values strictly inside its interval held by at least that many records, and their counts."""
+    column's values strictly inside its bounds held by at least that many records, and its bounds held by any, with
+    their counts."""
 
     def pair_counts(self, sizes: list[int], pairs: list[tuple[int, int]]) -> Tensor:
         raise NotImplementedError

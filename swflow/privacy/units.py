@@ -245,14 +245,14 @@ def partition_weights(codes: np.ndarray, partitions: list[np.ndarray], *, max_ro
 def unit_value_slots(values: Tensor, codes: np.ndarray, *, inside: list[tuple[float, float]], per_unit: int,
                      uniform) -> Tensor:
     """The repeated-values release's rows under a unit: U·m slots (m = ``per_unit``), slot s of unit u holding in
-    column j the s-th of u's distinct values strictly inside ``inside[j]`` (at most m, chosen at random where u
-    holds more), or the column's lower bound (never a candidate) where it has fewer.
+    column j the s-th of u's distinct values within the bounds ``inside[j]`` (at most m, chosen at random where u
+    holds more), or just below its lower bound (values.absent_value: never counted) where it has fewer.
 
     Parameters
     ----------
     values : Tensor, shape (m_rows, C), float64: each row's value of the C released columns
     codes : np.ndarray, shape (m_rows,), int64: each row's unit
-    inside : the C columns' open intervals of candidate values
+    inside : the C columns' bounds (low, high)
     per_unit : m
     uniform : a function n -> Tensor (n,) of uniforms in (0, 1): the privacy noise stream's
         (:meth:`~swflow.privacy.noise.NoiseSource.uniform`), so the choice is random whatever the rows' order
@@ -263,13 +263,15 @@ def unit_value_slots(values: Tensor, codes: np.ndarray, *, inside: list[tuple[fl
     """
     import pandas as pd
 
+    from .values import absent_value
+
     units = int(codes.max()) + 1 if len(codes) else 0
     slots = np.empty((units * per_unit, len(inside)), dtype=np.float64)
     held = []
     for j, (low, high) in enumerate(inside):
-        slots[:, j] = low
+        slots[:, j] = absent_value(low)
         column = values[:, j].numpy()
-        kept = (column > low) & (column < high)
+        kept = (column >= low) & (column <= high)
         held.append(pd.DataFrame({"unit": codes[kept], "column": j, "value": column[kept]}).drop_duplicates())
     # one key per (unit, column, value), drawn unit by unit: a unit's choice reads its own keys only
     held = pd.concat(held).sort_values("unit", kind="stable") if held else pd.DataFrame()

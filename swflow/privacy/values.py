@@ -8,14 +8,18 @@ wide of its column's fine grid (an *atom*), before the fine one-way histograms a
 Which values exist is itself private: a value only one record holds must not be named. So this is *partition
 selection* with the Gaussian mechanism: every value strictly inside a column's bounds that at least k records hold
 is counted, the count gets noise of std σ, and the value is released (with its noisy count) only when the noisy
-count reaches the threshold τ. Two parts make the guarantee, for neighbours D, D' (one record replaced, or added):
+count reaches the threshold τ. A column's two bounds are counted too, whatever their counts, and released with
+their noisy counts below τ or not: that they exist is public (the schema's), so naming them reveals nothing, and a
+bound is a cell of the fine grid already, where a pile of records often sits (no hours worked, a test's censoring
+value at the top of its range) that the trees' noise spreads over its neighbours on few records (issue 94). Two
+parts make the guarantee, for neighbours D, D' (one record replaced, or added):
 
-* the values that are candidates for both: their counts move by one in at most two values per column (one under
-  add-remove), so over the C columns the counts are a histogram of ℓ2 sensitivity √(2C) (√C), the trees' and the
-  pair tables' (the same events, composed by the same accountant, in the one ledger);
-* a value is a candidate only where at least ``PRE_THRESHOLD`` (k = 2) records hold it (most values of a real
-  column are held by one record: they are never noised, which keeps the release fast). The values that are
-  candidates on one side only (at most C: the changed record's, held by k records there and k − 1 on the other
+* the values that are candidates for both (the bounds always): their counts move by one in at most two values per
+  column (one under add-remove), so over the C columns the counts are a histogram of ℓ2 sensitivity √(2C) (√C),
+  the trees' and the pair tables' (the same events, composed by the same accountant, in the one ledger);
+* a value strictly inside is a candidate only where at least ``PRE_THRESHOLD`` (k = 2) records hold it (most values
+  of a real column are held by one record: they are never noised, which keeps the release fast). The values that
+  are candidates on one side only (at most C: the changed record's, held by k records there and k − 1 on the other
   side) are released with probability P(k + Z ≥ τ) each. τ is set so that C · P(Z ≥ τ − k) ≤ δ_values, which the
   ledger charges beside the accountant's δ (the event's ``delta_sensitivity``): the run's δ is the accountant's plus
   δ_values, and the calibration leaves δ_values out of what it hands the accountant.
@@ -23,7 +27,8 @@ count reaches the threshold τ. Two parts make the guarantee, for neighbours D, 
 For the discrete Gaussian Z of scale σ on the integers, P(Z ≥ t) ≤ Φ̄(t/σ) + φ(t/σ)/σ (its normaliser is at least
 √(2π)σ by Poisson summation, and its tail sum at most its first term plus the Gaussian integral beyond it); for
 the float Gaussian, P(Z ≥ t) = Φ̄(t/σ). What is released afterwards reads the released values only: the atoms are
-the kept values with the largest noisy counts that the column's tree has room for (post-processing).
+the kept values inside with the largest noisy counts that the column's tree has room for, and a bound whose noisy
+count holds a cell's share of the records becomes a cell of its own (post-processing, swflow/tables/resolution.py).
 """
 from __future__ import annotations
 
@@ -37,19 +42,29 @@ from .counts import ClaimMismatch, check_integers
 from .histogram import CountTarget, ShardedCounts
 from .rows import CountedRows
 
-__all__ = ["VALUES_RELEASE", "PRE_THRESHOLD", "ValuesTarget", "ShardedValuesTarget", "selection_threshold",
-           "selection_delta", "verify_values"]
+__all__ = ["VALUES_RELEASE", "PRE_THRESHOLD", "absent_value", "ValuesTarget", "ShardedValuesTarget",
+           "selection_threshold", "selection_delta", "verify_values"]
 
 VALUES_RELEASE = (
     "one release of the values that records of the columns {columns} share: every value strictly inside a column's "
-    "bounds that two records or more hold counted, noise of std {sigma:.4g} on each count (L2 sensitivity "
-    "sqrt(2 x {groups}) on the values that are candidates for both neighbours), a value named only where its noisy "
-    "count reaches {threshold:g}, so that one the changed record alone makes a candidate is named with probability at "
-    "most {delta:.3g} (charged to delta). Post-processing makes the named values cells of their columns' fine grids")
+    "bounds that two records or more hold counted, and the column's two bounds whatever their counts, noise of std "
+    "{sigma:.4g} on each count (L2 sensitivity sqrt(2 x {groups}) on the values that are candidates for both "
+    "neighbours), a value inside named only where its noisy count reaches {threshold:g}, so that one the changed "
+    "record alone makes a candidate is named with probability at most {delta:.3g} (charged to delta); the bounds, "
+    "public, released with their noisy counts. Post-processing makes the named values cells of their columns' fine "
+    "grids, and a bound whose noisy count holds a cell's share a cell of its own")
 
 
 #: a value is counted, noised and possibly named only where at least this many records hold it exactly
 PRE_THRESHOLD = 2
+
+
+def absent_value(low: float) -> float:
+    """What a missing value is written as in the release's rows (which hold finite numbers only): the float just
+    below the column's lower bound, never counted."""
+    import numpy as np
+
+    return float(np.nextafter(np.float64(low), -np.inf))
 
 
 def _tail(t: float, *, noise_std: float, mechanism: str) -> float:
@@ -86,9 +101,9 @@ def selection_threshold(*, noise_std: float, columns: int, delta: float, mechani
 
 
 class ValuesTarget(CountTarget):
-    """The private records' values (m, C) float64 of the C sliced columns (a missing value written as a value
-    outside ``inside``), behind ONE release of the values they share (:meth:`release_values`). ``inside``: each
-    column's open interval (low, high) of candidate values (its bounds, which are cells already); ``delta``: what
+    """The private records' values (m, C) float64 of the C sliced columns (a missing value written as
+    :func:`absent_value`), behind ONE release of the values they share (:meth:`release_values`). ``inside``: each
+    column's bounds (low, high), counted always, with the candidate values strictly between them; ``delta``: what
     naming a value that the changed record alone makes a candidate may cost (:func:`selection_threshold`)."""
 
     what, unit = "the repeated-values release", "columns"
@@ -119,8 +134,9 @@ class ValuesTarget(CountTarget):
 
     def release_values(self) -> list[tuple[Tensor, Tensor]]:
         """Each column's named values (rising, float64) and their noisy counts (float64), released once: the
-        ledger event first (its δ the selection's), then the draw. Without privacy, every value PRE_THRESHOLD
-        records share. Kept as ``released`` (public)."""
+        ledger event first (its δ the selection's), then the draw; the column's two bounds among them whatever
+        their counts. Without privacy, every value PRE_THRESHOLD records share, and the bounds. Kept as
+        ``released`` (public)."""
         self._check_budget()
         distinct = self._candidates(self._distinct())
         if self._calibration is None:
@@ -129,27 +145,35 @@ class ValuesTarget(CountTarget):
         self.ledger.record(self._event())  # the event first, then the draw
         sigma, threshold = self.count_noise_std(), self.threshold()
         self.released = []
-        for values, counts in distinct:
+        for (values, counts), (low, high) in zip(distinct, self.inside):
             noisy = self._noisy(counts, sigma) if len(counts) else counts.to(torch.float64)
-            kept = noisy >= threshold
+            kept = (noisy >= threshold) | (values == low) | (values == high)
             self.released.append((values[kept], noisy[kept]))
         return self.released
 
     def _distinct(self) -> list[tuple[Tensor, Tensor]]:
-        """Each column's distinct candidate values (rising, float64) and their exact counts (int64)."""
+        """Each column's distinct values within its bounds (rising, float64) and their exact counts (int64)."""
         if isinstance(self._data, CountedRows):  # counted where the rows live: the candidates only
             return self._data.distinct_values(list(range(len(self.inside))), self.inside, PRE_THRESHOLD)
         distinct = []
         for j, (low, high) in enumerate(self.inside):
             column = self._data[:, j]
-            values, counts = torch.unique(column[(column > low) & (column < high)], return_counts=True)
+            values, counts = torch.unique(column[(column >= low) & (column <= high)], return_counts=True)
             distinct.append((values.to(torch.float64), counts))
         return distinct
 
-    @staticmethod
-    def _candidates(distinct: list[tuple[Tensor, Tensor]]) -> list[tuple[Tensor, Tensor]]:
-        """The values at least PRE_THRESHOLD records hold, with their counts (a sharded target's after the sum)."""
-        return [(values[counts >= PRE_THRESHOLD], counts[counts >= PRE_THRESHOLD]) for values, counts in distinct]
+    def _candidates(self, distinct: list[tuple[Tensor, Tensor]]) -> list[tuple[Tensor, Tensor]]:
+        """The values inside at least PRE_THRESHOLD records hold, and the two bounds (a count of 0 where no record
+        holds one), with their counts (a sharded target's after the sum)."""
+        out = []
+        for (values, counts), (low, high) in zip(distinct, self.inside):
+            inside = (values > low) & (values < high) & (counts >= PRE_THRESHOLD)
+            bounds = torch.tensor([low, high], dtype=torch.float64)
+            held = torch.stack([counts[values == b].sum() for b in (low, high)]).to(counts.dtype)
+            values, counts = torch.cat([values[inside], bounds]), torch.cat([counts[inside], held])
+            order = torch.argsort(values)
+            out.append((values[order], counts[order]))
+        return out
 
 
 class ShardedValuesTarget(ShardedCounts, ValuesTarget):
@@ -175,10 +199,11 @@ class ShardedValuesTarget(ShardedCounts, ValuesTarget):
 def verify_values(released: list[tuple[Tensor, Tensor]], *, event: dict, columns: int,
                   inside: list[tuple[float, float]], source: str, per_unit: int = 1) -> None:
     """Refuse a repeated-values release that its ledger event does not allow: the event's K must be the C columns
-    (times ``per_unit``, the values a privacy unit may name in each) and its δ positive; every named value strictly
-    inside its column's bounds, the values rising; every noisy count at or above the threshold that the event's σ
-    and δ give (an edited count, or a δ claimed smaller than the threshold paid for, is refused); integer counts for
-    the discrete Gaussian."""
+    (times ``per_unit``, the values a privacy unit may name in each) and its δ positive; every named value within
+    its column's bounds, the values rising; every noisy count of a value strictly inside at or above the threshold
+    that the event's σ and δ give (an edited count, or a δ claimed smaller than the threshold paid for, is refused;
+    a bound's count, public whatever it is, may be anything); integer counts for the discrete Gaussian. A release
+    written before the bounds were counted holds none."""
     if len(released) != columns or event["n_projections"] != columns * per_unit or event.get("contribution", 1) != 1:
         raise ClaimMismatch(f"{source}: its repeated-values release is not one of its {columns} sliced columns"
                             f"{'' if per_unit == 1 else f' with {per_unit} values a unit'}; fit again")
@@ -189,10 +214,11 @@ def verify_values(released: list[tuple[Tensor, Tensor]], *, event: dict, columns
     for (values, counts), (low, high) in zip(released, inside):
         values, counts = torch.as_tensor(values, dtype=torch.float64), torch.as_tensor(counts, dtype=torch.float64)
         if values.shape != counts.shape or values.ndim != 1 or not torch.isfinite(values).all() or (
-                values.diff() <= 0).any() or (len(values) and (values[0] <= low or values[-1] >= high)):
-            raise ClaimMismatch(f"{source}: its named values are not distinct rising values inside their bounds; "
+                values.diff() <= 0).any() or (len(values) and (values[0] < low or values[-1] > high)):
+            raise ClaimMismatch(f"{source}: its named values are not distinct rising values within their bounds; "
                                 "the file was edited: fit again")
-        if len(counts) and float(counts.min()) < threshold:
+        inside = (values > low) & (values < high)
+        if bool(inside.any()) and float(counts[inside].min()) < threshold:
             raise ClaimMismatch(f"{source}: a named value's noisy count is below the threshold {threshold:g} that "
                                 f"its noise (std {sigma:.4g}) and delta {delta:.3g} set: the counts or the claim "
                                 "were edited; fit again")

@@ -288,5 +288,5 @@ class ColumnSQL:
                 f"count(*) FILTER (WHERE {absent})"], read_numbers
 
     def value(self) -> str:
-        """SQL DOUBLE: the value the repeated-values release counts (absent: the low end, never a candidate)."""
-        return f"(CASE WHEN {self.absent()} THEN {_literal(self.clip_bounds[0])} ELSE {self.checked()} END)"
+        """SQL DOUBLE: the value the repeated-values release counts (absent: NULL, never counted)."""
+        return f"(CASE WHEN {self.absent()} THEN NULL ELSE {self.checked()} END)"

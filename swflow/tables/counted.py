@@ -57,8 +57,8 @@ class EngineTable:
         raise NotImplementedError(f"{type(self).__name__} counts record-level runs only")
 
     def distinct(self, name: str, low: float, high: float, at_least: int) -> tuple[np.ndarray, np.ndarray]:
-        """The checked values of column ``name`` strictly inside (low, high) that at least ``at_least`` records
-        hold, rising (float64), and their counts (int64)."""
+        """The checked values of column ``name`` within [low, high] that at least ``at_least`` records hold, or
+        that are ``low`` or ``high`` (held by any), rising (float64), and their counts (int64)."""
         raise NotImplementedError
 
     def sha256(self) -> str:

@@ -143,12 +143,13 @@ class DuckDBTable(EngineTable):
         return out
 
     def distinct(self, name: str, low: float, high: float, at_least: int) -> tuple[np.ndarray, np.ndarray]:
-        """The checked values of column ``name`` strictly inside (low, high) that at least ``at_least`` records
-        hold, rising (float64), and their counts (int64)."""
+        """The checked values of column ``name`` within [low, high] that at least ``at_least`` records hold, or
+        that are ``low`` or ``high`` (held by any), rising (float64), and their counts (int64)."""
         value = self.columns[name].value()
         result = self._query(
-            f"SELECT v, count(*) AS n FROM (SELECT {value} AS v FROM {self.source}) WHERE v > {low!r} AND v < "
-            f"{high!r} GROUP BY v HAVING count(*) >= {int(at_least)} ORDER BY v").fetchnumpy()
+            f"SELECT v, count(*) AS n FROM (SELECT {value} AS v FROM {self.source}) WHERE v >= {low!r} AND v <= "
+            f"{high!r} GROUP BY v HAVING count(*) >= {int(at_least)} OR v = {low!r} OR v = {high!r} ORDER BY v"
+        ).fetchnumpy()
         return np.asarray(result["v"], dtype=np.float64), np.asarray(result["n"], dtype=np.int64)
 
     def _cells(self, codec) -> list[str]:

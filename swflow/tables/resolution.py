@@ -7,6 +7,8 @@ Here the cells come from the column's fine one-way histogram, released first at 
 
 0. Before the trees, the values that many records of a sliced column share are named (swflow/privacy/values.py);
    :func:`released_atoms` makes them atoms of the column's grid (cells one value wide) within its tree's leaves.
+   The same release counts the column's two bounds: :func:`bound_piles` makes one that holds a cell's share a pile,
+   taken out of the trees before their fit and given its own count (:func:`fine_weights`).
 1. :func:`fine_weights`: the released tree's least-squares fine counts (:func:`~swflow.privacy.oneway.fit_tree`),
    allocated top-down: a node's mass goes to its children in proportion to their fitted counts clipped at zero, or
    evenly over its fine cells when none is positive, that split shrunk toward the even one by James–Stein's factor
@@ -47,7 +49,8 @@ from .schema import Column
 
 __all__ = ["atom_room", "warn_wide_bounds", "NARROW_SHARE", "RESOLUTION_SHARE", "VALUES_SHARE", "CELLS_RULE", "MIN_CELLS", "MAX_CELLS", "MAX_CATEGORY_CELLS",
            "CATEGORY_CELLS_CEILING", "category_cells",
-           "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "fine_weights", "column_cells"]
+           "cells_per_column", "cells_of", "needs_release", "tree_of", "released_atoms", "bound_piles", "fine_weights",
+           "column_cells"]
 
 #: the share of the budget (of ρ, or of μ²) that the fine one-way histograms take; with CELLS_RULE chosen on the
 #: benchmark's tuning tables only (experiments/tables_resolution.py; docs/tables-design.md)
@@ -123,14 +126,37 @@ def atom_room(column: Column) -> int:
 
 def released_atoms(column: Column, values, counts) -> tuple[float, ...]:
     """A sliced column's atoms from its released repeated ``values`` and their noisy ``counts``
-    (swflow/privacy/values.py): those with the largest counts that its tree has leaves for (:func:`atom_room`),
-    rising. Post-processing of the release."""
+    (swflow/privacy/values.py): those strictly inside its bounds (the bounds are cells already) with the largest
+    counts that its tree has leaves for (:func:`atom_room`), rising. Post-processing of the release."""
     values, counts = np.asarray(values, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    low, high = FineGrid(column).ends
+    inside = (values > low) & (values < high)
+    values, counts = values[inside], counts[inside]
     return tuple(float(v) for v in np.sort(values[np.argsort(-counts, kind="stable")[:atom_room(column)]]))
 
 
+def bound_piles(grid: FineGrid, values, counts, cells: int, total: float) -> dict[int, float]:
+    """{fine cell: count} of a sliced column's bounds (on ``grid``) whose noisy count in the repeated-values release
+    (``values``, ``counts``) holds more than a cell's share of its ``total`` records (1/``cells``, the pile rule
+    of :func:`column_cells`), for :func:`fine_weights`; two that claim more than every record scaled to share them.
+    A release without the bounds (written before they were counted) gives none.
+
+    A bound is a fine cell already, but on few records the trees' noise spreads a pile there over its neighbours:
+    psid1976's 0 hours worked (162 of 376 private records) came back as 0.5 % of the samples at ε = 1; the bound's
+    count, one value of a release of a few columns, carries σ 65 where a tree's node carries 128
+    (docs/tables-design.md, "Piles"). Post-processing of the release."""
+    values, counts = np.asarray(values, dtype=np.float64), np.asarray(counts, dtype=np.float64)
+    piles = {}
+    for cell, bound in zip((0, grid.values - 1), grid.ends):
+        count = counts[values == bound]
+        if len(count) and float(count[0]) > total / cells:
+            piles[cell] = float(count[0])
+    held = sum(piles.values())
+    return {cell: count * min(1.0, total / held) for cell, count in piles.items()}
+
+
 def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float, noise_std: float = 0.0,
-                 counts_total: bool = True) -> np.ndarray:
+                 counts_total: bool = True, piles: dict[int, float] | None = None) -> np.ndarray:
     """(tree.cells,) non-negative weights summing to ``total``, from one column's released ``levels`` (step 1 of
     the module docstring; exact counts are followed as they are). ``counts_total``: whether the levels count
     ``total`` records, the least-squares fit's root then held at it; False where they count a mass of their own (a
@@ -140,7 +166,23 @@ def fine_weights(levels: list[torch.Tensor], tree: Tree, *, total: float, noise_
     ``noise_std`` (σ of the released counts; 0 for exact ones): each node's split among its children is shrunk
     toward the even split (by fine cells) by the positive-part James–Stein factor of its children's departure from
     it (:func:`_node_splits`), so a node whose children differ by about the noise shares its mass evenly and a pile
-    or a real slope stands."""
+    or a real slope stands.
+
+    ``piles`` ({fine cell: count}, :func:`bound_piles`): cells that another release counts, each taken out of every
+    node above it before the fit, the rest fitted at ``total`` less their sum, then set to their counts. Setting a
+    pile's weight alone and scaling the others would keep the mass the trees' noise spread from it over its
+    neighbours there (psid1976's hours at ε = 10: 1 to 19 hours worked a cell of its own, that almost no one
+    works)."""
+    if piles:
+        cells, held = torch.tensor(list(piles)), torch.tensor(list(piles.values()), dtype=torch.float64)
+        levels = [level.to(torch.float64) - torch.zeros(len(level), dtype=torch.float64).index_add_(
+            0, tree.node_of(cells, depth), held) for depth, level in enumerate(levels, start=1)]
+        rest = total - sum(piles.values())
+        weights = fine_weights(levels, tree, total=rest, noise_std=noise_std, counts_total=counts_total)
+        weights[list(piles)] = 0.0  # what the fit left there is the pile's count's noise
+        weights *= rest / max(float(weights.sum()), 1e-300)
+        weights[list(piles)] = list(piles.values())
+        return weights
     fitted, _, _ = fit_tree(levels, tree, total=total if counts_total else None)
     mass = torch.tensor([float(total)], dtype=torch.float64)
     for level in range(1, tree.levels + 1):

@@ -138,7 +138,8 @@ class SparkTable(EngineTable):
         spark = self.frame.sparkSession
         with _utc(spark):
             found = (self._columns().mapInPandas(job, "value double, n long")
-                     .groupBy("value").agg(F.sum("n").alias("n")).where(F.col("n") >= at_least)
+                     .groupBy("value").agg(F.sum("n").alias("n"))
+                     .where((F.col("n") >= at_least) | F.col("value").isin(float(low), float(high)))
                      .orderBy("value").collect())
         return (np.array([r["value"] for r in found], dtype=np.float64),
                 np.array([r["n"] for r in found], dtype=np.int64))
@@ -236,10 +237,10 @@ class _Job:
         return np.concatenate([np.bincount(cells[:, j], weights=weights, minlength=codec.sizes[j]) for j in columns])
 
     def _inside(self, schema: Schema, checked) -> np.ndarray:
-        """The checked values of the column strictly inside its interval (a missing value never is)."""
+        """The checked values of the column within its bounds (a missing value never is)."""
         low, high = self.settings["inside"]
         x = checked[self.settings["name"]].to_numpy(dtype=float, na_value=np.nan)
-        return x[(x > low) & (x < high)]
+        return x[(x >= low) & (x <= high)]
 
 
 def _count_dtype(unit):
