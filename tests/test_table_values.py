@@ -146,6 +146,9 @@ def test_the_bounds_are_counted_whatever_they_hold_and_the_counts_still_move_by_
             worst = max(worst, math.sqrt(moved))
     assert worst <= histogram_sensitivity(2, adjacency="replace-one").value + 1e-12
     assert math.isclose(worst, 2.0) and held == {PRE_THRESHOLD}
+    tenths = ValuesTarget(torch.tensor([[0.1], [0.1], [0.5], [0.7]], dtype=torch.float64), None, noise=None,
+                          ledger=PrivacyLedger(), inside=[(0.1, 0.9)], delta=1e-3).release_values()
+    assert [(v.tolist(), c.tolist()) for v, c in tenths] == [([0.1, 0.9], [2.0, 0.0])]  # the bounds as written
 
 
 def test_a_bound_that_holds_a_cell_s_share_is_a_pile_of_its_own():

@@ -67,6 +67,12 @@ def absent_value(low: float) -> float:
     return float(np.nextafter(np.float64(low), -np.inf))
 
 
+def _strictly_inside(values: Tensor, low: float, high: float) -> Tensor:
+    """(k,) bool: which of a column's released or counted ``values`` lie strictly between its bounds (the others are
+    the bounds, public candidates counted whatever they hold)."""
+    return (values > low) & (values < high)
+
+
 def _tail(t: float, *, noise_std: float, mechanism: str) -> float:
     """P(Z ≥ t) for the release's noise Z of std ``noise_std`` (an upper bound for the discrete Gaussian)."""
     from scipy.stats import norm
@@ -147,7 +153,7 @@ class ValuesTarget(CountTarget):
         self.released = []
         for (values, counts), (low, high) in zip(distinct, self.inside):
             noisy = self._noisy(counts, sigma) if len(counts) else counts.to(torch.float64)
-            kept = (noisy >= threshold) | (values == low) | (values == high)
+            kept = (noisy >= threshold) | ~_strictly_inside(values, low, high)
             self.released.append((values[kept], noisy[kept]))
         return self.released
 
@@ -167,12 +173,11 @@ class ValuesTarget(CountTarget):
         holds one), with their counts (a sharded target's after the sum)."""
         out = []
         for (values, counts), (low, high) in zip(distinct, self.inside):
-            inside = (values > low) & (values < high) & (counts >= PRE_THRESHOLD)
-            bounds = torch.tensor([low, high], dtype=torch.float64)
-            held = torch.stack([counts[values == b].sum() for b in (low, high)]).to(counts.dtype)
-            values, counts = torch.cat([values[inside], bounds]), torch.cat([counts[inside], held])
-            order = torch.argsort(values)
-            out.append((values[order], counts[order]))
+            inside = _strictly_inside(values, low, high) & (counts >= PRE_THRESHOLD)
+            held = [counts[values == bound].sum().reshape(1) for bound in (low, high)]
+            low_, high_ = (torch.tensor([bound], dtype=torch.float64) for bound in (low, high))
+            out.append((torch.cat([low_, values[inside].to(torch.float64), high_]),
+                        torch.cat([held[0], counts[inside], held[1]])))
         return out
 
 
@@ -217,7 +222,7 @@ def verify_values(released: list[tuple[Tensor, Tensor]], *, event: dict, columns
                 values.diff() <= 0).any() or (len(values) and (values[0] < low or values[-1] > high)):
             raise ClaimMismatch(f"{source}: its named values are not distinct rising values within their bounds; "
                                 "the file was edited: fit again")
-        inside = (values > low) & (values < high)
+        inside = _strictly_inside(values, low, high)
         if bool(inside.any()) and float(counts[inside].min()) < threshold:
             raise ClaimMismatch(f"{source}: a named value's noisy count is below the threshold {threshold:g} that "
                                 f"its noise (std {sigma:.4g}) and delta {delta:.3g} set: the counts or the claim "
