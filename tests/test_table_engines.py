@@ -114,6 +114,9 @@ def test_duckdb_release_is_pandas_on_dates_logs_piles_and_a_glob(tmp_path):
     assert glob_run.engine == "duckdb"  # a glob: DuckDB by default
     assert_same_release(reference, glob_run)
     assert_same_release(reference, fitted(str(tmp_path / "all.csv"), RICH, "duckdb", clip=True))
+    apart = fitted(frame, RICH, "pandas", clip=True, target="kind")  # 6 of 21 tables: the target's apart
+    assert [e["measurement"] for e in apart.privacy_report().ledger][:2] == ["pair tables", "target's tables"]
+    assert_same_release(apart, fitted(str(tmp_path / "all.csv"), RICH, "duckdb", clip=True, target="kind"))
     public = rich_table(800, seed=9)  # public rows set the cells and the pairs: the private counts still agree
     assert_same_release(fitted(frame, RICH, "pandas", clip=True, public=public),
                         fitted(str(tmp_path / "part-*.parquet"), RICH, "duckdb", clip=True, public=public))
@@ -216,8 +219,8 @@ def test_spark_release_is_pandas(tmp_path, spark):
     rich = rich_table()
     for i, part in enumerate(np.array_split(np.arange(len(rich)), 2)):
         rich.iloc[part].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
-    assert_same_release(fitted(rich, RICH, "pandas", clip=True),
-                        fitted(str(tmp_path / "part-*.parquet"), RICH, "spark", clip=True))
+    assert_same_release(fitted(rich, RICH, "pandas", clip=True, target="kind"),  # the target's tables apart
+                        fitted(str(tmp_path / "part-*.parquet"), RICH, "spark", clip=True, target="kind"))
 
 
 def test_files_a_uri_names_are_read_by_spark(tmp_path, spark, capsys):

@@ -257,10 +257,10 @@ def add_table_args(p: argparse.ArgumentParser) -> None:
                    "with); the marginals' error rises a little (docs/tables-design.md, \"Shrinkage\")")
     g.add_argument("--target", metavar="COLUMN", default=None,
                    help="a column a classifier trained on the records will predict (fraud, default, a diagnosis): "
-                   "its pair with every column is released (past 496 pairs too), and fitted as released, never "
-                   "shrunk toward independence, since shrinkage erases a "
-                   "rare class's links first (the example at eps 1: AUC 0.66-0.69 -> 0.69-0.70, 3-way TVD alike; "
-                   "not on medexp at eps 1: docs/tables-design.md, \"Rare classes\")")
+                   "its pair with every column is released (past 496 pairs too), apart with 0.3 of the pair tables' "
+                   "budget where they are fewer than 0.3 of all (less noise on them, more on the others), and fitted "
+                   "as released, never shrunk toward independence, since shrinkage erases a rare class's links "
+                   "first (docs/tables-design.md, \"Rare classes\" and \"The target's tables apart\")")
     g.add_argument("--repeated-values", action=argparse.BooleanOptionalAction, default=None,
                    help="name the values that many records of a sliced real column share exactly, privately (a "
                    "tenth of the budget and a tenth of delta: partition selection), so that each decodes as itself "

@@ -40,7 +40,10 @@ class TableCells:
     def _cells_per_column(self, n: int) -> list[int]:
         """Each column's cells: given, or the rule at the noise the pair tables will carry (public quantities); a
         category column's cap (:func:`~swflow.tables.resolution.category_cells`) reads the noise of its count
-        pooled over the tables that hold it."""
+        pooled over the tables that hold it. The noise is that of one release of every pair table, even where a
+        target's tables are released apart (table_pairs.py): read at the others' σ, diamonds' numbers lost a cell
+        each at ε = 1 and its 3-way TVD rose from 0.169 to 0.199 (docs/tables-design.md, "The target's tables
+        apart")."""
         import math
 
         from ..privacy.histogram import histogram_sensitivity, one_release_multiplier
@@ -83,8 +86,9 @@ class TableCells:
         return [j for j, (c, m) in enumerate(zip(self.schema.columns, per_column)) if needs_release(c, m)]
 
     def _calibrate(self, n: int, released: list[int], spent: tuple = ()):
-        """(the resolution release's calibration or None, the pair tables', a private choice's round multiplier or
-        None) for this budget; (None, None, None) without privacy. With a resolution release, the two split the
+        """(the resolution release's calibrations or None, the pair tables' (the others' or every table's, the target's
+        tables' or None: table_pairs.py), a private choice's round multiplier or None) for this budget; (None,
+        (None, None), None) without privacy. With a resolution release, the two split the
         budget (privacy.calibrate_shares); ``spent``: the add-remove size release made before them, composed with
         them (they split what it leaves); a private choice of pairs (``self._selection``) takes its share first."""
         from ..privacy import ReleasePlan, calibrate
@@ -94,7 +98,7 @@ class TableCells:
         from ..tables.resolution import tree_of
 
         if not self.privacy.private:
-            return None, None, None
+            return None, (None, None), None
         noise, choice = self.privacy.count_noise, self._selection
         keep = 1 - self._choice_share()
         size_private = bool(spent)
@@ -107,23 +111,25 @@ class TableCells:
                                    spent=spent, selection=choice, **kw)
             return (out, None) if choice is None else (out[:-1], out[-1])
 
+        plans, parts = self._pair_plans(pairs)  # one release, or the target's tables apart (table_pairs.py)
         if not released:  # the shares of what the size release, if made, leaves
-            if not spent and choice is None:
-                return None, calibrate(self.privacy, pairs), None
-            (tables,), chosen = split((pairs,), (1.0,))
-            return None, tables, chosen
+            if not spent and choice is None and len(plans) == 1:
+                return None, (calibrate(self.privacy, pairs), None), None
+            tables, chosen = split(plans, parts)
+            return None, _two(tables), chosen
         trees = [tree_of(self.schema.columns[j]) for j in released]  # their levels stay whatever atoms come
         levels = ReleasePlan(releases=1, dataset_size=n, sample_size=None, n_projections=sum(t.levels for t in trees),
                              dim=sum(t.cells for t in trees), noise=noise, size_private=size_private)
         share, named = self.resolution_share, self._named_columns(released)
         if not named:
-            (fine, tables), chosen = split((levels, pairs), (share, 1 - share))
-            return (None, fine), tables, chosen
+            (fine, *tables), chosen = split((levels, *plans), (share, *((1 - share) * f for f in parts)))
+            return (None, fine), _two(tables), chosen
         values = replace(levels, n_projections=len(named) * self._values_per_unit(), dim=len(named))
         v = self._values_share()
-        (named_cal, fine, tables), chosen = split((values, levels, pairs), (v, (1 - v) * share, (1 - v) * (1 - share)),
-                                                  reserved_delta=self._values_delta())
-        return (named_cal, fine), tables, chosen
+        (named_cal, fine, *tables), chosen = split(
+            (values, levels, *plans), (v, (1 - v) * share, *((1 - v) * (1 - share) * f for f in parts)),
+            reserved_delta=self._values_delta())
+        return (named_cal, fine), _two(tables), chosen
 
     def _choice_share(self) -> float:
         """The share of ρ a private choice of pairs takes (swflow.privacy.selection), 0 without one."""
@@ -271,14 +277,6 @@ class TableCells:
                                        sigma=named.count_noise_std(), threshold=named.threshold(), delta=named.delta)
         return f"{values} THEN {note}"
 
-    def _split_note(self) -> str:
-        share, v = self.resolution_share, self._values_share() if self._atoms else 0.0
-        whole = "the budget" if self._size is None else "what the count of records leaves"
-        named = f"the repeated-values release takes {v:g} of {whole}, " if v else ""
-        return (f"{named}the resolution release {(1 - v) * share:g} and the pair tables {(1 - v) * (1 - share):g} "
-                f"of {whole} (of rho in zCDP, of mu^2 in Gaussian DP: multipliers z/sqrt(share)); the accountant "
-                "composes them")
-
     def _resolution_state(self) -> dict:
         """What sets the cells, as released (re-derived on load, never read back as cells)."""
         weights = getattr(self, "_public_weights_used", None)
@@ -357,6 +355,11 @@ class TableCells:
                           columns=len(named), source=source, inside=[FineGrid(self.schema.columns[j]).ends for j in named],
                           per_unit=self._values_per_unit())
         self._set_atoms(named)
+
+
+def _two(calibrations) -> tuple:
+    """The pair tables' calibrations as (the others' or every table's, the target's or None)."""
+    return (*calibrations, None)[:2]
 
 
 def _fine_codec(schema: Schema, atoms: dict | None = None) -> TableCodec:

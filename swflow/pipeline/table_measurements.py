@@ -1,12 +1,13 @@
 """A table run's releases as named measurements: what each counts, its sensitivity and its noise.
 
-A table run makes at most five releases of its private rows, each a :class:`Measurement` with a name, in the
+A table run makes at most six releases of its private rows, each a :class:`Measurement` with a name, in the
 ledger's order:
 
 ==================  ==========================================================  =====================================
 name                what it counts                                              made
 ==================  ==========================================================  =====================================
 pair tables         the two-way tables of the column pairs (MarginalTarget)     by every private run
+target's tables     a named target's pair tables, at a share of their budget    where they are few (table_pairs.py)
 repeated values     the counts of the values a sliced column's records share    with a resolution release that names
                                                                                 values (ValuesTarget)
 one-way trees       the fine one-way trees of the columns whose cells it sets   with a resolution release (OneWayTarget)
@@ -29,14 +30,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-__all__ = ["Measurement", "MEASUREMENTS", "PAIR_TABLES", "REPEATED_VALUES", "ONE_WAY_TREES", "RECORD_COUNT",
-           "PAIR_CHOICE", "plan", "name_releases", "released_numbers", "read_numbers", "named_ledger", "released",
-           "check_ledger", "noise_check", "without_names"]
+__all__ = ["Measurement", "MEASUREMENTS", "PAIR_TABLES", "TARGET_TABLES", "REPEATED_VALUES", "ONE_WAY_TREES",
+           "RECORD_COUNT", "PAIR_CHOICE", "plan", "name_releases", "released_numbers", "read_numbers", "named_ledger",
+           "released", "check_ledger", "noise_check", "without_names"]
 
-PAIR_TABLES, REPEATED_VALUES, ONE_WAY_TREES = "pair tables", "repeated values", "one-way trees"
+PAIR_TABLES, TARGET_TABLES = "pair tables", "target's tables"
+REPEATED_VALUES, ONE_WAY_TREES = "repeated values", "one-way trees"
 RECORD_COUNT, PAIR_CHOICE = "count of records", "choice of pairs"
 #: every measurement a table run can make, in the ledger's order
-MEASUREMENTS = (PAIR_TABLES, REPEATED_VALUES, ONE_WAY_TREES, RECORD_COUNT, PAIR_CHOICE)
+MEASUREMENTS = (PAIR_TABLES, TARGET_TABLES, REPEATED_VALUES, ONE_WAY_TREES, RECORD_COUNT, PAIR_CHOICE)
 
 #: the relative tolerance on a derived multiplier or δ (the calibration is the same code on the same numbers)
 _RTOL = 1e-6
@@ -70,7 +72,7 @@ def plan(syn, dataset_size: int) -> list[Measurement]:
     released_columns = list(getattr(syn, "_released_columns", None) or [])
     k, adjacency = syn._contribution, syn.privacy.adjacency
     spent = (size_event(syn.privacy, dataset_size, contribution=k),) if adjacency == "add-remove" else ()
-    fine, pairs, chosen = syn._calibrate(dataset_size, released_columns, spent)
+    fine, (pairs, apart), chosen = syn._calibrate(dataset_size, released_columns, spent)
     named_cal, trees_cal = fine if fine is not None else (None, None)
     common = {"sensitivity_bound": "histogram", "sampling": "none", "count": 1, "mechanism": syn.privacy.count_noise,
               "dataset_size": dataset_size, "sample_size": dataset_size}
@@ -81,9 +83,11 @@ def plan(syn, dataset_size: int) -> list[Measurement]:
                 "noise_std": calibration.noise_multiplier * sensitivity, "n_projections": groups,
                 "contribution": contribution, "delta_sensitivity": delta, "measurement": name}
 
-    out = [Measurement(PAIR_TABLES, f"the two-way tables of {len(syn.pairs)} column pairs",
-                       event(PAIR_TABLES, pairs, len(syn.pairs), k),
-                       noise_check_note(syn.codec.sizes, syn.pairs, unit_weighted=syn.unit is not None))]
+    together = len(syn.pairs) - sum(syn._apart())
+    out = [Measurement(PAIR_TABLES, f"the two-way tables of {together} column pairs", event(PAIR_TABLES, pairs,
+                       together, k), noise_check_note(syn.codec.sizes, syn.pairs, unit_weighted=syn.unit is not None)
+                       + (" (with the target's tables, each table at its own sigma)" if apart is not None else ""))]
+    out += [] if apart is None else [_target_tables(syn, event(TARGET_TABLES, apart, len(syn.pairs) - together, k))]
     if named_cal is not None:
         named = syn._named_columns(released_columns)
         out.append(Measurement(
@@ -115,6 +119,13 @@ def plan(syn, dataset_size: int) -> list[Measurement]:
     return out
 
 
+def _target_tables(syn, event: dict) -> Measurement:
+    """The target's tables released apart (swflow/pipeline/table_pairs.py), whose ledger ``event`` is given."""
+    return Measurement(TARGET_TABLES, f"the two-way tables of the target {syn.flow.target!r} with each of the other "
+                                      f"{event['n_projections']} columns, at {syn._target_share():g} of the pair "
+                                      "tables' budget", event, "tested with the pair tables, in one chi-square")
+
+
 def _differences(ledger: list[dict], planned: list[Measurement]) -> str | None:
     """What first tells ``ledger`` (saved or just made) apart from the ``planned`` releases; None where it is them."""
     if len(ledger) != len(planned):
@@ -140,11 +151,13 @@ def name_releases(report, planned: list[Measurement]):
 
 def released_numbers(syn) -> dict:
     """What model.pt keeps of each release, by its measurement's name: the released numbers (the pair tables' noisy
-    counts, each named value and its count, the trees' levels, the count of records) and a choice's shape."""
+    counts, the target's apart where they were released apart, each named value and its count, the trees' levels,
+    the count of records) and a choice's shape."""
     from .table_choice import selection_state
 
     values = getattr(syn, "_released_values", None)
-    numbers = {PAIR_TABLES: syn._counts, REPEATED_VALUES: None if values is None else [[v, c] for v, c in values],
+    numbers = {**dict(zip((PAIR_TABLES, TARGET_TABLES), syn._parts_counts())),
+               REPEATED_VALUES: None if values is None else [[v, c] for v, c in values],
                ONE_WAY_TREES: syn._released_levels, RECORD_COUNT: syn._size, PAIR_CHOICE: selection_state(syn)}
     return {name: number for name, number in numbers.items() if number is not None}
 

@@ -11,8 +11,9 @@ share of the budget (:class:`~swflow.privacy.oneway.OneWayTarget`), and post-pro
 from them (:mod:`swflow.tables.resolution`; from public rows instead, where given, at no cost); the records are
 encoded by the :class:`~swflow.tables.codec.TableCodec` with those cells (codec), their two-way tables on the column
 pairs are released once (:class:`~swflow.privacy.marginals.MarginalTarget`: the sliced histogram on pair-block
-slices), particles are fitted to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to
-records, each cell by its fine histogram. Only the releases touch private rows; one ledger composes them, and the
+slices; a named target's tables apart, at a share of their budget, where they are few: table_pairs.py), particles
+are fitted to the released tables (:mod:`swflow.tables.flow`), and samples are decoded back to records, each cell by
+its fine histogram. Only the releases touch private rows; one ledger composes them, and the
 privacy report is every run's (privacy.json).
 """
 from __future__ import annotations
@@ -27,14 +28,14 @@ import torch
 from ..tables.codec import NUMERIC_BINS, TableCodec
 from ..tables.flow import MarginalFlowConfig, fit_particles, sample_cells
 from ..tables.shrinkage import shrunk_tables
-from ..tables.pairs import schema_pairs
-from ..tables.resolution import MAX_CELLS, RESOLUTION_SHARE
+from ..tables.resolution import RESOLUTION_SHARE
 from ..tables.rules import keep_rules
 from ..tables.schema import Schema
 from ..tables.types import present
 from .table_cells import RESOLUTIONS, TableCells, resolution_setting
+from .table_pairs import TablePairs
 from .table_choice import compose_choice, make_choice, restore_selection, schema_note
-from .table_measurements import (PAIR_CHOICE, PAIR_TABLES, RECORD_COUNT, check_ledger, name_releases, named_ledger,
+from .table_measurements import (PAIR_CHOICE, RECORD_COUNT, check_ledger, name_releases, named_ledger,
                                  noise_check, plan, read_numbers, released_numbers)
 from .table_public import TablePublicRows
 from .table_size import TableSize
@@ -72,7 +73,7 @@ def warn_little_to_learn(records: float, noise_std: float, *, unit: bool) -> Non
                       stacklevel=4)
 
 
-class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
+class TableSynthesizer(TableCells, TablePairs, TablePublicRows, TableSize, TableUnits):
     """fit once on a private table, then sample records as often as you like (module docstring)."""
 
     def __init__(self, method: str = "dpswflow-hist", *, schema: Schema | dict | str | Path,
@@ -100,8 +101,8 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         ``repeated_values``: first name, privately, the values a sliced column's records share
         (:mod:`swflow.privacy.values`; a tenth of the budget and of δ), each then decoded as itself (default: on,
         but off under a privacy unit, where a unit names at most one value of a column and none reached the
-        threshold on the benchmark's unit tables: docs/tables-design.md); ``target``: a
-        column a classifier will predict, whose tables are fitted as released, never shrunk."""
+        threshold on the benchmark's unit tables: docs/tables-design.md); ``target``: a column a classifier will
+        predict, whose tables are fitted as released, never shrunk, and released apart where few (table_pairs.py)."""
         from ..privacy import PrivacySpec
 
         if method not in METHODS:
@@ -136,25 +137,6 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                                        target=target)
         self._particles = self._report = self._counts = None
 
-    def _widths(self) -> list[int]:
-        """Each column's most cells, from the schema: a category column's categories, a number's MAX_CELLS."""
-        return [len(c.categories) if c.kind == "categorical" else MAX_CELLS for c in self.schema.columns]
-
-    def _pairs(self, pairs, target: str | None) -> list[tuple[int, int]]:
-        names = self.schema.names
-        if pairs is None:
-            return schema_pairs(self._widths(), target=None if target is None else names.index(target))
-        if self.unit is not None:  # every column with its unit's rows, which samples read (table_units.py)
-            pairs = [*pairs, *((a, names[-1]) for a in names[:-1] if (a, names[-1]) not in map(tuple, pairs))]
-        out = []
-        for pair in pairs:
-            if len(pair) != 2 or any(name not in names for name in pair) or pair[0] == pair[1]:
-                raise ValueError(f"a pair names two different columns of the schema {names}, got {pair!r}")
-            out.append(tuple(sorted(names.index(name) for name in pair)))
-        if len(set(out)) != len(out) or not out:
-            raise ValueError("pairs must be distinct, and at least one")
-        return out
-
     # -- fit ---------------------------------------------------------------------------------------
     def fit(self, table, *, progress: bool | str = False, sharded: bool = False,
             engine: str | None = None) -> "TableSynthesizer":
@@ -181,8 +163,7 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
     def _release(self, table, *, sharded: bool) -> int:
         """Every release of the private rows ``table`` (as engine_table gives it), composed in one report; the n
         every later step reads."""
-        from ..privacy import NoiseSource, PrivacyLedger, compose, privacy_report
-        from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget
+        from ..privacy import NoiseSource, compose
         from .distributed import rank_share
         from ..sources import SourceRequest, open_source
         from ..tables.files import record_count
@@ -194,31 +175,24 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
         noise = NoiseSource(self.privacy_seed, secure=self.privacy.secure_noise)
         n, spent = self._public_size(self._records_mass(table, records), noise, sharded=sharded)  # later steps read
         released = self._plan_cells(n, sharded=sharded)
-        fine_cal, calibration, chosen = self._calibrate(n, released, spent)
+        fine_cal, calibrations, chosen = self._calibrate(n, released, spent)
         fine = self._release_cells(table, n, released, fine_cal, noise, share) if released else None
-        if calibration is not None:  # the pair tables' plan, with the dimension the cells give the rows
-            calibration = replace(calibration, plan=replace(calibration.plan, dim=self.codec.dim))
         table = self._spread_units(table)  # a unit's weight for the pair tables, now that the cells are set
         data = open_source(SourceRequest("table", table, "table", clip=self.clip),
                            codec=TableSource(self.codec, clip=self.clip))
         rows = data.rows
         make_choice(self, rows, n, noise, chosen)
-        parts = dict(noise=noise, ledger=PrivacyLedger(), blocks=self.codec.blocks(), pairs=self.pairs)
         run_config = self._run_config(n, released)
-        lo, hi, world = share
         if sharded:
-            target = ShardedMarginalTarget(rows[lo:hi], calibration, dataset_size=n, **parts)
-            run_config["world_size"] = world
-        else:
-            target = self._weighted(MarginalTarget(rows, calibration, dataset_size=n, **parts))
+            run_config["world_size"] = share[2]
+        self._report = replace(self._release_pairs(rows, n, calibrations, noise, share, sharded=sharded,
+                                                   run_config=run_config), not_accounted=TABLE_NOT_ACCOUNTED)
         del rows, data
-        target.release_tables()
-        self._counts = target.released_counts
-        self._report = replace(privacy_report(self.method, target, run_config=run_config),
-                               not_accounted=TABLE_NOT_ACCOUNTED)
-        if fine is not None and calibration is not None:
+        if fine is not None and self.privacy.private:
             self._report = compose(self._report, self._fine_events(fine), target_epsilon=self.privacy.epsilon,
-                                   note=self._resolution_note(fine)).with_notes(budget_split=self._split_note())
+                                   note=self._resolution_note(fine))
+        if self.privacy.private and (fine is not None or self._target_share()):
+            self._report = self._report.with_notes(budget_split=self._split_note(fine is not None))
         self._compose_size(spent)
         compose_choice(self, chosen)
         self._report = self._state_unit(self._report)
@@ -362,7 +336,6 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
                                                  "secure_noise")}, **blob["flow"])
             numbers = read_numbers(blob)
             report = named_ledger(PrivacyReport.from_json(blob["report"]), numbers, str(path))
-            counts = torch.as_tensor(numbers[PAIR_TABLES], dtype=torch.float64)
             verify_report(report, source=str(path))
             syn._restore_unit(report, str(path))
             size = syn._restore_size(numbers.get(RECORD_COUNT), report, str(path))
@@ -371,15 +344,16 @@ class TableSynthesizer(TableCells, TablePublicRows, TableSize, TableUnits):
             syn._restore_cells(blob.get("resolution", {"mode": "uniform", "share": RESOLUTION_SHARE,
                                                        "cells_per_column": None, "columns": []}), numbers, report,
                                str(path))
+            counts = syn._restore_pairs(numbers, str(path))  # one release, or the target's tables apart
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
             if isinstance(err, ClaimMismatch):
                 raise
             raise ClaimMismatch(f"{path} is not a readable saved table Synthesizer ({err}); fit again") from None
         planned = check_ledger(syn, report, str(path))
-        if report.private:
-            verify_tables(report, counts, syn.codec.sizes, syn.pairs, source=str(path), size=size,
-                          unit_weighted=syn.unit is not None)
         syn._report, syn._counts, syn._stored = syn._state_unit(report), counts, blob.get("particles")
+        if report.private:  # each table at its own σ (the target's apart: table_pairs.py), as the ledger says
+            verify_tables(report, counts, syn.codec.sizes, syn.pairs, source=str(path), size=size,
+                          unit_weighted=syn.unit is not None, noise_stds=syn._table_noise(str(path)))
         syn._note_measurements(planned)
         syn._particles = (stored_particles(syn._stored, syn.codec.sizes, str(path)) if stored
                           else syn._fit_to_release(progress=progress))

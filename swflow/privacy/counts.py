@@ -75,7 +75,8 @@ def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5
 
 
 def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: list[tuple[int, int]], *,
-                  source: str, size: tuple[float, float] | None = None, unit_weighted: bool = False) -> None:
+                  source: str, size: tuple[float, float] | None = None, unit_weighted: bool = False,
+                  noise_stds: list[float] | None = None) -> None:
     """A table release's noisy counts (the K tables of ``pairs`` of columns with ``sizes`` cells, concatenated as
     :func:`swflow.privacy.marginals.pair_counts` writes them) against the report's n and σ.
 
@@ -97,36 +98,38 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     n̂ is only bounded: a unit's spread weight is at least its count weight, so n̂ may not exceed the tables'
     pooled total by more than the two noises allow (one-sided, at 1e-9). Testing the totals against n̂ as the same
     number refused every true unit run once the noise fell below the gap between the two weightings (ε ≥ 3 on a
-    few hundred units)."""
+    few hundred units). ``noise_stds``: each table's σ, where they were released in parts of their own σ (a target's
+    tables apart: swflow/pipeline/table_pairs.py; the caller has checked each part's K and σ against the settings);
+    default: the report's σ for its K = len(pairs) tables."""
     from .marginals import split_tables
 
     counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
-    if report.n_projections != len(pairs):
+    if noise_stds is None and report.n_projections != len(pairs):
         raise ClaimMismatch(f"{source}: it holds {len(pairs)} tables, but the report accounts for "
                             f"{report.n_projections}: regenerate the run")
     try:
         tables = split_tables(counts, sizes, pairs)
     except ValueError as err:
         raise ClaimMismatch(f"{source}: {err}; regenerate the run") from None
-    sigma = report.noise_std
-    if not sigma > 0:
-        raise ClaimMismatch(f"{source}: a private table release with noise std {sigma}")
+    sigmas = [report.noise_std] * len(pairs) if noise_stds is None else [float(s) for s in noise_stds]
+    if len(sigmas) != len(pairs) or not all(s > 0 for s in sigmas):
+        raise ClaimMismatch(f"{source}: a private release of {len(pairs)} tables at noise stds {sigmas[:3]}…")
     check_integers(counts, report.mechanism, source=source)
-    statistic = _totals_statistic(tables, sigma, report.dataset_size, size, unit_weighted, source=source)
+    statistic = _totals_statistic(tables, sigmas, report.dataset_size, size, unit_weighted, source=source)
     freedom = len(tables) - unit_weighted
     for column in range(len(sizes)):
         estimates, variances = [], []
-        for (i, j), table in zip(pairs, tables):
+        for (i, j), table, std in zip(pairs, tables, sigmas):
             if column in (i, j):
                 estimates.append(table.sum(dim=1) if column == i else table.sum(dim=0))
-                variances.append(sizes[j if column == i else i] * sigma ** 2)
+                variances.append(sizes[j if column == i else i] * std ** 2)
         if len(estimates) < 2:
             continue
         statistic += _pooled_spread(torch.stack(estimates), variances)
         freedom += sizes[column] * (len(estimates) - 1)
     if freedom < 1:
         return  # one table of a unit run: nothing of it to compare (its note says UNTESTED)
-    _chi_square(statistic, freedom, sigma=sigma, released="tables", source=source,
+    _chi_square(statistic, freedom, sigma=max(sigmas), released="tables", source=source,
                 disagreement="the released tables disagree with each other" + (
                     "" if unit_weighted else f", or with the {report.dataset_size} rows the report claims,") +
                 " by more than the claimed noise allows: the counts" + ("" if unit_weighted else " or the data set "
@@ -166,11 +169,11 @@ def noise_check_note(sizes: list[int], pairs: list[tuple[int, int]], *, unit_wei
             f"of {factor:.2g} times the noise they carry (with probability 0.99), and an edited n or edited counts")
 
 
-def _totals_statistic(tables: list, sigma: float, dataset_size: int, size, unit_weighted: bool, *,
+def _totals_statistic(tables: list, sigmas: list[float], dataset_size: int, size, unit_weighted: bool, *,
                       source: str) -> float:
-    """The χ² part of verify_tables' totals: against n (replace-one), pooled with n̂ (add-remove), or among
-    themselves with n̂ bounded one-sided (``unit_weighted``)."""
-    totals, variances = [[float(t.sum())] for t in tables], [t.numel() * sigma ** 2 for t in tables]
+    """The χ² part of verify_tables' totals (each table's noise std in ``sigmas``): against n (replace-one), pooled
+    with n̂ (add-remove), or among themselves with n̂ bounded one-sided (``unit_weighted``)."""
+    totals, variances = [[float(t.sum())] for t in tables], [t.numel() * s ** 2 for t, s in zip(tables, sigmas)]
     if unit_weighted:
         if size is not None:
             _at_most_tables(totals, variances, size, source=source)

@@ -36,8 +36,8 @@ import math
 
 import numpy as np
 
-__all__ = ["pair_dependence", "pair_departures", "choose_pairs", "released_error", "schema_pairs",
-           "MAX_SCHEMA_PAIRS", "MAX_TABLE_CELLS"]
+__all__ = ["pair_dependence", "pair_departures", "choose_pairs", "released_error", "schema_pairs", "target_share",
+           "MAX_SCHEMA_PAIRS", "MAX_TABLE_CELLS", "TARGET_SHARE"]
 
 #: positive-part James–Stein keeps about CHANCE_KEPT/√cells of a table of pure noise (its factor is above 0
 #: where the noise's energy happens to exceed its mean): fitted to its Monte Carlo TV distance over 4 to 2 500
@@ -48,6 +48,18 @@ MAX_SCHEMA_PAIRS = 496
 #: the most cells a table the schema-alone rule releases may have: 256 × 256, the largest that category columns of
 #: up to MAX_CATEGORY_CELLS (tables/resolution.py) give
 MAX_TABLE_CELLS = 256 * 256
+#: the least share of the pair tables' budget (of ρ, or of μ²) that a named target's tables take, released apart
+#: where they are fewer than that share of the tables (docs/tables-design.md, "The target's tables apart")
+TARGET_SHARE = 0.3
+
+
+def target_share(tables: int, target_tables: int) -> float:
+    """The share of the pair tables' budget that a target's ``target_tables`` of the ``tables`` tables take in a
+    release of their own: TARGET_SHARE where they are fewer than that share of the tables (each then carries less
+    noise than the others: σ ∝ √(K_t / share)), else 0, one release for all (they hold that share already)."""
+    if not 0 <= target_tables <= tables:
+        raise ValueError(f"the target's tables are some of the tables: got {target_tables} of {tables}")
+    return TARGET_SHARE if 0 < target_tables < TARGET_SHARE * tables else 0.0
 
 
 def schema_pairs(widths: list[int], *, target: int | None = None) -> list[tuple[int, int]]:
