@@ -168,3 +168,65 @@ def test_a_class_beside_a_pile_keeps_its_link_at_epsilon_1(where):
         cell = pile_shares(where, 1.0, seed, rows=10_000, others=8, steps=None)
         assert abs(cell["positive samples"] - cell["positive held out"]) <= 0.20, cell
         assert cell["AUC samples"] >= cell["AUC private"] - 0.10, cell
+
+
+# -- a release that shows no link (issue 94, item 3) ----------------------------------------------------------------
+def _noisy_tables(rng, sizes, pairs, n, sigma, *, linked: bool):
+    """Gaussian noise of std sigma on every count of tables of n records: independent columns of laws 1, 2, ... k
+    (exactly n·p qᵀ: no sample's own chance departure), or, ``linked``, n records whose second column copies the
+    first."""
+    laws = [np.arange(1, k + 1) / (k * (k + 1) / 2) for k in sizes]
+    cells = np.stack([rng.choice(k, n, p=law) for k, law in zip(sizes, laws)], axis=1)
+    cells[:, 1] = cells[:, 0] % sizes[1]
+    out = []
+    for i, j in pairs:
+        table = n * np.outer(laws[i], laws[j])
+        if linked:
+            table = np.zeros((sizes[i], sizes[j]))
+            np.add.at(table, (cells[:, i], cells[:, j]), 1)
+        out.append(torch.from_numpy(table + rng.normal(0, sigma, table.shape)))
+    return out
+
+
+def test_the_departure_test_is_uniform_on_independent_columns_and_sees_a_strong_link():
+    """200 releases of independent columns: the p-values against scipy's uniform law (Kolmogorov-Smirnov) and at
+    most 4 below 0.01 (binomial: 2 expected); a column that copies another is seen at once."""
+    from scipy.stats import kstest
+
+    from swflow.tables.links import departure_p_value
+
+    rng = np.random.default_rng(0)
+    sizes, pairs = [3, 4, 5, 2], [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    p = [departure_p_value(_noisy_tables(rng, sizes, pairs, 2000, 30.0, linked=False), sizes, pairs,
+                           noise_stds=[30.0] * 6, dataset_size=2000) for _ in range(200)]
+    assert kstest(p, "uniform").pvalue > 1e-3 and sum(v < 0.01 for v in p) <= 4
+    linked = _noisy_tables(rng, sizes, pairs, 2000, 30.0, linked=True)
+    assert departure_p_value(linked, sizes, pairs, noise_stds=[30.0] * 6, dataset_size=2000) < 1e-6
+    only_apart = [pair != (0, 1) for pair in pairs]  # the linked pair left out of the sum: nothing to see
+    assert departure_p_value(linked, sizes, pairs, noise_stds=[30.0] * 6, dataset_size=2000, only=only_apart) > 1e-3
+
+
+def test_pooled_noise_is_the_inverse_variance_sum():
+    from swflow.tables.links import pooled_noise
+
+    sizes, pairs = [2, 3, 4], [(0, 1), (0, 2)]
+    got = pooled_noise(sizes, pairs, [10.0, 20.0])
+    assert got[0] == pytest.approx((1 / (3 * 100) + 1 / (4 * 400)) ** -0.5)
+    assert got[1] == pytest.approx((2 * 100) ** 0.5) and got[2] == pytest.approx((2 * 400) ** 0.5)
+
+
+def test_a_release_of_independent_columns_says_it_shows_no_link_and_one_with_links_says_nothing():
+    schema = _schema()
+    rng = np.random.default_rng(8)
+    independent = pd.DataFrame({c.name: rng.choice(list(c.categories), 1500) for c in schema.columns})
+    options = dict(epsilon=1.0, delta=1e-9, count_noise="gaussian", privacy_seed=3, steps=10)
+    with pytest.warns(UserWarning, match="no more than their noise would make them") as caught:
+        syn = TableSynthesizer(schema=schema, **options).fit(independent)
+    said = next(str(w.message) for w in caught if "noise would make them" in str(w.message))
+    assert "(--target)" in said and "times the noise one release of the one-way counts" in said
+    assert not [w for w in caught if "holds little" in str(w.message)]  # 1 500 records against sigma of about 50
+    assert syn.privacy_report().dataset_size > 2 * syn.privacy_report().noise_std
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        TableSynthesizer(schema=schema, target="y", **options).fit(_records(8000, seed=2))
+    assert not [w for w in caught if "noise would make them" in str(w.message)]

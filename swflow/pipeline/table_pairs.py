@@ -110,6 +110,38 @@ class TablePairs:
                     apart_tables.pairs, adjacency=self.privacy.adjacency, contribution=self._contribution)))
         return report
 
+    def _warn_no_links(self, tables: list[torch.Tensor], records: float) -> None:
+        """Warn where the released ``tables`` (counting ``records``) show no link between their columns beyond their
+        noise, neither all of them nor a named target's (swflow.tables.links: post-processing); say how the
+        columns' laws pooled over them compare with one release of the one-way counts at this budget, and what to
+        do."""
+        import statistics
+        import warnings
+
+        from ..privacy.histogram import histogram_sensitivity, one_release_multiplier
+        from ..tables.links import LINK_LEVEL, departure_p_value, pooled_noise
+
+        sigmas = self._table_noise("this run")
+        target = None if self.flow.target is None else self.schema.names.index(self.flow.target)
+        subsets = [None] + ([] if target is None else [[target in pair for pair in self.pairs]])
+        p_values = [departure_p_value(tables, self.codec.sizes, self.pairs, noise_stds=sigmas, dataset_size=records,
+                                      only=only) for only in subsets]
+        if min(p_values) < LINK_LEVEL:
+            return
+        alone = one_release_multiplier(self.privacy) * histogram_sensitivity(
+            len(self.codec.sizes), adjacency=self.privacy.adjacency, contribution=self._contribution).value
+        ratio = statistics.median(s for s in pooled_noise(self.codec.sizes, self.pairs, sigmas) if s) / alone
+        warnings.warn(
+            f"the {len(tables)} released pair tables depart from their columns' independence no more than their noise "
+            f"would make them (chi-square, p = {p_values[0]:.2g}" + ("" if target is None else
+                                                                      f"; the target's tables, p = {p_values[1]:.2g}")
+            + "): the links between the samples' columns may be noise, and a classifier trained on them may learn "
+            f"little. Their columns' laws, pooled over the tables, carry {ratio:.1f} times the noise one release of the "
+            "one-way counts would at this budget. "
+            + ("Name the column a classifier will predict (--target), r" if target is None else "R")
+            + "elease fewer columns, give public rows that choose the pairs (--public-table), or raise epsilon",
+            stacklevel=4)
+
     def _split_note(self, resolution: bool) -> str:
         """How the budget was split, in words: the releases before the pair tables (``resolution``: made), and the
         target's tables where they are apart."""

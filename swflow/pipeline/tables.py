@@ -61,16 +61,18 @@ METHODS = ("dpswflow-hist",)
 LITTLE_TO_LEARN_STDS = 2.0
 
 
-def warn_little_to_learn(records: float, noise_std: float, *, unit: bool) -> None:
+def warn_little_to_learn(records: float, noise_std: float, *, unit: bool) -> bool:
     """Warn where the released tables count fewer ``records`` (released: post-processing) than LITTLE_TO_LEARN_STDS
     times the noise std ``noise_std`` on each of their counts: samples then follow the noise about as much as the
-    data, and may be no closer to it than uniform records over the schema."""
+    data, and may be no closer to it than uniform records over the schema. Whether it warned."""
     if noise_std > 0 and records < LITTLE_TO_LEARN_STDS * noise_std:
         who = "units (people)" if unit else "records"
         warnings.warn(f"the released tables count about {records:,.0f} records against noise of std {noise_std:,.0f} "
                       "on every count: the release holds little beyond the schema, and its samples may be no closer "
                       f"to the data than uniform records over it. Raise epsilon, or fit on more {who}",
                       stacklevel=4)
+        return True
+    return False
 
 
 class TableSynthesizer(TableCells, TablePairs, TablePublicRows, TableSize, TableUnits):
@@ -211,7 +213,7 @@ class TableSynthesizer(TableCells, TablePairs, TablePublicRows, TableSize, Table
         """The particles fitted to the released tables (shrunk unless ``shrink=False``, swflow.tables.shrinkage), from
         public things only: the released counts, the report's σ and n, the settings. Deterministic: load() refits
         them rather than read particles a file could have replaced. ``warn``: say so where the noise swamps what
-        the tables count (:func:`warn_little_to_learn`)."""
+        the tables count (:func:`warn_little_to_learn`), or where no table shows a link beyond it (table_pairs.py)."""
         from ..privacy.marginals import split_tables
         from ..simulate.threads import step_threads, torch_threads
 
@@ -219,8 +221,8 @@ class TableSynthesizer(TableCells, TablePairs, TablePublicRows, TableSize, Table
         target_column = None if self.flow.target is None else self.schema.names.index(self.flow.target)
         targets = split_tables(self._counts, sizes, self.pairs)
         mass = self._tables_mass(targets, report.dataset_size)
-        if warn and report.private:
-            warn_little_to_learn(mass, report.noise_std, unit=self.unit is not None)
+        if warn and report.private and not warn_little_to_learn(mass, report.noise_std, unit=self.unit is not None):
+            self._warn_no_links(targets, mass)
         if report.private and self.flow.shrink:
             priors = [None if p is None else torch.from_numpy(p) for p in self.codec.priors()]
             if self.unit is not None:  # a unit's rows: never toward each class alike (samples weight a class by it)
