@@ -69,6 +69,12 @@ class TablePairs:
         target = self.schema.names.index(self.flow.target)
         return [target in pair for pair in self.pairs]
 
+    def _part_pairs(self) -> list[list[tuple[int, int]]]:
+        """The pairs of each part's release, in ``self.pairs``' order: [the others' (every pair in one release), the
+        target's (none in one release)]."""
+        apart = self._apart()
+        return [[pair for pair, a in zip(self.pairs, apart) if a == side] for side in (False, True)]
+
     def _pair_plans(self, tables):
         """(the plans, their shares of the pair tables' budget): ``tables`` (the ReleasePlan of every pair table as
         one release), or the others' and the target's at 1 − s and s."""
@@ -87,10 +93,8 @@ class TablePairs:
         from ..privacy.marginals import MarginalTarget, ShardedMarginalTarget, marginal_release
 
         lo, hi, _ = share
-        apart = self._apart()
-        parts = [[p for p, a in zip(self.pairs, apart) if a == side] for side in (False, True)]
         made = []
-        for pairs, calibration in zip(parts, calibrations):
+        for pairs, calibration in zip(self._part_pairs(), calibrations):
             if not pairs:
                 continue
             if calibration is not None:  # its plan, with the dimension the cells give the rows
@@ -119,13 +123,13 @@ class TablePairs:
         import warnings
 
         from ..privacy.histogram import histogram_sensitivity, one_release_multiplier
-        from ..tables.links import LINK_LEVEL, departure_p_value, pooled_noise
+        from ..tables.links import LINK_LEVEL, departure_p_values, pooled_noise
 
         sigmas = self._table_noise("this run")
         target = None if self.flow.target is None else self.schema.names.index(self.flow.target)
         subsets = [None] + ([] if target is None else [[target in pair for pair in self.pairs]])
-        p_values = [departure_p_value(tables, self.codec.sizes, self.pairs, noise_stds=sigmas, dataset_size=records,
-                                      only=only) for only in subsets]
+        p_values = departure_p_values(tables, self.codec.sizes, self.pairs, noise_stds=sigmas, dataset_size=records,
+                                      subsets=subsets)
         if min(p_values) < LINK_LEVEL:
             return
         alone = one_release_multiplier(self.privacy) * histogram_sensitivity(
@@ -160,10 +164,9 @@ class TablePairs:
         ``self.pairs``' order, concatenated."""
         from ..privacy.marginals import split_tables
 
-        apart = self._apart()
-        parts = [iter(split_tables(counts, self.codec.sizes, [p for p, a in zip(self.pairs, apart) if a == side]))
-                 for side, counts in zip((False, True), released)]
-        return torch.cat([next(parts[side]).reshape(-1) for side in apart])
+        parts = [iter(split_tables(counts, self.codec.sizes, pairs))
+                 for pairs, counts in zip(self._part_pairs(), released)]
+        return torch.cat([next(parts[side]).reshape(-1) for side in self._apart()])
 
     def _parts_counts(self) -> list[torch.Tensor]:
         """``self._counts`` split into the parts' releases as they were made: [the others'(, the target's)]."""

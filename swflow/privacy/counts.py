@@ -75,10 +75,10 @@ def verify_counts(report, noisy_counts: torch.Tensor, *, source: str = "model.h5
 
 
 def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: list[tuple[int, int]], *,
-                  source: str, size: tuple[float, float] | None = None, unit_weighted: bool = False,
-                  noise_stds: list[float] | None = None) -> None:
+                  noise_stds: list[float], source: str, size: tuple[float, float] | None = None,
+                  unit_weighted: bool = False) -> None:
     """A table release's noisy counts (the K tables of ``pairs`` of columns with ``sizes`` cells, concatenated as
-    :func:`swflow.privacy.marginals.pair_counts` writes them) against the report's n and σ.
+    :func:`swflow.privacy.marginals.pair_counts` writes them) against the report's n and each table's σ.
 
     What the true tables must satisfy gives the test pure noise to look at: every table's total is n, and every
     table that holds column i gives the same one-way counts of i. So (a) each total minus n is noise of variance
@@ -98,20 +98,17 @@ def verify_tables(report, noisy_counts: torch.Tensor, sizes: list[int], pairs: l
     n̂ is only bounded: a unit's spread weight is at least its count weight, so n̂ may not exceed the tables'
     pooled total by more than the two noises allow (one-sided, at 1e-9). Testing the totals against n̂ as the same
     number refused every true unit run once the noise fell below the gap between the two weightings (ε ≥ 3 on a
-    few hundred units). ``noise_stds``: each table's σ, where they were released in parts of their own σ (a target's
-    tables apart: swflow/pipeline/table_pairs.py; the caller has checked each part's K and σ against the settings);
-    default: the report's σ for its K = len(pairs) tables."""
+    few hundred units). ``noise_stds``: each table's σ, from the ledger's events (a target's tables may be released
+    apart at a σ of their own: swflow/pipeline/table_pairs.py); the caller has checked each release's K and σ against
+    the run's settings (pipeline.table_measurements.check_ledger)."""
     from .marginals import split_tables
 
     counts = torch.as_tensor(noisy_counts, dtype=torch.float64)
-    if noise_stds is None and report.n_projections != len(pairs):
-        raise ClaimMismatch(f"{source}: it holds {len(pairs)} tables, but the report accounts for "
-                            f"{report.n_projections}: regenerate the run")
     try:
         tables = split_tables(counts, sizes, pairs)
     except ValueError as err:
         raise ClaimMismatch(f"{source}: {err}; regenerate the run") from None
-    sigmas = [report.noise_std] * len(pairs) if noise_stds is None else [float(s) for s in noise_stds]
+    sigmas = [float(s) for s in noise_stds]
     if len(sigmas) != len(pairs) or not all(s > 0 for s in sigmas):
         raise ClaimMismatch(f"{source}: a private release of {len(pairs)} tables at noise stds {sigmas[:3]}…")
     check_integers(counts, report.mechanism, source=source)
